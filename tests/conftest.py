@@ -1,0 +1,33 @@
+"""Shared pytest fixtures: paths to the project's binaries, the real TensorRT-RTX library, apps."""
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(os.environ.get("TRTRACE_ROOT", pathlib.Path(__file__).resolve().parents[1]))
+BUILD = pathlib.Path(os.environ.get("TRTRACE_BUILD", ROOT / "build"))
+BIN = pathlib.Path(os.environ.get("TRTRACE_BIN", BUILD / "bin"))
+APPS = ROOT / "tests" / "apps"
+
+
+def trt_lib_dir():
+    import tensorrt_rtx_libs  # the wheel that carries libtensorrt_rtx.so.1
+    return pathlib.Path(tensorrt_rtx_libs.__file__).parent
+
+
+def run_app(app, *args, env=None, check=True):
+    """Runs a test app with this Python; returns the CompletedProcess (text mode)."""
+    cmd = [sys.executable, str(APPS / app), *map(str, args)]
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=full_env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture
+def tmp(tmp_path):
+    return tmp_path
