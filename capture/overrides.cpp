@@ -1,0 +1,194 @@
+// Hand-written exceptions of the capture shim, one per `override capture` line of
+// schema/api/90-overrides.api, plus the C entry points and loading of the real library.
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "session.h"
+#include "shim.h"
+#include "trtrace/hash.h"
+
+#define TRTRACE_EXPORT __attribute__((visibility("default")))
+
+namespace trtrace::capture {
+namespace {
+
+// ---- the real library -------------------------------------------------------------------------
+void* selfSymbol();  // our createInferBuilder_INTERNAL, to recognise ourselves
+
+void* openReal() {
+  const Config& c = Session::get().config();
+  std::string tried;
+  auto attempt = [&](const char* name) -> void* {
+    void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      tried += std::string(tried.empty() ? "" : "; ") + dlerror();
+      return nullptr;
+    }
+    void* sym = dlsym(h, "createInferBuilder_INTERNAL");
+    if (!sym || sym == selfSymbol()) {  // the shim itself (drop-in mode found us by soname)
+      tried += std::string(tried.empty() ? "" : "; ") + name + ": is the shim, not the real library";
+      return nullptr;
+    }
+    return h;
+  };
+  if (!c.libName.empty()) {
+    if (void* h = attempt(c.libName.c_str())) return h;
+  } else {
+    // LD_PRELOAD: the real library is next in the lookup order; find its file and take a handle.
+    if (void* next = dlsym(RTLD_NEXT, "createInferBuilder_INTERNAL"); next && next != selfSymbol()) {
+      Dl_info info{};
+      if (dladdr(next, &info) && info.dli_fname) {
+        if (void* h = dlopen(info.dli_fname, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) return h;
+      }
+    }
+    // The documented default name, then the soname the PyPI wheels ship.
+    for (const char* name : {"libtensorrt_rtx.so", "libtensorrt_rtx.so.1"})
+      if (void* h = attempt(name)) return h;
+  }
+  std::fprintf(stderr,
+               "trtrace: error: cannot load the real TensorRT-RTX library (%s); set TRT_SHIM_NVINFER_LIB_NAME "
+               "to its path\n",
+               tried.c_str());
+  return nullptr;
+}
+
+void* realLib() {
+  static void* h = openReal();
+  return h;
+}
+
+// ---- the logger we give the real builder: forwards to the application's, keeps the errors ------
+class ShimLogger final : public abi::ILogger {
+ public:
+  explicit ShimLogger(abi::ILogger* app) : app_(app) {}
+  abi::APILanguage getAPILanguage() const noexcept override {
+    return app_ ? app_->getAPILanguage() : abi::APILanguage::kCPP;
+  }
+  abi::InterfaceInfo getInterfaceInfo() const noexcept override {
+    return app_ ? app_->getInterfaceInfo() : abi::InterfaceInfo{"ILogger", 1, 0};
+  }
+  void log(abi::Severity severity, const char* msg) noexcept override {
+    if ((severity == abi::Severity::kINTERNAL_ERROR || severity == abi::Severity::kERROR) && msg) {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (errors_.size() < 64) errors_.emplace_back(msg);
+    }
+    if (app_) app_->log(severity, msg);
+  }
+  std::vector<std::string> takeErrors() {
+    std::lock_guard<std::mutex> lk(mu_);
+    std::vector<std::string> e;
+    e.swap(errors_);
+    return e;
+  }
+  void clearErrors() { (void)takeErrors(); }
+
+ private:
+  abi::ILogger* app_;
+  std::mutex mu_;
+  std::vector<std::string> errors_;
+};
+
+std::mutex gLoggersMu;
+std::vector<std::pair<Object*, ShimLogger*>> gLoggers;  // builder -> its logger (few builders)
+
+ShimLogger* loggerOf(Object* builder) {
+  std::lock_guard<std::mutex> lk(gLoggersMu);
+  for (auto& [b, l] : gLoggers)
+    if (b == builder) return l;
+  return nullptr;
+}
+
+}  // namespace
+
+void* realSymbol(const char* name) {
+  void* h = realLib();
+  return h ? dlsym(h, name) : nullptr;
+}
+
+// ---- Builder.buildSerializedNetwork: record the outcome (engine size + XXH3-128, or errors) -----
+abi::IHostMemory* override_Builder_buildSerializedNetwork(Object* self, abi::VBuilder* real,
+                                                         abi::INetworkDefinition& network,
+                                                         abi::IBuilderConfig& config) {
+  Session& s = Session::get();
+  ShimLogger* logger = loggerOf(self);
+  abi::IHostMemory* engine = nullptr;
+  {
+    Call c(self, api::kBuilder_buildSerializedNetwork, false, netHint(&network));
+    c.argHandle(&network);
+    c.argHandle(&config);
+    if (logger) logger->clearErrors();
+    engine = real->buildSerializedNetwork(*static_cast<abi::INetworkDefinition*>(unwrap(&network)),
+                                          *static_cast<abi::IBuilderConfig*>(unwrap(&config)));
+    std::vector<std::string> errors = logger ? logger->takeErrors() : std::vector<std::string>{};
+    if (CallEncoder* e = c.encoder()) {
+      if (engine) {
+        // The real host memory's V-pointer (level 0) gives its bytes without a recorded call.
+        auto* hm = static_cast<abi::VHostMemory*>(static_cast<void* const*>(static_cast<void*>(engine))[1]);
+        e->buildResult(true, hm->size(), hash128(hm->data(), hm->size()));
+      } else {
+        e->buildResult(false, 0, {}, errors);
+        e->status(CallStatus::Failed);
+      }
+    }
+    engine = static_cast<abi::IHostMemory*>(c.retHandle(engine, *findIface("HostMemory")));
+  }
+  s.afterBuild();
+  return engine;
+}
+
+}  // namespace trtrace::capture
+
+using namespace trtrace;
+using namespace trtrace::capture;
+
+// ---- C entry points ---------------------------------------------------------------------------
+#include "capture_entries.inc"
+
+extern "C" TRTRACE_EXPORT void* createInferBuilder_INTERNAL(void* logger, int32_t version) {
+  using Fn = void* (*)(void*, int32_t);
+  static Fn fn = reinterpret_cast<Fn>(realSymbol("createInferBuilder_INTERNAL"));
+  if (!fn) return nullptr;
+  Session& s = Session::get();
+  // Version guard: the spec describes one library version; another one's vtables may differ.
+  using VersionFn = int32_t (*)();
+  static VersionFn ver = reinterpret_cast<VersionFn>(realSymbol("getInferLibVersion"));
+  const int32_t libVersion = ver ? ver() : 0;
+  if (libVersion / 100 != abi::kLibraryVersionInt / 100 && !s.config().ignoreVersion) {
+    static std::once_flag once;
+    std::call_once(once, [&] {
+      std::fprintf(stderr,
+                   "trtrace: error: the real library is version %d but this shim describes %s %s (%d); not "
+                   "capturing (set TRTRACE_IGNORE_VERSION=1 to capture anyway)\n",
+                   libVersion, abi::kLibraryName, abi::kLibraryVersion, abi::kLibraryVersionInt);
+    });
+    return fn(logger, version);
+  }
+  auto* shimLogger = new ShimLogger(static_cast<abi::ILogger*>(logger));
+  void* real = nullptr;
+  Object* builder = nullptr;
+  {
+    Call c(nullptr, api::kentry_createInferBuilder_INTERNAL, false);
+    c.argForeign(logger != nullptr);
+    c.argI64(version);
+    real = fn(shimLogger, version);
+    builder = static_cast<Object*>(c.retHandle(real, *findIface("Builder")));
+  }
+  if (!builder) {
+    delete shimLogger;
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lk(gLoggersMu);
+  gLoggers.emplace_back(builder, shimLogger);  // kept for the process lifetime (the library may log late)
+  return builder;
+}
+
+namespace trtrace::capture {
+namespace {
+void* selfSymbol() { return reinterpret_cast<void*>(&::createInferBuilder_INTERNAL); }
+}  // namespace
+}  // namespace trtrace::capture

@@ -1,0 +1,262 @@
+// Capture session: configuration, writer lifecycle, object registry, flush rules, exit summary.
+#include "session.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "shim.h"
+#include "trtrace/api_table.h"
+
+namespace trtrace::capture {
+namespace {
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+void warnBad(const char* name, const char* value, const char* expected) {
+  std::fprintf(stderr, "trtrace: warning: %s='%s' is not %s; using the default\n", name, value, expected);
+}
+
+bool envBool(const char* name, bool def) {
+  const char* v = env(name);
+  if (!v) return def;
+  std::string s(v);
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
+  if (s == "0" || s == "false" || s == "no" || s == "off") return false;
+  warnBad(name, v, "a boolean (1/0, true/false, yes/no, on/off)");
+  return def;
+}
+
+int64_t envInt(const char* name, int64_t def) {
+  const char* v = env(name);
+  if (!v) return def;
+  char* end = nullptr;
+  errno = 0;
+  long long x = std::strtoll(v, &end, 10);
+  if (errno || end == v || *end || x < 0 || x > INT_MAX) {
+    warnBad(name, v, "an integer in [0, 2147483647]");
+    return def;
+  }
+  return x;
+}
+
+std::string withPidSuffix(const std::string& path) { return path + "." + std::to_string(getpid()); }
+
+// Best-effort flush when the application dies of a fatal signal, then the previous disposition.
+constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM};
+struct sigaction gPrevious[sizeof(kFatalSignals) / sizeof(int)];
+std::atomic<bool> gInSignal{false};
+
+void onFatalSignal(int sig) {
+  if (!gInSignal.exchange(true)) {
+    // Not async-signal-safe; this is the documented best effort for a process that is dying.
+    if (Writer* w = Session::get().writer()) {
+      try { w->flush(); } catch (...) {}
+    }
+  }
+  for (size_t i = 0; i < std::size(kFatalSignals); ++i)
+    if (kFatalSignals[i] == sig) sigaction(sig, &gPrevious[i], nullptr);
+  raise(sig);
+}
+
+void installSignalHandlers() {
+  for (size_t i = 0; i < std::size(kFatalSignals); ++i) {
+    struct sigaction sa {};
+    sa.sa_handler = onFatalSignal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(kFatalSignals[i], &sa, &gPrevious[i]);
+  }
+}
+
+std::string human(uint64_t b) {
+  char buf[64];
+  const char* u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int i = 0;
+  while (v >= 1024 && i < 4) v /= 1024, ++i;
+  std::snprintf(buf, sizeof buf, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+  return buf;
+}
+
+}  // namespace
+
+std::string Config::tracePath() const {
+  if (!outputFile.empty()) return outputFile;
+  if (!outputJson.empty()) {
+    std::string p = outputJson;
+    if (p.size() > 5 && p.compare(p.size() - 5, 5, ".json") == 0) p.resize(p.size() - 5);
+    return p + ".trtrace";
+  }
+  return "capture.trtrace";
+}
+
+Config Config::fromEnv() {
+  Config c;
+  if (const char* v = env("TRT_SHIM_OUTPUT_FILE")) c.outputFile = v;
+  if (const char* v = env("TRT_SHIM_OUTPUT_JSON_FILE")) c.outputJson = v;
+  if (const char* v = env("TRT_SHIM_NVINFER_LIB_NAME")) c.libName = v;
+  c.dumpApi = envBool("TRT_SHIM_DUMP_API", false);
+  c.printWelcome = envBool("TRT_SHIM_PRINT_WELCOME", false);
+  c.inlineMax = envInt("TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN", 8);
+  c.randomMin = envInt("TRT_SHIM_MARK_AS_RANDOM_WEIGHTS_GREATER_EQUAL_THAN", INT_MAX);
+  c.flushEveryCall = envBool("TRT_SHIM_FLUSH_AFTER_EVERY_CALL", false);
+  c.flushOnBuild = envBool("TRT_SHIM_FLUSH_ON_BUILD", false);
+  c.ignoreVersion = envBool("TRTRACE_IGNORE_VERSION", false);
+  return c;
+}
+
+Session& Session::get() {
+  static Session* s = new Session();  // never destroyed: wrappers may outlive static destruction
+  return *s;
+}
+
+Session::Session() : config_(Config::fromEnv()) {
+  if (config_.printWelcome) {
+    std::fprintf(stderr, "trtrace: Welcome to TensorRT Shim (trtrace capture of %s %s) -> %s\n",
+                 abi::kLibraryName, abi::kLibraryVersion, config_.tracePath().c_str());
+  }
+  std::atexit([] { Session::get().close(); });
+  pthread_atfork(nullptr, nullptr, [] { Session::get().forkedChild(); });
+  installSignalHandlers();
+}
+
+void Session::open() {
+  opened_ = true;
+  path_ = config_.tracePath();
+  WriterOptions o;
+  o.path = path_;
+  o.flush = config_.flushEveryCall ? FlushPolicy::EveryCall
+            : config_.flushOnBuild ? FlushPolicy::OnBuild
+                                   : FlushPolicy::AtClose;
+  HeaderInfo h;
+  h.producer = "trtrace-capture";
+  h.producerVersion = TRTRACE_VERSION;
+  h.libraryName = abi::kLibraryName;
+  h.libraryVersion = abi::kLibraryVersion;
+  h.settings = {
+      {"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN", std::to_string(config_.inlineMax)},
+      {"TRT_SHIM_MARK_AS_RANDOM_WEIGHTS_GREATER_EQUAL_THAN", std::to_string(config_.randomMin)},
+      {"TRT_SHIM_FLUSH_AFTER_EVERY_CALL", config_.flushEveryCall ? "1" : "0"},
+      {"TRT_SHIM_FLUSH_ON_BUILD", config_.flushOnBuild ? "1" : "0"},
+  };
+  if (!config_.outputJson.empty()) h.settings.emplace_back("TRT_SHIM_OUTPUT_JSON_FILE", config_.outputJson);
+  try {
+    writer_ = Writer::create(o, h);
+    uint32_t n = 0;
+    const api::ApiDesc* all = api::all(&n);
+    for (uint32_t i = 0; i < n; ++i) {
+      std::vector<std::string_view> names(all[i].args, all[i].args + all[i].nargs);
+      writer_->describeApi(all[i].id, all[i].interface, all[i].method, names);
+    }
+  } catch (const std::exception& e) {
+    writer_.reset();
+    disabled_ = true;
+    std::fprintf(stderr, "trtrace: capture disabled: %s\n", e.what());
+  }
+}
+
+Writer* Session::writer() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!opened_ && !disabled_) open();
+  return disabled_ || closed_ ? nullptr : writer_.get();
+}
+
+void Session::disable(const std::string& why) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!disabled_) std::fprintf(stderr, "trtrace: capture disabled: %s\n", why.c_str());
+  disabled_ = true;
+}
+
+Object* Session::wrap(const void* real, const Iface& iface, Object* owner, uint32_t network) {
+  if (!real) return nullptr;
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = byReal_.find(real);
+  if (it != byReal_.end()) return it->second;
+  Object* o = iface.make(const_cast<void*>(real));
+  o->handle = ++nextHandle_;
+  o->network = network;
+  if (!iface.appOwned && owner) {
+    o->owner = owner;
+    owner->owned.push_back(o);
+  }
+  byReal_.emplace(real, o);
+  return o;
+}
+
+Object* Session::find(const void* real) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = byReal_.find(real);
+  return it == byReal_.end() ? nullptr : it->second;
+}
+
+void Session::unregister(Object* o) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = byReal_.find(o->real);
+  if (it != byReal_.end() && it->second == o) byReal_.erase(it);
+  if (o->owner) {
+    auto& v = o->owner->owned;
+    v.erase(std::remove(v.begin(), v.end(), o), v.end());
+  }
+}
+
+void Session::afterCall() {}
+
+void Session::drain() {
+  if (Writer* w = writer()) {
+    try { w->drainBlobs(); } catch (const std::exception& e) { disable(e.what()); }
+  }
+}
+
+void Session::afterBuild() {
+  drain();
+  if (config_.flushOnBuild) {
+    if (Writer* w = writer()) {
+      try { w->flush(); } catch (const std::exception& e) { disable(e.what()); }
+    }
+  }
+}
+
+void Session::close() {
+  std::unique_ptr<Writer> w;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (closed_) return;
+    closed_ = true;
+    w = std::move(writer_);
+  }
+  if (!w) return;
+  try {
+    w->close();
+    Writer::Stats s = w->stats();
+    std::fprintf(stderr,
+                 "trtrace: captured %llu calls, %u networks; weights %s logical, %s unique, %s stored -> %s\n",
+                 static_cast<unsigned long long>(s.calls), networks_.load(), human(s.blobPutBytes).c_str(),
+                 human(s.uniqueBytes).c_str(), human(s.storedBytes).c_str(), path_.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "trtrace: error closing %s: %s\n", path_.c_str(), e.what());
+  }
+}
+
+void Session::forkedChild() {
+  // The parent's writer shares the parent's file and its worker threads did not survive the fork:
+  // leave it untouched (leaked on purpose) and let the child write its own file.
+  new (&mu_) std::mutex();
+  (void)writer_.release();
+  opened_ = false;
+  closed_ = false;
+  if (!disabled_) config_.outputFile = withPidSuffix(config_.tracePath());
+}
+
+}  // namespace trtrace::capture

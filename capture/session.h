@@ -1,0 +1,71 @@
+// The capture session: configuration from the environment, the trace writer, and the registry of
+// our objects. One per process (a forked child starts its own, writing `<output>.<pid>`).
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "trtrace/writer.h"
+
+namespace trtrace::capture {
+
+struct Object;
+struct Iface;
+
+// The documented TRT_SHIM_* variables (shared/reference/capture-replay-trt-rtx.txt) plus ours.
+struct Config {
+  std::string outputFile;       // TRT_SHIM_OUTPUT_FILE: the binary trace (default output)
+  std::string outputJson;       // TRT_SHIM_OUTPUT_JSON_FILE: NVIDIA's JSON+BIN pair (documented default capture.json)
+  std::string libName;          // TRT_SHIM_NVINFER_LIB_NAME (empty: the documented default, then the soname)
+  bool dumpApi = false;         // TRT_SHIM_DUMP_API: enter/exit line per call on stderr
+  bool printWelcome = false;    // TRT_SHIM_PRINT_WELCOME
+  int64_t inlineMax = 8;        // TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN (elements)
+  int64_t randomMin = 2147483647;  // TRT_SHIM_MARK_AS_RANDOM_WEIGHTS_GREATER_EQUAL_THAN (elements)
+  bool flushEveryCall = false;  // TRT_SHIM_FLUSH_AFTER_EVERY_CALL
+  bool flushOnBuild = false;    // TRT_SHIM_FLUSH_ON_BUILD
+  bool ignoreVersion = false;   // TRTRACE_IGNORE_VERSION: capture a library version the spec does not describe
+  std::string tracePath() const;  // where the binary trace goes
+  static Config fromEnv();        // bad values: one warning line each, default kept
+};
+
+class Session {
+ public:
+  static Session& get();  // created on first use; never destroyed (atexit closes the writer)
+
+  const Config& config() const { return config_; }
+  // The writer, opened on first use; nullptr when capture is off (open failed, closed, disabled).
+  Writer* writer();
+  void disable(const std::string& why);  // stop recording (passthrough continues), say why once
+
+  // Registry of our objects, keyed by the real object.
+  Object* wrap(const void* real, const Iface& iface, Object* owner, uint32_t network);
+  Object* find(const void* real);
+  void unregister(Object* o);
+  uint32_t newNetworkId() { return ++networks_; }
+
+  void afterCall();           // flush-after-every-call policy
+  void afterBuild();          // drain blobs (the app may free weights now) + flush-on-build policy
+  void drain();               // every enqueued blob consumed
+  void close();               // flush, footer, summary line (atexit)
+  void forkedChild();         // the child abandons the parent's writer and starts its own file
+  uint64_t nextRandomSeed() { return ++randomSeeds_; }
+
+ private:
+  Session();
+  void open();
+
+  Config config_;
+  std::mutex mu_;
+  std::unique_ptr<Writer> writer_;
+  bool opened_ = false, disabled_ = false, closed_ = false;
+  std::string path_;
+  std::unordered_map<const void*, Object*> byReal_;
+  uint64_t nextHandle_ = 0;
+  std::atomic<uint32_t> networks_{0};
+  std::atomic<uint64_t> randomSeeds_{0};
+};
+
+}  // namespace trtrace::capture

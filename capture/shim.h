@@ -1,0 +1,164 @@
+// Capture runtime: the pieces the generated recording wrappers (capture_gen.inc) stand on.
+//
+// Every object the real library hands to the application is replaced by an Object of ours whose
+// first bytes mirror the public class ({vptr, one V-pointer per chain level}); the V-pointers lead
+// to generated Shim<Name> classes that record each call and forward it to the real object.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trtrace/api_abi.h"
+#include "trtrace/api_table.h"
+#include "trtrace/writer.h"
+
+namespace trtrace::capture {
+
+struct Object;
+
+// What the generator knows about an interface: name, public chain length, destroy API id, factory.
+struct Iface {
+  const char* name;
+  int levels;
+  bool appOwned;        // the application deletes these (builder, network, config, host memory)
+  uint32_t destroyApi;
+  Object* (*make)(void* real);
+};
+
+inline constexpr int kMaxLevels = 4;
+
+// Our stand-in for one public object. Layout-compatible prefix: the vptr (its only virtual
+// function is the destructor, as in the public classes) and impl[level] = V-pointer per level.
+struct Object {
+  explicit Object(void* realObject, const Iface* iface);
+  // The application deleted the public object: record it, delete the real one, free ours.
+  virtual ~Object();
+
+  void* impl[kMaxLevels] = {};  // public layout: impl[0..levels) are the V-pointers
+  void* real;                   // the real library's public object
+  const Iface* iface;
+  uint64_t handle = 0;          // trace handle (1, 2, ...; 0 = null)
+  uint32_t network = 0;         // network id (0 = not network-scoped)
+  Object* owner = nullptr;      // the object whose call first returned this one
+  std::vector<Object*> owned;   // objects whose lifetime ends with ours (layers, tensors, ...)
+  bool disposing = false;       // being freed by us, not deleted by the application
+
+  // The real object's V-pointer at `level` (public layout: field 1 + level).
+  void* realImpl(int level) const { return static_cast<void* const*>(real)[1 + level]; }
+};
+
+// Our object -> the real public object; any other pointer (or null) is returned unchanged.
+void* unwrap(const void* pub);
+// Object (ours) behind a public pointer, or nullptr.
+Object* ours(const void* pub);
+// The real object was destroyed by the library (e.g. removeTensor): drop our mapping.
+void forget(const void* pub);
+
+// An array of public pointers, unwrapped for the real library.
+template <class T>
+class Unwrapped {
+ public:
+  Unwrapped(T* const* a, int64_t n) {
+    if (a && n > 0) {
+      v_.reserve(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) v_.push_back(static_cast<T*>(unwrap(a[i])));
+    }
+  }
+  T* const* data() const { return v_.empty() ? nullptr : v_.data(); }
+
+ private:
+  std::vector<T*> v_;
+};
+
+// First network id among the given public pointers (ours), else 0.
+inline uint32_t netHint() { return 0; }
+template <class... Rest>
+uint32_t netHint(const void* p, Rest... rest) {
+  if (Object* o = ours(p); o && o->network) return o->network;
+  return netHint(rest...);
+}
+
+// One recorded call: constructed on entry (enter message, encoder), destroyed on exit (endCall).
+// When capture is off (writer failed, or after close) every method is a cheap no-op.
+class Call {
+ public:
+  Call(Object* self, uint32_t apiId, bool unsupported, uint32_t networkHint = 0);
+  ~Call();
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
+  void argBool(bool v);
+  void argI64(int64_t v);
+  void argU64(uint64_t v);
+  void argF32(float v);
+  void argF64(double v);
+  void argEnum(uint32_t typeId, int64_t v);
+  void argString(const char* s);
+  void argDims(const abi::Dims64& d);
+  void argWeights(const abi::Weights& w);
+  void argStruct(const void* p, size_t n);
+  void argHandle(const void* pub);
+  template <class T>
+  void argHandles(T* const* a, int64_t n) { argHandleList(reinterpret_cast<const void* const*>(a), n); }
+  template <class T>
+  void argArray(const T* p, int64_t n);
+  void argBytes(const void* p, int64_t n);
+  void argStrings(const char* const* s, int64_t n);
+  void argOut();
+  void argForeign(bool nonNull);
+
+  void retBool(bool v);
+  void retI64(int64_t v);
+  void retU64(uint64_t v);
+  void retF32(float v);
+  void retF64(double v);
+  void retEnum(uint32_t typeId, int64_t v);
+  void retString(const char* s);
+  void retDims(const abi::Dims64& d);
+  void retOther();
+  // Wraps a real public object returned by the library (or finds its wrapper) and records it.
+  void* retHandle(const void* real, const Iface& iface);
+  template <class T>
+  void* retHandle(T* real, const Iface& iface) { return retHandle(static_cast<const void*>(real), iface); }
+  void done() {}
+
+  CallEncoder* encoder() { return enc_; }
+  Object* self() { return self_; }
+  uint32_t network() const { return network_; }
+
+ private:
+  void argHandleList(const void* const* a, int64_t n);
+
+  Object* self_;
+  uint32_t api_;
+  uint32_t network_;
+  CallEncoder* enc_ = nullptr;
+};
+
+template <class T>
+void Call::argArray(const T* p, int64_t n) {
+  if (!enc_) return;
+  if (!p || n < 0) { enc_->argNull(); return; }
+  if constexpr (std::is_floating_point_v<T>) {
+    std::vector<float> v(p, p + n);
+    enc_->argF32Array(v);
+  } else {
+    std::vector<int64_t> v(p, p + n);
+    enc_->argI64Array(v);
+  }
+}
+
+// Wraps a real object returned outside a recorded call (entry points, overrides).
+Object* wrap(const void* real, const Iface& iface, Object* owner, uint32_t network);
+const Iface* findIface(std::string_view name);
+
+// The real library's symbol (loaded once, per TRT_SHIM_NVINFER_LIB_NAME); nullptr if unavailable.
+void* realSymbol(const char* name);
+
+using namespace trtrace::abi;  // generated signatures name ABI types unqualified
+// Hand-written exceptions (the `override capture` lines of schema/api/90-overrides.api).
+#include "capture_overrides.h"
+
+}  // namespace trtrace::capture

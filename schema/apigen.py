@@ -1,0 +1,649 @@
+#!/usr/bin/env python3
+"""Generates every per-method artefact from the API spec (docs/api-spec.md).
+
+    apigen.py --spec schema/api --out <dir> [--update-lock]
+
+Outputs (build tree, never committed):
+  trtrace/api_abi.h       ABI declarations: enums, structs, aliases, apiv vtable classes
+  trtrace/api_table.h     API ids (append-only, from schema/api/ids.lock), descriptor table
+  api_table.cpp           names and argument names of every API id (self-describing traces)
+  capture_gen.inc         capture shim: one recording wrapper class per interface + factories
+  replay_gen.inc          player: one dispatch function per API id + the dispatch table
+
+Ids: schema/api/ids.lock maps each method key (interface, name, parameter types) to its id.
+Ids never move; a method missing from the lock gets the next free id (with a note to run
+--update-lock so the assignment is committed). Removed methods keep their ids reserved.
+"""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import apispec  # noqa: E402
+from apispec import SCALARS, Method, Param, SpecError, Type  # noqa: E402
+
+DESTROY = "~"          # synthetic method name: the application deleted the object
+
+
+# ------------------------------------------------------------------------------------------------
+# ids.lock
+# ------------------------------------------------------------------------------------------------
+def assign_ids(spec, lock_path: pathlib.Path, update: bool):
+    locked_api, locked_enum = {}, {}
+    if lock_path.exists():
+        for ln, line in enumerate(lock_path.read_text().splitlines(), 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            kind, num, key = line.split(" ", 2)
+            table = locked_api if kind == "api" else locked_enum
+            if key in table or int(num) in table.values():
+                raise SpecError(f"{lock_path}:{ln}: duplicate {kind} '{key}' / id {num}")
+            table[key] = int(num)
+    new = []
+    next_api = max(locked_api.values(), default=0) + 1
+    for m in all_methods(spec):
+        if m.key in locked_api:
+            m.api_id = locked_api[m.key]
+        else:
+            m.api_id, next_api = next_api, next_api + 1
+            new.append(m.key)
+    next_enum = max(locked_enum.values(), default=0) + 1
+    for e in spec.enums.values():
+        if e.name in locked_enum:
+            e.type_id = locked_enum[e.name]
+        else:
+            e.type_id, next_enum = next_enum, next_enum + 1
+            new.append(f"enum {e.name}")
+    if new and update:
+        lines = ["# trtrace API ids. APPEND-ONLY: ids never change meaning; removed methods keep theirs.",
+                 "# Regenerate with: python3 schema/apigen.py --spec schema/api --update-lock"]
+        lines += [f"enum {i} {k}" for k, i in sorted(locked_enum.items(), key=lambda kv: kv[1])]
+        lines += [f"enum {e.type_id} {e.name}" for e in spec.enums.values() if e.name not in locked_enum]
+        lines += [f"api {i} {k}" for k, i in sorted(locked_api.items(), key=lambda kv: kv[1])]
+        lines += [f"api {m.api_id} {m.key}" for m in all_methods(spec) if m.key not in locked_api]
+        lock_path.write_text("\n".join(lines) + "\n")
+    elif new:
+        print(f"apigen: note: {len(new)} ids not in {lock_path.name} (first: {new[0]}); "
+              f"run `python3 schema/apigen.py --spec schema/api --update-lock` and commit it",
+              file=sys.stderr)
+
+
+def entry_methods(spec):
+    """C entry points recorded like methods of a pseudo-interface named 'entry'."""
+    out = []
+    for e in spec.entries:
+        m = Method("entry", e.name, e.params, e.ret, False, e.mode, {"lib": e.lib})
+        out.append(m)
+    return out
+
+
+def all_methods(spec):
+    """Every API id in declaration order: entries, then per interface its destroy + methods."""
+    if not hasattr(spec, "_all"):
+        ms = entry_methods(spec)
+        for itf in spec.interfaces.values():
+            if itf.abstract:
+                continue  # application/parser-side interfaces: described for the ABI, not interposed
+            ms.append(Method(itf.name, DESTROY, [], Type("void", text="void"), False, "record", {}))
+            ms.extend(itf.methods)
+        spec._all = ms
+    return spec._all
+
+
+# ------------------------------------------------------------------------------------------------
+# C++ spelling
+# ------------------------------------------------------------------------------------------------
+class Cpp:
+    def __init__(self, spec):
+        self.spec = spec
+
+    def base(self, name):
+        if name in SCALARS:
+            return SCALARS[name]
+        k = self.spec.kind(name)
+        if k == "interface" and name not in self.spec.aliases:
+            return "I" + name
+        return name
+
+    def type(self, t: Type):
+        s = self.base(t.base)
+        if t.const:
+            s += " const"
+        if t.ptr == 2 and t.inner_const:
+            s += "* const*"
+        else:
+            s += "*" * t.ptr
+        if t.ref:
+            s += "&"
+        return s
+
+    def params(self, m):
+        return ", ".join(f"{self.type(p.type)} {p.name}" for p in m.params)
+
+
+def classify(spec, t: Type, ann=None):
+    """What a parameter/return is, for recording and replay."""
+    ann = ann or {}
+    base = spec.resolve(t.base)
+    kind = spec.kind(t.base)
+    if ann.get("out"):
+        return "out"
+    if t.base == "cstr" and t.ptr == 0:
+        return "string"
+    if t.base == "cstr" and t.ptr == 1:
+        return "strings"
+    if kind == "interface" and spec.interfaces[base].abstract:
+        return "foreign"          # application-implemented callbacks cannot travel in a trace
+    if kind == "interface":
+        if t.ptr == 2:
+            return "handles"
+        return "handle"
+    if kind == "opaque" or base in ("ptr", "cptr"):
+        if ann.get("bytes"):
+            return "bytes"
+        return "foreign"
+    if kind == "struct":
+        if t.ptr:
+            return "foreign"
+        if base == "Dims64":
+            return "dims"
+        if base == "Weights":
+            return "weights"
+        return "struct"
+    if kind == "enum":
+        return "enums" if t.ptr else "enum"
+    # scalars
+    if t.ptr:
+        return "array" if ann.get("len") else "foreign"
+    if base == "void":
+        return "void"
+    return "scalar"
+
+
+def scalar_enc(spec, t: Type):
+    base = spec.resolve(t.base)
+    return {"bool": "Bool", "f32": "F32", "f64": "F64", "u8": "U64", "u16": "U64", "u32": "U64",
+            "u64": "U64", "size": "U64"}.get(base, "I64")
+
+
+def len_expr(m, p):
+    v = p.ann.get("len")
+    return v if v is not None else "0"
+
+
+# ------------------------------------------------------------------------------------------------
+# api_abi.h
+# ------------------------------------------------------------------------------------------------
+def gen_abi(spec, cpp: Cpp):
+    o = ["// Generated by schema/apigen.py from schema/api/*.api -- do not edit.",
+         f"// ABI of {spec.library} {spec.version}: enums, structs and the vtable classes that cross",
+         "// the library boundary. Public objects are opaque here: {vptr, impl pointer per chain level}.",
+         "#pragma once", "#include <cstddef>", "#include <cstdint>", "",
+         "namespace trtrace::abi {", ""]
+    o.append(f'inline constexpr char kLibraryName[] = "{spec.library}";')
+    o.append(f'inline constexpr char kLibraryVersion[] = "{spec.version}";')
+    parts = [int(x) for x in spec.version.split(".")]
+    o.append(f"inline constexpr int32_t kLibraryVersionInt = {parts[0] * 10000 + parts[1] * 100 + parts[2]};"
+             "  // getInferLibVersion() encoding")
+    o.append("")
+    for e in spec.enums.values():
+        o.append(f"enum class {e.name} : {SCALARS[e.underlying]} {{")
+        for n, v in e.values:
+            o.append(f"  {n} = {v},")
+        o.append("};")
+    o.append("")
+    for name in spec.structs:
+        o.append(f"struct {name};")
+    for name in spec.opaques:
+        o.append(f"struct {name};")
+    for name, itf in spec.interfaces.items():
+        o.append(f"struct I{name};")
+    for name, t in spec.aliases.items():
+        o.append(f"using {name} = {cpp.type(t)};")
+    o.append("")
+    for s in spec.structs.values():
+        o.append(f"struct {s.name} {{")
+        for fname, ft, n in s.fields:
+            o.append(f"  {cpp.type(ft)} {fname}{f'[{n}]' if n else ''};")
+        o.append("};")
+    o.append("")
+    o.append("// Root of every vtable class: the virtual destructor takes the first two slots.")
+    o.append("struct VRoot {\n  virtual ~VRoot() noexcept = default;\n};")
+    o.append("// Root of every public object: its only virtual function is the destructor.")
+    o.append("struct PublicRoot {\n  virtual ~PublicRoot() noexcept = default;\n};")
+    for itf in spec.interfaces.values():
+        if itf.abstract:
+            o.append(f"struct I{itf.name} {{")
+            for i, m in enumerate(itf.methods + [None]):
+                if itf.dtor_slot == i:
+                    o.append(f"  virtual ~I{itf.name}() noexcept = default;")
+                if m is not None:
+                    o.append(f"  virtual {cpp.type(m.ret)} {m.name}({cpp.params(m)}){' const' if m.const else ''} noexcept = 0;")
+            o.append("};")
+            continue
+        o.append(f"struct V{itf.name} : VRoot {{")
+        for m in itf.methods:
+            o.append(f"  virtual {cpp.type(m.ret)} {m.name}({cpp.params(m)}){' const' if m.const else ''} noexcept = 0;")
+        o.append("};")
+    o.append("")
+    o.append("// Chain level of each interface: public object field 1 + level holds its V-pointer.")
+    o.append("template <class I> struct Level;")
+    for itf in spec.interfaces.values():
+        if not itf.abstract:
+            o.append(f"template <> struct Level<I{itf.name}> {{ static constexpr int value = {itf.level}; using V = V{itf.name}; }};")
+    o.append("")
+    o.append("}  // namespace trtrace::abi")
+    return "\n".join(o) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------
+# api_table.h / api_table.cpp
+# ------------------------------------------------------------------------------------------------
+def ident(m):
+    return f"{m.interface}_{'destroy' if m.name == DESTROY else m.name}"
+
+
+def gen_table_h(spec):
+    ms = all_methods(spec)
+    o = ["// Generated by schema/apigen.py -- do not edit.", "#pragma once", "#include <cstdint>",
+         "#include <string_view>", "", "namespace trtrace::api {", "",
+         "enum class Mode : uint8_t { Record, Passthrough, Unsupported };", "",
+         "// One entry per API id: what the trace's self-description and the tools print.",
+         "struct ApiDesc {",
+         "  uint32_t id;                 // append-only API id (schema/api/ids.lock)",
+         "  std::string_view interface;  // 'NetworkDefinition', or 'entry' for C entry points",
+         "  std::string_view method;     // method name; '~' = the application deleted the object",
+         "  const std::string_view* args;  // parameter names",
+         "  uint32_t nargs;",
+         "  Mode mode;",
+         "  int32_t slot;                // vtable slot after the destructor pair; -1 if none",
+         "};", ""]
+    seen = set()
+    for m in ms:
+        name = ident(m)
+        n, i = name, 2
+        while n in seen:
+            n, i = f"{name}_{i}", i + 1
+        seen.add(n)
+        m.ident = n
+        o.append(f"inline constexpr uint32_t k{n} = {m.api_id};")
+    o.append("")
+    for e in spec.enums.values():
+        o.append(f"inline constexpr uint32_t kEnum{e.name} = {e.type_id};")
+    o += ["", f"inline constexpr uint32_t kMaxApiId = {max(m.api_id for m in ms)};",
+          "const ApiDesc* find(uint32_t id);  // nullptr for ids this build does not know",
+          "const ApiDesc* all(uint32_t* count);",
+          "std::string_view enumName(uint32_t typeId);",
+          "std::string_view enumeratorName(uint32_t typeId, int64_t value);  // empty if unknown",
+          "", "}  // namespace trtrace::api"]
+    return "\n".join(o) + "\n"
+
+
+def gen_table_cpp(spec):
+    ms = sorted(all_methods(spec), key=lambda m: m.api_id)
+    o = ["// Generated by schema/apigen.py -- do not edit.", '#include "trtrace/api_table.h"', "",
+         "namespace trtrace::api {", "namespace {"]
+    for m in ms:
+        names = ", ".join(f'"{p.name}"' for p in m.params) or ""
+        o.append(f"constexpr std::string_view a{m.api_id}[] = {{{names}}};" if names
+                 else f"constexpr const std::string_view* a{m.api_id} = nullptr;")
+    o.append("constexpr ApiDesc kTable[] = {")
+    for m in ms:
+        mode = {"record": "Record", "passthrough": "Passthrough", "unsupported": "Unsupported"}[m.mode]
+        slot = m.slot if m.interface != "entry" and m.name != DESTROY else -1
+        o.append(f'  {{{m.api_id}, "{m.interface}", "{m.name}", a{m.api_id}, {len(m.params)}, Mode::{mode}, {slot}}},')
+    o.append("};")
+    o.append("struct EnumDesc { uint32_t id; std::string_view name; const std::pair<int64_t, std::string_view>* values; uint32_t n; };")
+    for e in spec.enums.values():
+        vals = ", ".join(f'{{{v}, "{n}"}}' for n, v in e.values)
+        o.append(f"constexpr std::pair<int64_t, std::string_view> e{e.type_id}[] = {{{vals}}};")
+    o.append("constexpr EnumDesc kEnums[] = {")
+    for e in spec.enums.values():
+        o.append(f'  {{{e.type_id}, "{e.name}", e{e.type_id}, {len(e.values)}}},')
+    o.append("};")
+    o += ["}  // namespace", "",
+          "const ApiDesc* find(uint32_t id) {",
+          "  // kTable is sorted by id; ids are dense except for reserved (removed) ones.",
+          "  size_t lo = 0, hi = sizeof(kTable) / sizeof(kTable[0]);",
+          "  while (lo < hi) {",
+          "    size_t mid = (lo + hi) / 2;",
+          "    if (kTable[mid].id < id) lo = mid + 1; else hi = mid;",
+          "  }",
+          "  return lo < sizeof(kTable) / sizeof(kTable[0]) && kTable[lo].id == id ? &kTable[lo] : nullptr;",
+          "}",
+          "const ApiDesc* all(uint32_t* count) {",
+          "  *count = sizeof(kTable) / sizeof(kTable[0]);",
+          "  return kTable;",
+          "}",
+          "std::string_view enumName(uint32_t typeId) {",
+          "  for (const auto& e : kEnums) if (e.id == typeId) return e.name;",
+          "  return {};",
+          "}",
+          "std::string_view enumeratorName(uint32_t typeId, int64_t value) {",
+          "  for (const auto& e : kEnums) {",
+          "    if (e.id != typeId) continue;",
+          "    for (uint32_t i = 0; i < e.n; ++i) if (e.values[i].first == value) return e.values[i].second;",
+          "  }",
+          "  return {};",
+          "}",
+          "}  // namespace trtrace::api"]
+    return "\n".join(o) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------
+# capture_gen.inc: recording wrappers
+# ------------------------------------------------------------------------------------------------
+def enc_arg(spec, cpp, m, p):
+    """C++ statement recording parameter p (before the call)."""
+    k = classify(spec, p.type, p.ann)
+    n = p.name
+    if k == "scalar":
+        return f"c.arg{scalar_enc(spec, p.type)}({n});"
+    if k == "enum":
+        return f"c.argEnum(api::kEnum{spec.resolve(p.type.base)}, static_cast<int64_t>({n}));"
+    if k == "string":
+        return f"c.argString({n});"
+    if k == "dims":
+        return f"c.argDims({n});"
+    if k == "weights":
+        return f"c.argWeights({n});"
+    if k == "struct":
+        return f"c.argStruct(&{n}, sizeof({n}));"
+    if k == "handle":
+        return f"c.argHandle({'&' if p.type.ref else ''}{n});"
+    if k == "handles":
+        return f"c.argHandles({n}, {len_expr(m, p)});"
+    if k == "array":
+        return f"c.argArray({n}, {len_expr(m, p)});"
+    if k == "enums":
+        return f"c.argArray(reinterpret_cast<const int32_t*>({n}), {len_expr(m, p)});"
+    if k == "bytes":
+        return f"c.argBytes({n}, {p.ann['bytes']});"
+    if k == "strings":
+        return f"c.argStrings({n}, {len_expr(m, p)});" if p.ann.get("len") else "c.argForeign(true);"
+    if k == "out":
+        return "c.argOut();"
+    return "c.argForeign(true);" if p.type.ref else f"c.argForeign({n} != nullptr);"
+
+
+def fwd_arg(spec, cpp, p):
+    """Expression passing parameter p on to the real library (unwrapping our objects)."""
+    k = classify(spec, p.type, p.ann)
+    if k == "handle":
+        it = cpp.base(p.type.base) + (" const" if p.type.const else "")
+        if p.type.ref:
+            return f"*static_cast<abi::{it}*>(unwrap(&{p.name}))"
+        return f"static_cast<abi::{it}*>(unwrap({p.name}))"
+    if k == "handles":
+        return f"u_{p.name}.data()"
+    return p.name
+
+
+def ret_expr(spec, cpp, m):
+    k = classify(spec, m.ret)
+    if k == "handle":
+        it = cpp.base(m.ret.base)
+        target = f"abi::{it}" + (" const" if m.ret.const else "")
+        if m.ret.ref:
+            return f"*static_cast<{target}*>(c.retHandle(&r, kIface{m.ret.base}))"
+        return f"static_cast<{target}*>(c.retHandle(r, kIface{m.ret.base}))"
+    rec = {"scalar": f"c.ret{scalar_enc(spec, m.ret)}(r)",
+           "enum": f"c.retEnum(api::kEnum{spec.resolve(m.ret.base)}, static_cast<int64_t>(r))",
+           "string": "c.retString(r)", "dims": "c.retDims(r)"}.get(k)
+    if rec:
+        return f"({rec}, r)"
+    return "(c.retOther(), r)"
+
+
+def gen_capture(spec, cpp, ov):
+    o = ["// Generated by schema/apigen.py -- do not edit. Included by capture/wrappers.cpp.",
+         "// One recording wrapper per vtable class: record the arguments, forward to the real",
+         "// object (our objects unwrapped), record and wrap the result.", ""]
+    o.append("// Interface descriptors: name, chain length, factory.")
+    for itf in spec.interfaces.values():
+        if not itf.abstract:
+            o.append(f"extern const Iface kIface{itf.name};")
+    o.append("")
+    for itf in spec.interfaces.values():
+        if itf.abstract:
+            continue
+        o.append(f"struct Shim{itf.name} final : abi::V{itf.name} {{")
+        o.append("  Object* self;")
+        o.append(f"  explicit Shim{itf.name}(Object* s) : self(s) {{}}")
+        o.append(f"  abi::V{itf.name}* real() const {{ return static_cast<abi::V{itf.name}*>(self->realImpl({itf.level})); }}")
+        for m in itf.methods:
+            key = f"{itf.name}.{m.name}"
+            sig = f"{cpp.type(m.ret)} {m.name}({cpp.params(m)}){' const' if m.const else ''} noexcept override"
+            args = ", ".join(fwd_arg(spec, cpp, p) for p in m.params)
+            if key in ov["capture"]:
+                fwd = ", ".join(p.name for p in m.params)
+                o.append(f"  {sig} {{ return override_{itf.name}_{m.name}(self, real(){', ' if fwd else ''}{fwd}); }}")
+                continue
+            if m.mode == "passthrough":
+                o.append(f"  {sig} {{ return real()->{m.name}({args}); }}")
+                continue
+            o.append(f"  {sig} {{")
+            hints = [("&" if p.type.ref else "") + p.name for p in m.params
+                     if classify(spec, p.type, p.ann) == "handle"]
+            hint = f", netHint({', '.join(hints)})" if hints else ""
+            o.append(f"    Call c(self, api::k{m.ident}, {'true' if m.mode == 'unsupported' else 'false'}{hint});")
+            for p in m.params:
+                o.append(f"    {enc_arg(spec, cpp, m, p)}")
+                if classify(spec, p.type, p.ann) == "handles":
+                    it = cpp.base(p.type.base)
+                    o.append(f"    Unwrapped<abi::{it}> u_{p.name}({p.name}, {len_expr(m, p)});")
+            void = m.ret.base == "void" and not m.ret.ptr
+            call = f"real()->{m.name}({args});"
+            o.append(f"    {call}" if void else f"    {'auto' if not m.ret.ref else 'auto&'} r = {call}")
+            for p in m.params:
+                if m.notes.get("destroys") == p.name:
+                    o.append(f"    forget({'&' if p.type.ref else ''}{p.name});")
+            o.append("    c.done();" if void else f"    return {ret_expr(spec, cpp, m)};")
+            o.append("  }")
+        o.append("};")
+        # The object: public layout {vptr, impl per level}, then the shims.
+        chain = itf.chain
+        o.append(f"struct Obj{itf.name} final : Object {{")
+        for lvl, name in enumerate(chain):
+            o.append(f"  Shim{name} s{lvl}{{this}};")
+        for pub in spec.publics.get(itf.name, []):
+            # A virtual function of the public class after its destructor: same behaviour as the
+            # vtable method of that name (recorded and forwarded by our shim).
+            m = next(m for m in itf.methods if m.name == pub)
+            fwd = ", ".join(p.name for p in m.params)
+            o.append(f"  virtual {cpp.type(m.ret)} {m.name}({cpp.params(m)}){' const' if m.const else ''} noexcept "
+                     f"{{ return s{len(chain) - 1}.{m.name}({fwd}); }}")
+        o.append(f"  Obj{itf.name}(void* real) : Object(real, &kIface{itf.name}) {{")
+        for lvl in range(len(chain)):
+            o.append(f"    impl[{lvl}] = &s{lvl};")
+        o.append("  }")
+        o.append("};")
+        o.append(f'const Iface kIface{itf.name}{{"{itf.name}", {len(chain)}, {"true" if itf.name in spec.appowned else "false"}, api::k{itf.name}_destroy, '
+                 f'[](void* real) -> Object* {{ return new Obj{itf.name}(real); }}}};')
+        o.append("")
+    o.append("extern const Iface* const kAllIfaces[] = {")
+    for itf in spec.interfaces.values():
+        if not itf.abstract:
+            o.append(f"  &kIface{itf.name},")
+    o.append("};")
+    o.append("extern const size_t kNumIfaces = sizeof(kAllIfaces) / sizeof(kAllIfaces[0]);")
+    o.append("")
+    o.append("const Iface* findIface(std::string_view name) {")
+    for itf in spec.interfaces.values():
+        if not itf.abstract:
+            o.append(f'  if (name == "{itf.name}") return &kIface{itf.name};')
+    o.append("  return nullptr;")
+    o.append("}")
+    return "\n".join(o) + "\n"
+
+
+def gen_capture_entries(spec, cpp):
+    """The C entry points the shim exports: pass-through ones forward to the real library."""
+    o = ["// Generated by schema/apigen.py -- do not edit. Included by capture/entry.cpp at global scope.", ""]
+    for e in spec.entries:
+        if e.lib != "tensorrt_rtx":
+            continue
+        ps = ", ".join(f"{cpp.type(p.type)} {p.name}" for p in e.params)
+        names = ", ".join(p.name for p in e.params)
+        types = ", ".join(cpp.type(p.type) for p in e.params)
+        ret = cpp.type(e.ret)
+        qual = lambda t: t if t in SCALARS.values() or t.startswith(("void", "char", "int", "uint", "float", "double", "bool", "std::")) else "trtrace::abi::" + t
+        ps = ", ".join(f"{qual(cpp.type(p.type))} {p.name}" for p in e.params)
+        types = ", ".join(qual(cpp.type(p.type)) for p in e.params)
+        ret = qual(ret)
+        if e.mode == "passthrough":
+            o.append(f'extern "C" TRTRACE_EXPORT {ret} {e.name}({ps}) {{')
+            o.append(f'  using Fn = {ret} (*)({types});')
+            o.append(f'  static Fn fn = reinterpret_cast<Fn>(trtrace::capture::realSymbol("{e.name}"));')
+            o.append('  if (!fn) return;' if ret == "void" else '  if (!fn) return {};')
+            o.append(f'  return fn({names});')
+            o.append("}")
+        else:
+            o.append(f'extern "C" TRTRACE_EXPORT {ret} {e.name}({ps});  // capture/entry.cpp')
+    return "\n".join(o) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------
+# replay_gen.inc: dispatch
+# ------------------------------------------------------------------------------------------------
+def dec_arg(spec, cpp, m, i, p):
+    """C++ statement(s) declaring a_i, decoded from argument i of the recorded call."""
+    k = classify(spec, p.type, p.ann)
+    t = cpp.type(p.type)
+    if k == "scalar":
+        return f"auto a{i} = static_cast<{t}>(x.arg{scalar_enc(spec, p.type)}({i}));"
+    if k == "enum":
+        return f"auto a{i} = static_cast<abi::{spec.resolve(p.type.base)}>(x.argEnum({i}));"
+    if k == "string":
+        return f"const char* a{i} = x.argString({i});"
+    if k == "dims":
+        return f"abi::Dims64 a{i} = x.argDims({i});"
+    if k == "weights":
+        return f"abi::Weights a{i} = x.argWeights({i});"
+    if k == "struct":
+        return f"abi::{spec.resolve(p.type.base)} a{i}{{}}; x.argStruct({i}, &a{i}, sizeof(a{i}));"
+    if k == "handle":
+        it = cpp.base(p.type.base)
+        return f"auto* a{i} = static_cast<abi::{it}*>(x.argObject({i}));"
+    if k == "handles":
+        it = cpp.base(p.type.base)
+        return f"auto v{i} = x.argObjects({i}); auto* a{i} = reinterpret_cast<abi::{it}* const*>(v{i}.data());"
+    if k in ("array", "enums"):
+        base = cpp.base(p.type.base)
+        return f"auto v{i} = x.argArray<{base}>({i}); auto* a{i} = v{i}.data();"
+    if k == "bytes":
+        return f"auto v{i} = x.argBytes({i}); auto* a{i} = v{i}.data();"
+    if k == "out":
+        return f"auto o{i} = x.outBuffer({i}); auto a{i} = reinterpret_cast<{t}>(o{i});"
+    return f"{t} a{i} = nullptr;"
+
+
+def call_arg(spec, p, i):
+    k = classify(spec, p.type, p.ann)
+    if k == "handle" and p.type.ref:
+        return f"*a{i}"
+    return f"a{i}"
+
+
+def gen_override_decls(spec, cpp, ov, side):
+    """Declarations of the hand-written exceptions, so their signatures always match the spec."""
+    o = ["// Generated by schema/apigen.py -- do not edit. Hand-written in the overrides list's files.",
+         "#pragma once", ""]
+    for m in all_methods(spec):
+        key = f"{m.interface}.{m.name}"
+        if side == "capture" and key in ov["capture"]:
+            itf = spec.interfaces[m.interface]
+            params = cpp.params(m)
+            o.append(f"{cpp.type(m.ret)} override_{m.interface}_{m.name}(Object* self, abi::V{itf.name}* real"
+                     f"{', ' if params else ''}{params});")
+        if side == "replay" and (key in ov["replay"] or m.interface == "entry") and m.mode != "passthrough":
+            o.append(f"void override_{m.interface}_{m.name}(Replayer& x);")
+    return "\n".join(o) + "\n"
+
+
+def gen_replay(spec, cpp, ov):
+    o = ["// Generated by schema/apigen.py -- do not edit. Included by replay/dispatch.cpp.",
+         "// One function per API id: decode the recorded arguments, call the real object,",
+         "// bind or check the result.", ""]
+    entries = []
+    for m in all_methods(spec):
+        fn = f"play_{m.api_id}"
+        key = f"{m.interface}.{m.name}"
+        if m.mode == "passthrough":
+            continue
+        entries.append((m, fn))
+        o.append(f"// {m.key}")
+        if key in ov["replay"] or m.interface == "entry":
+            o.append(f"static void {fn}(Replayer& x) {{ override_{m.interface}_{m.name}(x); }}")
+            continue
+        if m.name == DESTROY:
+            o.append(f"static void {fn}(Replayer& x) {{ x.destroyReceiver(); }}")
+            continue
+        itf = spec.interfaces[m.interface]
+        o.append(f"static void {fn}(Replayer& x) {{")
+        o.append(f"  auto* self = static_cast<abi::V{itf.name}*>(x.receiverImpl({itf.level}));")
+        for i, p in enumerate(m.params):
+            o.append(f"  {dec_arg(spec, cpp, m, i, p)}")
+        args = ", ".join(call_arg(spec, p, i) for i, p in enumerate(m.params))
+        k = classify(spec, m.ret)
+        if m.ret.base == "void" and not m.ret.ptr:
+            o.append(f"  self->{m.name}({args});")
+        elif k == "handle":
+            o.append(f"  auto&& r = self->{m.name}({args});")
+            o.append(f"  x.bindResult({'&' if m.ret.ref else ''}r);")
+        elif k == "scalar" and spec.resolve(m.ret.base) == "bool":
+            o.append(f"  x.checkBool(self->{m.name}({args}));")
+        elif k in ("scalar", "enum"):
+            o.append(f"  x.checkScalar(static_cast<int64_t>(self->{m.name}({args})));")
+        else:
+            o.append(f"  (void)self->{m.name}({args});")
+        for i, p in enumerate(m.params):
+            if "destroys" in m.notes and m.notes["destroys"] == p.name:
+                o.append(f"  x.forgetArg({i});")
+        o.append("}")
+    o.append("")
+    o.append("const Dispatch kDispatch[] = {")
+    for m, fn in entries:
+        o.append(f"  {{{m.api_id}, {fn}}},")
+    o.append("};")
+    return "\n".join(o) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--spec", required=True, help="folder with *.api files (and ids.lock)")
+    ap.add_argument("--out", help="output folder")
+    ap.add_argument("--update-lock", action="store_true", help="append new ids to ids.lock")
+    args = ap.parse_args()
+    spec_dir = pathlib.Path(args.spec)
+    try:
+        spec = apispec.load(spec_dir)
+        assign_ids(spec, spec_dir / "ids.lock", args.update_lock)
+        cpp = Cpp(spec)
+        ov = spec.overrides
+        files = {"trtrace/api_abi.h": gen_abi(spec, cpp), "trtrace/api_table.h": gen_table_h(spec),
+                 "api_table.cpp": gen_table_cpp(spec), "capture_gen.inc": gen_capture(spec, cpp, ov),
+                 "replay_gen.inc": gen_replay(spec, cpp, ov),
+                 "capture_overrides.h": gen_override_decls(spec, cpp, ov, "capture"),
+                 "capture_entries.inc": gen_capture_entries(spec, cpp),
+                 "replay_overrides.h": gen_override_decls(spec, cpp, ov, "replay")}
+    except SpecError as e:
+        print(f"apigen: error: {e}", file=sys.stderr)
+        return 1
+    if args.out:
+        out = pathlib.Path(args.out)
+        for rel, text in files.items():
+            p = out / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            if not p.exists() or p.read_text() != text:   # keep timestamps stable: no needless rebuilds
+                p.write_text(text)
+    n = len(all_methods(spec))
+    print(f"apigen: {len(spec.interfaces)} interfaces, {n} API ids, {len(spec.enums)} enums", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
