@@ -1,0 +1,255 @@
+// Blob store: dedup, compression decision both ways, byte grouping, chunking, alignment,
+// zero-copy views, bounded writer memory.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "test_util.h"
+#include "trtrace/format.h"
+
+using namespace trtrace;
+
+namespace {
+
+bool sameBytes(const BlobView& v, const std::vector<std::byte>& b) {
+  return v.size() == b.size() && std::equal(b.begin(), b.end(), v.bytes().begin());
+}
+
+bool insideMapping(const Reader& r, const BlobView& v) {
+  auto m = r.mapping();
+  auto* p = static_cast<const std::byte*>(v.data());
+  return p >= m.data() && p + v.size() <= m.data() + m.size();
+}
+
+}  // namespace
+
+TEST(Blobs, DedupAcrossCalls) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  auto a = tt::randomBytes(100000, 1), b = tt::randomBytes(100000, 2);
+  auto aCopy = a;  // same content at another address
+  {
+    WriterOptions o;
+    o.path = path;
+    auto w = Writer::create(o, tt::header());
+    for (int i = 0; i < 10; ++i) {
+      auto& src = i % 2 ? a : aCopy;
+      auto ref = w->putBlob(src.data(), src.size());
+      w->beginCall(1, 0, 0).argWeightsBlob(0, src.size(), ref).endCall();
+    }
+    auto rb = w->putBlob(b.data(), b.size());
+    auto rbShort = w->putBlob(b.data(), b.size() - 1);  // same prefix, other length: another blob
+    EXPECT_NE(rb, rbShort);
+    w->beginCall(1, 0, 0).argWeightsBlob(0, b.size(), rb).endCall();
+    w->close();
+    auto st = w->stats();
+    EXPECT_EQ(st.blobPuts, 12u);
+    EXPECT_EQ(st.uniqueBlobs, 3u);
+    EXPECT_EQ(st.uniqueBytes, 300000u - 1);
+  }
+  auto r = Reader::open(path);
+  EXPECT_EQ(r->blobs().size(), 3u);
+  EXPECT_TRUE(sameBytes(r->blob(hash128(a.data(), a.size()), a.size()), a));
+  EXPECT_TRUE(sameBytes(r->blob(hash128(b.data(), b.size() - 1), b.size() - 1),
+                        std::vector<std::byte>(b.begin(), b.end() - 1)));
+  // The file holds each blob once: well under two copies of a.
+  EXPECT_LT(r->mapping().size(), 3 * 100000u + 64 * 1024);
+  EXPECT_THROW(r->blob(Hash128{1, 2}, 3), Error);
+}
+
+TEST(Blobs, CompressionKeptWhenItSaves) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  auto z = tt::zeros(1 << 20);
+  auto f = tt::floatBytes(1 << 18, 3);
+  {
+    WriterOptions o;
+    o.path = path;
+    o.chunkBytes = 256 << 10;  // several chunks
+    auto w = Writer::create(o, tt::header());
+    w->putBlob(z.data(), z.size(), BlobHint::None);
+    w->putBlob(f.data(), f.size(), BlobHint::F32);
+    w->close();
+    EXPECT_EQ(w->stats().compressedBlobs, 2u);
+    EXPECT_LT(w->stats().storedBytes, (z.size() + f.size()) * 9 / 10);
+  }
+  auto r = Reader::open(path);
+  for (auto& b : r->blobs()) {
+    EXPECT_TRUE(b.compressed);
+    auto v = r->blob(b.ref);
+    EXPECT_FALSE(v.isZeroCopy());
+    EXPECT_TRUE(sameBytes(v, b.ref.length == z.size() ? z : f));
+  }
+  EXPECT_TRUE(r->verify().ok());
+}
+
+TEST(Blobs, CompressionDroppedWhenItDoesNot) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  auto rnd = tt::randomBytes(1 << 20, 4);
+  // 3% saving: below the 5% threshold, so stored raw.
+  auto mostly = tt::randomBytes(1 << 20, 5);
+  std::fill(mostly.begin(), mostly.begin() + (1 << 20) * 3 / 100, std::byte{0});
+  {
+    WriterOptions o;
+    o.path = path;
+    o.minSaving = 0.05;
+    auto w = Writer::create(o, tt::header());
+    w->putBlob(rnd.data(), rnd.size());
+    w->putBlob(mostly.data(), mostly.size());
+    w->close();
+    EXPECT_EQ(w->stats().compressedBlobs, 0u);
+  }
+  auto r = Reader::open(path);
+  ASSERT_EQ(r->blobs().size(), 2u);
+  for (auto& b : r->blobs()) {
+    EXPECT_FALSE(b.compressed);
+    EXPECT_EQ(b.storedSize, b.ref.length);
+  }
+  EXPECT_TRUE(sameBytes(r->blob(hash128(rnd.data(), rnd.size()), rnd.size()), rnd));
+}
+
+TEST(Blobs, RawBlobsAre4KiBAlignedAndPointIntoTheMapping) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  std::vector<std::vector<std::byte>> blobs;
+  for (size_t n : {1u, 100u, 4095u, 4096u, 4097u, 70000u}) blobs.push_back(tt::randomBytes(n, n));
+  {
+    WriterOptions o;
+    o.path = path;
+    o.zstdLevel = 0;  // everything raw
+    o.workerThreads = 2;
+    auto w = Writer::create(o, tt::header());
+    for (auto& b : blobs) w->putBlob(b.data(), b.size());
+    w->close();
+  }
+  auto r = Reader::open(path);
+  auto m = r->mapping();
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(m.data()) % 4096, 0u);
+  for (auto& b : blobs) {
+    auto v = r->blob(hash128(b.data(), b.size()), b.size());
+    EXPECT_TRUE(v.isZeroCopy());
+    EXPECT_TRUE(insideMapping(*r, v));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data()) % format::kBlobAlign, 0u);
+    EXPECT_EQ((static_cast<const std::byte*>(v.data()) - m.data()) % 4096, 0);
+    EXPECT_TRUE(sameBytes(v, b));
+  }
+  for (auto& bi : r->blobs()) EXPECT_EQ(bi.dataOffset % 4096, 0u);
+  EXPECT_TRUE(r->verify().ok());
+}
+
+TEST(Blobs, ByteGroupingRoundTripsEveryElementType) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  auto f32 = tt::floatBytes(50001, 1);
+  std::vector<std::byte> f16(f32.begin(), f32.begin() + 60002), odd(f32.begin(), f32.begin() + 60001);
+  {
+    WriterOptions o;
+    o.path = path;
+    o.chunkBytes = 16384;  // last chunk partial
+    o.minSaving = 0;
+    auto w = Writer::create(o, tt::header());
+    w->putBlob(f32.data(), f32.size(), BlobHint::F32);
+    w->putBlob(f16.data(), f16.size(), BlobHint::F16);
+    w->putBlob(odd.data(), odd.size(), BlobHint::BF16);  // odd length: no grouping
+    w->close();
+  }
+  auto r = Reader::open(path);
+  EXPECT_TRUE(sameBytes(r->blob(hash128(f32.data(), f32.size()), f32.size()), f32));
+  EXPECT_TRUE(sameBytes(r->blob(hash128(f16.data(), f16.size()), f16.size()), f16));
+  EXPECT_TRUE(sameBytes(r->blob(hash128(odd.data(), odd.size()), odd.size()), odd));
+  EXPECT_TRUE(r->verify().ok());
+}
+
+TEST(Blobs, ByteGroupingImprovesFloatCompression) {
+  tt::TempDir d;
+  auto f = tt::floatBytes(1 << 18, 9);
+  uint64_t stored[2];
+  for (int g = 0; g < 2; ++g) {
+    WriterOptions o;
+    o.path = d.path("t" + std::to_string(g));
+    o.byteGrouping = g == 1;
+    o.minSaving = 0;
+    auto w = Writer::create(o, tt::header());
+    w->putBlob(f.data(), f.size(), BlobHint::F32);
+    w->close();
+    stored[g] = w->stats().storedBytes;
+  }
+  EXPECT_LT(stored[1], stored[0]);
+}
+
+TEST(Blobs, LargeBlobsStreamUnderTheLockBothWays) {
+  // Over the 16 MiB in-memory limit: compressed output is streamed; an incompressible blob
+  // is first streamed compressed, then rewritten raw in place.
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  auto rnd = tt::randomBytes(40 << 20, 11);
+  auto half = tt::randomBytes(40 << 20, 12);
+  for (size_t i = 0; i < half.size(); ++i) half[i] &= std::byte{0x0F};
+  {
+    WriterOptions o;
+    o.path = path;
+    o.zstdLevel = 1;
+    o.workerThreads = 2;
+    auto w = Writer::create(o, tt::header());
+    w->putBlob(rnd.data(), rnd.size());
+    w->putBlob(half.data(), half.size());
+    w->close();
+    EXPECT_EQ(w->stats().compressedBlobs, 1u);
+  }
+  auto r = Reader::open(path);
+  auto a = r->blob(hash128(rnd.data(), rnd.size()), rnd.size());
+  EXPECT_TRUE(a.isZeroCopy());
+  EXPECT_TRUE(sameBytes(a, rnd));
+  auto b = r->blob(hash128(half.data(), half.size()), half.size());
+  EXPECT_FALSE(b.isZeroCopy());
+  EXPECT_TRUE(sameBytes(b, half));
+  EXPECT_TRUE(r->verify().ok());
+}
+
+namespace {
+uint64_t procStatusKb(const char* key) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind(key, 0) == 0) return std::stoull(line.substr(std::strlen(key)));
+  return 0;
+}
+}  // namespace
+
+TEST(Blobs, WriterMemoryStaysBoundedWhileStreaming) {
+  // 768 MiB of generated weights through a 16 MiB app buffer: the writer must not hold on to
+  // them. Peak RSS growth is asserted against a ceiling far below the volume written.
+  tt::TempDir d;
+  auto path = d.path("big.trace");
+  const size_t kBlob = 16 << 20, kBlobs = 48;
+  std::vector<std::byte> buf(kBlob);
+  std::ofstream("/proc/self/clear_refs") << "5";  // reset the peak (VmHWM) where supported
+  uint64_t base = procStatusKb("VmRSS:");
+  {
+    WriterOptions o;
+    o.path = path;
+    o.zstdLevel = 1;
+    o.workerThreads = 2;
+    o.queueBytes = 32 << 20;
+    auto w = Writer::create(o, tt::header());
+    for (size_t i = 0; i < kBlobs; ++i) {
+      // Alternate compressible and incompressible content, all distinct.
+      uint64_t x = i * 0x9E3779B97F4A7C15ull + 1;
+      for (size_t k = 0; k < kBlob; k += 8) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        uint64_t v = i % 2 ? x : (x & 0x0F0F0F0F0F0F0F0Full);
+        std::memcpy(buf.data() + k, &v, 8);
+      }
+      auto ref = w->putBlob(buf.data(), buf.size(), BlobHint::None);
+      w->beginCall(1, 0, 0).argWeightsBlob(0, kBlob, ref).endCall();
+      w->drainBlobs();  // the app reuses its buffer
+    }
+    w->close();
+    EXPECT_EQ(w->stats().uniqueBytes, kBlob * kBlobs);
+  }
+  uint64_t peak = procStatusKb("VmHWM:");
+  EXPECT_LT(peak - std::min(peak, base), 160u * 1024) << "peak RSS grew by " << (peak - base) / 1024 << " MiB";
+  auto r = Reader::open(path);
+  EXPECT_EQ(r->blobs().size(), kBlobs);
+}

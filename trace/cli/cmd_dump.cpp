@@ -1,0 +1,90 @@
+// trtrace dump TRACE [--network N] [--range A:B]: one line per call.
+#include <cinttypes>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include "commands.h"
+#include "trtrace/error.h"
+#include "trtrace/reader.h"
+
+namespace trtrace::cli {
+namespace {
+
+const char* statusName(CallStatus s) {
+  switch (s) {
+    case CallStatus::Ok: return "ok";
+    case CallStatus::Failed: return "FAILED";
+    case CallStatus::Unsupported: return "UNSUPPORTED";
+    case CallStatus::Exception: return "EXCEPTION";
+  }
+  return "?";
+}
+
+std::string callLine(const Reader& r, const CallView& c) {
+  char buf[128];
+  snprintf(buf, sizeof buf, "#%" PRIu64 " t=%" PRIu64 " net=%u ", c.seq(), c.thread(), c.networkId());
+  std::string s = buf;
+  const ApiInfo* a = r.api(c.apiId());
+  s += a ? std::string(a->interfaceName) + "::" + std::string(a->methodName) : "api#" + std::to_string(c.apiId());
+  snprintf(buf, sizeof buf, "(self=@0x%" PRIx64, c.receiver());
+  s += c.receiver() ? buf : "(";
+  for (size_t i = 0; i < c.argCount(); ++i) {
+    if (i || c.receiver()) s += ", ";
+    if (a && i < a->argNames.size()) s += std::string(a->argNames[i]) + "=";
+    s += c.arg(i).toString();
+  }
+  s += ")";
+  if (auto v = c.ret()) s += " -> " + v->toString();
+  s += std::string(" [") + statusName(c.status());
+  if (c.status() == CallStatus::Unsupported)
+    s += " " + std::string(c.unsupportedInterface()) + " slot " + std::to_string(c.unsupportedSlot());
+  s += "]";
+  if (auto b = c.buildResult()) {
+    if (b->ok) s += " engine " + std::to_string(b->engineSize) + " B xxh3 " + toHex(b->engineHash);
+    else s += " build failed";
+    for (auto e : b->errors) s += " | " + std::string(e);
+  }
+  if (!c.message().empty()) s += " \"" + std::string(c.message()) + "\"";
+  return s;
+}
+
+}  // namespace
+
+Command addDump(CLI::App& app) {
+  auto path = std::make_shared<std::string>();
+  auto network = std::make_shared<int64_t>(-1);
+  auto range = std::make_shared<std::string>();
+  auto* sub = app.add_subcommand("dump", "Print one line per call");
+  sub->add_option("trace", *path, "Trace file")->required();
+  sub->add_option("--network", *network, "Only calls of this network id");
+  sub->add_option("--range", *range, "Only calls with A <= seq < B (A:B, A:, :B)");
+  return {sub, [=] {
+    uint64_t lo = 0, hi = std::numeric_limits<uint64_t>::max();
+    if (!range->empty()) {
+      auto colon = range->find(':');
+      try {
+        if (colon == std::string::npos) throw std::invalid_argument("no colon");
+        if (colon > 0) lo = std::stoull(range->substr(0, colon));
+        if (colon + 1 < range->size()) hi = std::stoull(range->substr(colon + 1));
+      } catch (const std::logic_error&) {
+        throw Error(Error::Kind::Usage, "--range " + *range + ": expected A:B");
+      }
+    }
+    auto r = Reader::open(*path);
+    r->forEachCall([&](const CallView& c) {
+      if (c.seq() >= hi) return false;
+      if (c.seq() < lo || (*network >= 0 && c.networkId() != uint64_t(*network))) return true;
+      std::printf("%s\n", callLine(*r, c).c_str());
+      return true;
+    });
+    if (r->truncatedAt()) {
+      std::fprintf(stderr, "trtrace: %s\n", r->truncationMessage().c_str());
+      return kTruncated;
+    }
+    return kOk;
+  }};
+}
+
+}  // namespace trtrace::cli

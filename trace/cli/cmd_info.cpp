@@ -1,0 +1,110 @@
+// trtrace info TRACE [--json]: calls, per-API counts, networks, builds and weight volumes.
+#include <cinttypes>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "commands.h"
+#include "trtrace/reader.h"
+
+namespace trtrace::cli {
+namespace {
+
+std::string jsonString(std::string_view s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += c;
+    else if (static_cast<unsigned char>(c) < 0x20) { char b[8]; snprintf(b, sizeof b, "\\u%04x", c); o += b; }
+    else o += c;
+  }
+  return o + "\"";
+}
+
+std::string apiName(const Reader& r, uint32_t id) {
+  if (auto* a = r.api(id)) return std::string(a->interfaceName) + "::" + std::string(a->methodName);
+  return "api#" + std::to_string(id);
+}
+
+}  // namespace
+
+Command addInfo(CLI::App& app) {
+  auto path = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  auto* sub = app.add_subcommand("info", "Summarise a trace: calls, APIs, networks, weights");
+  sub->add_option("trace", *path, "Trace file")->required();
+  sub->add_flag("--json", *json, "Machine-readable output");
+  return {sub, [=] {
+    auto r = Reader::open(*path);
+    std::map<uint32_t, uint64_t> perApi, perNet;
+    uint64_t calls = 0, builds = 0, buildsOk = 0, refs = 0, logical = 0, inlineBytes = 0;
+    r->forEachCall([&](const CallView& c) {
+      ++calls;
+      ++perApi[c.apiId()];
+      if (c.networkId()) ++perNet[c.networkId()];
+      if (auto b = c.buildResult()) { ++builds; buildsOk += b->ok; }
+      auto note = [&](ValueView v) {
+        if (v.kind() == ValueKind::WeightsBlob) { ++refs; logical += v.blob().length; }
+        if (v.kind() == ValueKind::WeightsInline) inlineBytes += v.bytes().size();
+      };
+      for (size_t i = 0; i < c.argCount(); ++i) note(c.arg(i));
+      if (auto v = c.ret()) note(*v);
+      return true;
+    });
+    uint64_t unique = 0, stored = 0, compressed = 0;
+    for (auto& b : r->blobs()) { unique += b.ref.length; stored += b.storedSize; compressed += b.compressed; }
+    double dedup = unique ? double(logical) / double(unique) : 1.0;
+    double ratio = stored ? double(unique) / double(stored) : 1.0;
+    auto& h = r->header();
+    if (*json) {
+      std::printf("{\"path\":%s,\"closed\":%s,\"truncated_at\":%s,\"producer\":%s,\"producer_version\":%s,"
+                  "\"library\":%s,\"library_version\":%s,\"host\":%s,\"pid\":%" PRIu64 ",\"format\":\"%u.%u\","
+                  "\"calls\":%" PRIu64 ",\"segments\":%zu,\"builds\":%" PRIu64 ",\"builds_ok\":%" PRIu64 ",\"apis\":{",
+                  jsonString(*path).c_str(), r->closedCleanly() ? "true" : "false",
+                  r->truncatedAt() ? std::to_string(*r->truncatedAt()).c_str() : "null",
+                  jsonString(h.producer).c_str(), jsonString(h.producerVersion).c_str(),
+                  jsonString(h.libraryName).c_str(), jsonString(h.libraryVersion).c_str(),
+                  jsonString(h.host).c_str(), h.pid, h.formatMajor, h.formatMinor, calls, r->segmentCount(),
+                  builds, buildsOk);
+      bool first = true;
+      for (auto& [id, n] : perApi) {
+        std::printf("%s%s:%" PRIu64, first ? "" : ",", jsonString(apiName(*r, id)).c_str(), n);
+        first = false;
+      }
+      std::printf("},\"networks\":{");
+      first = true;
+      for (auto& [id, n] : perNet) {
+        std::printf("%s\"%u\":%" PRIu64, first ? "" : ",", id, n);
+        first = false;
+      }
+      std::printf("},\"weights\":{\"references\":%" PRIu64 ",\"logical_bytes\":%" PRIu64 ",\"inline_bytes\":%" PRIu64
+                  ",\"unique_blobs\":%zu,\"unique_bytes\":%" PRIu64 ",\"stored_bytes\":%" PRIu64
+                  ",\"compressed_blobs\":%" PRIu64 ",\"dedup_ratio\":%.4f,\"compression_ratio\":%.4f}}\n",
+                  refs, logical, inlineBytes, r->blobs().size(), unique, stored, compressed, dedup, ratio);
+    } else {
+      std::printf("trace:      %s (format %u.%u, %s)\n", path->c_str(), h.formatMajor, h.formatMinor,
+                  r->closedCleanly() ? "closed" : "not closed");
+      if (r->truncatedAt()) std::printf("truncated:  %s\n", r->truncationMessage().c_str());
+      std::printf("producer:   %s %s\nlibrary:    %s %s\nhost:       %s (pid %" PRIu64 ")\n",
+                  std::string(h.producer).c_str(), std::string(h.producerVersion).c_str(),
+                  std::string(h.libraryName).c_str(), std::string(h.libraryVersion).c_str(),
+                  std::string(h.host).c_str(), h.pid);
+      for (auto& [k, v] : h.settings) std::printf("setting:    %s=%s\n", std::string(k).c_str(), std::string(v).c_str());
+      std::printf("calls:      %" PRIu64 " in %zu segments; builds: %" PRIu64 " (%" PRIu64 " ok)\n", calls,
+                  r->segmentCount(), builds, buildsOk);
+      std::printf("networks:   %zu\n", perNet.size());
+      for (auto& [id, n] : perNet) std::printf("  network %u: %" PRIu64 " calls\n", id, n);
+      std::printf("apis:\n");
+      for (auto& [id, n] : perApi) std::printf("  %10" PRIu64 "  %s\n", n, apiName(*r, id).c_str());
+      std::printf("weights:    %" PRIu64 " references, logical %s, unique %s in %zu blobs, stored %s (%" PRIu64
+                  " compressed), inline %s\n",
+                  refs, humanBytes(double(logical)).c_str(), humanBytes(double(unique)).c_str(), r->blobs().size(),
+                  humanBytes(double(stored)).c_str(), compressed, humanBytes(double(inlineBytes)).c_str());
+      std::printf("ratios:     dedup %.2fx, compression %.2fx\n", dedup, ratio);
+    }
+    return kOk;
+  }};
+}
+
+}  // namespace trtrace::cli

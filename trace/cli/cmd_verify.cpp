@@ -1,0 +1,32 @@
+// trtrace verify TRACE: structure, every checksum and blob hash, alignment, footer index.
+// Exit 0 when sound, 2 when corrupt, 3 when only truncated (a crash mid-write).
+#include <cstdio>
+#include <memory>
+
+#include "commands.h"
+#include "trtrace/reader.h"
+
+namespace trtrace::cli {
+
+Command addVerify(CLI::App& app) {
+  auto path = std::make_shared<std::string>();
+  auto quiet = std::make_shared<bool>(false);
+  auto* sub = app.add_subcommand("verify", "Check a trace's structure, checksums, blob hashes and alignment");
+  sub->add_option("trace", *path, "Trace file")->required();
+  sub->add_flag("-q,--quiet", *quiet, "Print problems only");
+  return {sub, [=] {
+    auto r = Reader::open(*path);
+    auto rep = r->verify();
+    for (auto& i : rep.issues)
+      std::fprintf(stderr, "trtrace: %s: %s\n",
+                   i.problem == VerifyReport::Problem::Corrupt ? "corrupt" : "truncated", i.what.c_str());
+    if (!*quiet || !rep.ok())
+      std::printf("%s: %s: %llu segments, %llu calls, %llu blobs (%s)\n", path->c_str(),
+                  rep.ok() ? "OK" : rep.corrupt() ? "CORRUPT" : "TRUNCATED",
+                  (unsigned long long)rep.segments, (unsigned long long)rep.calls,
+                  (unsigned long long)rep.blobs, humanBytes(double(rep.blobBytes)).c_str());
+    return rep.ok() ? kOk : rep.corrupt() ? kCorrupt : kTruncated;
+  }};
+}
+
+}  // namespace trtrace::cli

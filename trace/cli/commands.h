@@ -1,0 +1,30 @@
+// The trtrace subcommands. Each one registers itself on the CLI11 app and returns the function
+// that runs it. To add a subcommand (e.g. `convert`): write cli/cmd_<name>.cpp with an add<Name>
+// function, declare it here, list it in kCommands, and add the file to trace/CMakeLists.txt.
+#pragma once
+#include <functional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace trtrace::cli {
+
+// Exit codes shared by all subcommands.
+enum Exit : int { kOk = 0, kError = 1, kCorrupt = 2, kTruncated = 3 };
+
+struct Command {
+  CLI::App* sub = nullptr;
+  std::function<int()> run;  // called after parsing when `sub` was chosen; returns the exit code
+};
+
+Command addInfo(CLI::App& app);
+Command addDump(CLI::App& app);
+Command addVerify(CLI::App& app);
+Command addRewrite(CLI::App& app);
+
+inline constexpr Command (*kCommands[])(CLI::App&) = {addInfo, addDump, addVerify, addRewrite};
+
+// Human-readable byte count, e.g. "1.50 GiB".
+std::string humanBytes(double bytes);
+
+}  // namespace trtrace::cli

@@ -1,0 +1,46 @@
+// trtrace: inspect, verify and rewrite traces. Errors are one line: "trtrace: <message>".
+#include <cstdio>
+#include <exception>
+#include <vector>
+
+#include "commands.h"
+#include "trtrace/error.h"
+
+namespace trtrace::cli {
+std::string humanBytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) { b /= 1024; ++u; }
+  char buf[32];
+  snprintf(buf, sizeof buf, u ? "%.2f %s" : "%.0f %s", b, units[u]);
+  return buf;
+}
+}  // namespace trtrace::cli
+
+int main(int argc, char** argv) {
+  using namespace trtrace::cli;
+  CLI::App app{"trtrace: record/replay traces of TensorRT-RTX network builds"};
+  app.require_subcommand(1);
+  std::vector<Command> commands;
+  for (auto add : kCommands) commands.push_back(add(app));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& c : commands)
+      if (c.sub->parsed()) return c.run();
+  } catch (const trtrace::Error& e) {
+    std::fprintf(stderr, "trtrace: %s\n", e.what());
+    switch (e.kind()) {
+      case trtrace::Error::Kind::Corrupt: return kCorrupt;
+      case trtrace::Error::Kind::Truncated: return kTruncated;
+      default: return kError;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "trtrace: %s\n", e.what());
+    return kError;
+  }
+  return kError;
+}

@@ -1,0 +1,20 @@
+// trtrace::Error: the one exception type of the trace library. Its message is a single line that
+// names the file and the offset or field at fault; the CLI prints it as "trtrace: <message>".
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace trtrace {
+
+class Error : public std::runtime_error {
+ public:
+  enum class Kind { Io, Corrupt, Truncated, Usage };
+  Error(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  explicit Error(const std::string& message) : Error(Kind::Io, message) {}
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
+};
+
+}  // namespace trtrace

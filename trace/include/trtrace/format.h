@@ -1,0 +1,83 @@
+// On-disk container layout: the fixed-size structures that frame the FlatBuffers call log and the
+// weight blobs. All fields are fixed-width little-endian. docs/format.md explains the layout.
+//
+//   FileHeader (64 B) | block | block | ... | footer block
+//   block = BlockHeader (32 B) + payload, padded with zeros to the next 8-byte boundary.
+#pragma once
+#include <cstdint>
+
+namespace trtrace::format {
+
+inline constexpr char kFileMagic[8] = {'T', 'R', 'T', 'R', 'A', 'C', 'E', 0};
+inline constexpr uint16_t kVersionMajor = 1;  // incompatible layout change: readers refuse others
+inline constexpr uint16_t kVersionMinor = 0;  // compatible additions: readers accept newer minors
+inline constexpr uint32_t kBlockMagic = 0x4B425254;  // "TRBK"
+inline constexpr uint64_t kBlockAlign = 8;           // every block starts 8-byte aligned
+inline constexpr uint64_t kBlobAlign = 4096;         // raw blob data starts 4 KiB aligned
+
+struct FileHeader {
+  char magic[8];           // kFileMagic
+  uint16_t versionMajor;   // kVersionMajor of the writer
+  uint16_t versionMinor;   // kVersionMinor of the writer
+  uint32_t headerSize;     // sizeof(FileHeader) = 64; blocks start here
+  uint64_t fileLength;     // total file bytes; 0 until close() (0 = not closed: scan the blocks)
+  uint64_t footerOffset;   // offset of the footer block; 0 until close()
+  uint8_t reserved[28];    // zero
+  uint32_t headerCheck;    // low 32 bits of XXH3-64 over the 60 bytes before it
+};
+static_assert(sizeof(FileHeader) == 64);
+
+enum class BlockType : uint16_t {  // append-only; readers skip types they do not know
+  Header = 1,   // payload: FlatBuffer trtrace.fb.Header
+  Segment = 2,  // payload: FlatBuffer trtrace.fb.Segment (call-log segment)
+  Blob = 3,     // payload: BlobRecord, ChunkEntry[chunkCount], zero padding, data
+  Footer = 4,   // payload: FlatBuffer trtrace.fb.Footer (index; last block of a closed file)
+};
+
+struct BlockHeader {
+  uint32_t magic;          // kBlockMagic
+  uint16_t type;           // BlockType
+  uint16_t flags;          // zero
+  uint64_t payloadSize;    // payload bytes after this header
+  uint64_t checkedSize;    // leading payload bytes covered by payloadCheck (all of it, except for
+                           // blobs: BlobRecord + chunk table; blob data is covered by its hash)
+  uint32_t payloadCheck;   // low 32 bits of XXH3-64 over the checked payload bytes
+  uint32_t headerCheck;    // low 32 bits of XXH3-64 over the 28 bytes before it
+};
+static_assert(sizeof(BlockHeader) == 32);
+
+enum class BlobEncoding : uint16_t {
+  Raw = 0,   // data = the blob's bytes, 4 KiB aligned in the file
+  Zstd = 1,  // data = chunks, each zstd-compressed or stored raw (ChunkEntry::flags)
+};
+enum class BlobTransform : uint16_t {
+  None = 0,
+  ByteGroup2 = 1,  // each chunk's bytes regrouped by byte position of 2-byte elements (fp16/bf16)
+  ByteGroup4 = 2,  // same for 4-byte elements (fp32)
+};
+
+struct BlobRecord {
+  uint64_t hashLo;         // XXH3-128 of the raw bytes, low half
+  uint64_t hashHi;         // high half
+  uint64_t rawSize;        // raw (logical) bytes
+  uint64_t storedSize;     // bytes of the data region
+  uint64_t dataOffset;     // data region start, from the payload start
+  uint16_t encoding;       // BlobEncoding
+  uint16_t transform;      // BlobTransform (Zstd only)
+  uint32_t elementHint;    // BlobHint given to putBlob (informational)
+  uint32_t chunkCount;     // ChunkEntry records following this record (0 for Raw)
+  uint32_t chunkRawSize;   // raw bytes per chunk (the last chunk holds the remainder)
+  uint64_t reserved;       // zero
+};
+static_assert(sizeof(BlobRecord) == 64);
+
+struct ChunkEntry {
+  uint64_t offset;         // chunk start, from the data region start
+  uint32_t storedSize;     // stored bytes
+  uint32_t flags;          // bit 0: zstd-compressed (else stored raw, transform still applied)
+};
+static_assert(sizeof(ChunkEntry) == 16);
+
+inline constexpr uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+}  // namespace trtrace::format

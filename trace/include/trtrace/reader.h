@@ -1,0 +1,184 @@
+// Reader: maps a trace read-only and gives zero-copy views of its call log and raw blobs.
+//
+// open() is O(1) for a closed trace (fixed header -> footer index). A trace that was not closed
+// (crash, or still being written) is opened by a forward scan over its blocks that stops at the
+// first incomplete or bad block: everything before it is usable, truncatedAt() says where.
+// Every call-log segment is checked by the FlatBuffers Verifier before it is used.
+// A Reader is safe to use from many threads once opened (segment verification is synchronised).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "trtrace/hash.h"
+#include "trtrace/writer.h"
+
+namespace trtrace {
+namespace fb {
+struct Call;
+struct Value;
+struct BuildResult;
+}  // namespace fb
+
+enum class ValueKind : uint8_t {  // same numbering as trtrace.fb.ValueKind
+  Null = 0, Bool, I64, U64, F32, F64, String, Enum, Dims, Handle, HandleArray, I64Array, F32Array,
+  Bytes, WeightsInline, WeightsBlob, WeightsRandom,
+};
+std::string_view kindName(ValueKind k);
+
+// A value inside the mapping. Getters return the field the kind uses (0/empty otherwise).
+class ValueView {
+ public:
+  explicit ValueView(const fb::Value* v = nullptr) : v_(v) {}
+  ValueKind kind() const;
+  bool asBool() const;
+  int64_t asI64() const;       // I64, Bool, Enum value
+  uint64_t asU64() const;      // U64, Handle
+  double asF64() const;        // F32, F64
+  std::string_view asString() const;
+  uint32_t typeId() const;     // Enum type id, Handle object type
+  std::span<const int64_t> ints() const;      // Dims, I64Array
+  std::span<const float> floats() const;      // F32Array
+  std::span<const uint64_t> handles() const;  // HandleArray
+  std::span<const std::byte> bytes() const;   // Bytes, WeightsInline
+  uint32_t dtype() const;      // Weights*
+  uint64_t count() const;      // Weights*
+  BlobRef blob() const;        // WeightsBlob
+  uint64_t seed() const;       // WeightsRandom
+  std::string toString() const;  // one-line rendering for dump
+
+ private:
+  const fb::Value* v_;
+};
+
+struct BuildResultView {
+  bool ok = false;
+  uint64_t engineSize = 0;
+  Hash128 engineHash;
+  std::vector<std::string_view> errors;
+};
+
+class CallView {
+ public:
+  explicit CallView(const fb::Call* c) : c_(c) {}
+  uint64_t seq() const;
+  uint64_t thread() const;
+  uint32_t networkId() const;
+  uint32_t apiId() const;
+  uint64_t receiver() const;
+  size_t argCount() const;
+  ValueView arg(size_t i) const;
+  std::optional<ValueView> ret() const;  // nullopt = void
+  CallStatus status() const;
+  std::string_view unsupportedInterface() const;
+  uint32_t unsupportedSlot() const;
+  std::string_view message() const;
+  std::optional<BuildResultView> buildResult() const;
+
+ private:
+  const fb::Call* c_;
+};
+
+struct ApiInfo {
+  uint32_t id = 0;
+  std::string_view interfaceName, methodName;
+  std::vector<std::string_view> argNames;
+};
+
+// Bytes of one blob: a span into the mapping (raw blobs) or an owned, decompressed buffer.
+class BlobView {
+ public:
+  BlobView() = default;
+  static BlobView mapped(std::span<const std::byte> bytes) { BlobView v; v.span_ = bytes; return v; }
+  static BlobView owned(std::unique_ptr<std::byte[]> buf, size_t n) {
+    BlobView v; v.span_ = {buf.get(), n}; v.owned_ = std::move(buf); return v;
+  }
+  std::span<const std::byte> bytes() const { return span_; }
+  const void* data() const { return span_.data(); }
+  size_t size() const { return span_.size(); }
+  bool isZeroCopy() const { return !owned_; }
+
+ private:
+  std::span<const std::byte> span_;
+  std::unique_ptr<std::byte[]> owned_;
+};
+
+struct BlobInfo {
+  BlobRef ref;
+  uint64_t offset = 0;      // block header offset
+  uint64_t storedSize = 0;  // data region bytes
+  bool compressed = false;
+  uint64_t dataOffset = 0;  // file offset of the data region
+  BlobHint hint = BlobHint::None;  // element type given to putBlob
+};
+
+struct HeaderView {
+  uint16_t formatMajor = 0, formatMinor = 0;
+  std::string_view producer, producerVersion, libraryName, libraryVersion, host;
+  std::vector<std::pair<std::string_view, std::string_view>> settings;
+  uint64_t pid = 0, startTimeNs = 0;
+};
+
+struct VerifyReport {
+  enum class Problem { Corrupt, Truncated };
+  struct Issue {
+    Problem problem;
+    uint64_t offset;    // file offset of the damaged block (or of the cut)
+    std::string what;   // one line naming the segment/blob/field
+  };
+  std::vector<Issue> issues;
+  uint64_t segments = 0, calls = 0, blobs = 0, blobBytes = 0;
+  bool ok() const { return issues.empty(); }
+  bool corrupt() const;    // any Corrupt issue
+  bool truncated() const;  // a Truncated issue and no Corrupt one
+};
+
+class Reader {
+ public:
+  static std::unique_ptr<Reader> open(const std::string& path);
+  ~Reader();
+
+  const std::string& path() const;
+  const HeaderView& header() const;
+  bool closedCleanly() const;                   // footer present and file length matches
+  std::optional<uint64_t> truncatedAt() const;  // offset of the first incomplete/bad block
+  std::string truncationMessage() const;        // "<path>: truncated at offset N (...)" or ""
+
+  uint64_t callCount() const;
+  size_t segmentCount() const;
+  // Calls in seq order; stops early when fn returns false. Throws Error on a bad segment
+  // (only possible for a closed trace whose bytes changed after close).
+  void forEachCall(const std::function<bool(const CallView&)>& fn) const;
+  void forEachCallInSegment(size_t segment, const std::function<bool(const CallView&)>& fn) const;
+  // The raw bytes of a segment's FlatBuffer (verified), e.g. to copy it into another trace.
+  std::span<const std::byte> segmentBytes(size_t segment) const;
+
+  const ApiInfo* api(uint32_t apiId) const;  // nullptr if the trace does not describe it
+  std::vector<const ApiInfo*> apis() const;  // sorted by id
+
+  bool hasBlob(const BlobRef& ref) const;
+  BlobView blob(const Hash128& hash, uint64_t length) const;  // throws Error if missing/bad
+  BlobView blob(const BlobRef& ref) const { return blob(ref.hash, ref.length); }
+  const std::vector<BlobInfo>& blobs() const;  // sorted by (hash.hi, hash.lo, length)
+
+  std::span<const std::byte> mapping() const;  // the whole mapped file
+
+  // Checks the file header, every block (framing, checksums, zero padding), every segment
+  // (Verifier), every blob (decodes it, XXH3-128, raw data 4 KiB alignment) and the footer index.
+  VerifyReport verify() const;
+
+  struct Impl;
+
+ private:
+  explicit Reader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace trtrace

@@ -1,0 +1,154 @@
+// Writer: append-only, streaming trace writer.
+//
+// Threading: every method may be called from any thread concurrently, except that one CallEncoder
+// is used by one thread between beginCall() and its endCall(). Calls are encoded without a lock
+// (each beginCall hands out its own encoder; nested beginCall on one thread is fine); endCall()
+// takes a short lock to assign the sequence number and append to the current segment.
+// putBlob() hashes on the caller's thread and enqueues new blobs ZERO-COPY for the worker threads,
+// which compress and write them; the caller keeps the bytes alive until drainBlobs() returns.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "trtrace/hash.h"
+
+namespace trtrace {
+
+enum class FlushPolicy { EveryCall, OnBuild, AtClose };
+
+struct WriterOptions {
+  std::string path;
+  FlushPolicy flush = FlushPolicy::OnBuild;  // when call-log segments are written
+  uint64_t segmentBytes = 8 << 20;  // a segment is also flushed when it grows past this
+  int zstdLevel = 3;                // 0 = store every blob raw
+  double minSaving = 0.05;          // keep a compressed blob only if it saves >= this fraction
+  bool byteGrouping = true;         // split fp16/bf16/fp32 bytes by position before zstd
+  uint32_t chunkBytes = 4 << 20;    // blobs are compressed in chunks of this many raw bytes
+  int workerThreads = 1;            // 0 = compress/write on the caller's thread
+  uint64_t queueBytes = 256 << 20;  // putBlob blocks while this many enqueued bytes are pending
+};
+
+struct HeaderInfo {
+  std::string producer, producerVersion;
+  std::string libraryName, libraryVersion;
+  std::vector<std::pair<std::string, std::string>> settings;
+  std::string host;       // empty = gethostname()
+  uint64_t pid = 0;       // 0 = getpid()
+  uint64_t startTimeNs = 0;  // 0 = now
+};
+
+// Element type of a blob, for the byte-grouping transform only.
+enum class BlobHint : uint32_t { None = 0, F16 = 1, BF16 = 2, F32 = 3 };
+
+enum class CallStatus : uint8_t { Ok = 0, Failed = 1, Unsupported = 2, Exception = 3 };
+
+class Writer;
+
+// Builds one call record. Obtained from Writer::beginCall; arguments are positional, in order.
+class CallEncoder {
+ public:
+  CallEncoder& argNull();
+  CallEncoder& argBool(bool v);
+  CallEncoder& argI64(int64_t v);
+  CallEncoder& argU64(uint64_t v);
+  CallEncoder& argF32(float v);
+  CallEncoder& argF64(double v);
+  CallEncoder& argString(std::string_view v);
+  CallEncoder& argEnum(uint32_t typeId, int64_t value);
+  CallEncoder& argDims(std::span<const int64_t> dims);
+  CallEncoder& argHandle(uint64_t handle, uint32_t typeId = 0);
+  CallEncoder& argHandleArray(std::span<const uint64_t> handles);
+  CallEncoder& argI64Array(std::span<const int64_t> v);
+  CallEncoder& argF32Array(std::span<const float> v);
+  CallEncoder& argBytes(std::span<const std::byte> v);
+  CallEncoder& argWeightsInline(uint32_t dtype, uint64_t count, std::span<const std::byte> bytes);
+  CallEncoder& argWeightsBlob(uint32_t dtype, uint64_t count, const BlobRef& blob);
+  CallEncoder& argWeightsRandom(uint32_t dtype, uint64_t count, uint64_t seed);
+
+  // Return value (at most one; the last one set wins).
+  CallEncoder& retNull();
+  CallEncoder& retBool(bool v);
+  CallEncoder& retI64(int64_t v);
+  CallEncoder& retU64(uint64_t v);
+  CallEncoder& retF32(float v);
+  CallEncoder& retF64(double v);
+  CallEncoder& retString(std::string_view v);
+  CallEncoder& retEnum(uint32_t typeId, int64_t value);
+  CallEncoder& retDims(std::span<const int64_t> dims);
+  CallEncoder& retHandle(uint64_t handle, uint32_t typeId = 0);
+  CallEncoder& retHandleArray(std::span<const uint64_t> handles);
+  CallEncoder& retI64Array(std::span<const int64_t> v);
+  CallEncoder& retF32Array(std::span<const float> v);
+  CallEncoder& retBytes(std::span<const std::byte> v);
+  CallEncoder& retWeightsInline(uint32_t dtype, uint64_t count, std::span<const std::byte> bytes);
+  CallEncoder& retWeightsBlob(uint32_t dtype, uint64_t count, const BlobRef& blob);
+  CallEncoder& retWeightsRandom(uint32_t dtype, uint64_t count, uint64_t seed);
+
+  CallEncoder& status(CallStatus s);
+  // Unsupported entry point: the interface name and vtable slot (sets status Unsupported).
+  CallEncoder& unsupported(std::string_view interfaceName, uint32_t vtableSlot);
+  CallEncoder& message(std::string_view text);
+  // Engine build outcome: on success the engine's size and XXH3-128; else the error messages.
+  CallEncoder& buildResult(bool ok, uint64_t engineSize, const Hash128& engineHash,
+                           std::span<const std::string> errors = {});
+
+  // Assigns the global sequence number, appends the call, flushes per policy; returns the seq.
+  // The encoder must not be used afterwards.
+  uint64_t endCall();
+
+  struct Impl;
+  explicit CallEncoder(Writer* w);
+  ~CallEncoder();
+
+ private:
+  friend class Writer;
+  std::unique_ptr<Impl> impl_;
+};
+
+class Writer {
+ public:
+  static std::unique_ptr<Writer> create(const WriterOptions& options, const HeaderInfo& header);
+  ~Writer();  // close()s; errors are swallowed there: call close() to see them
+
+  // Registers the name of an API id; written once, into the segment where the id is first used.
+  void describeApi(uint32_t apiId, std::string_view interfaceName, std::string_view methodName,
+                   std::span<const std::string_view> argNames);
+
+  // Hashes the bytes now; a blob not seen before is enqueued (zero-copy) for compression/writing.
+  // Blocks only while the queue holds more than queueBytes. Keep the bytes alive until drainBlobs().
+  BlobRef putBlob(const void* data, uint64_t bytes, BlobHint hint = BlobHint::None);
+  // Returns once every enqueued blob's bytes have been consumed (written or compressed).
+  void drainBlobs();
+
+  CallEncoder& beginCall(uint32_t apiId, uint64_t receiverHandle, uint32_t networkId);
+
+  // Writes a complete, verified call-log segment as-is (tools that copy a trace, e.g. rewrite).
+  // Must not be mixed with beginCall/endCall in one writer.
+  void appendSegment(std::span<const std::byte> segmentFlatBuffer);
+
+  void flush();  // writes the pending segment and waits for pending blobs
+  void close();  // flush, footer index, file_length patch; idempotent
+
+  struct Stats {
+    uint64_t calls = 0, segments = 0;
+    uint64_t blobPuts = 0, blobPutBytes = 0;     // every putBlob (logical)
+    uint64_t uniqueBlobs = 0, uniqueBytes = 0;   // written once
+    uint64_t storedBytes = 0, compressedBlobs = 0;
+  };
+  Stats stats() const;
+
+  struct Impl;
+
+ private:
+  friend class CallEncoder;
+  explicit Writer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace trtrace

@@ -1,0 +1,94 @@
+#include <cerrno>
+#include <cstring>
+
+#include <xxhash.h>
+
+#include "internal.h"
+#include "trtrace/hash.h"
+
+namespace trtrace {
+
+Hash128 hash128(const void* data, uint64_t bytes) {
+  XXH128_hash_t h = XXH3_128bits(data, bytes);
+  return {h.low64, h.high64};
+}
+
+std::string toHex(const Hash128& h) {
+  char buf[33];
+  snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.hi),
+           static_cast<unsigned long long>(h.lo));
+  return buf;
+}
+
+namespace detail {
+
+uint32_t check32(const void* data, size_t bytes) {
+  return static_cast<uint32_t>(XXH3_64bits(data, bytes));
+}
+
+uint32_t fileHeaderCheck(const format::FileHeader& h) {
+  return check32(&h, offsetof(format::FileHeader, headerCheck));
+}
+
+format::FileHeader makeFileHeader(uint64_t fileLength, uint64_t footerOffset) {
+  format::FileHeader h{};
+  std::memcpy(h.magic, format::kFileMagic, sizeof h.magic);
+  h.versionMajor = format::kVersionMajor;
+  h.versionMinor = format::kVersionMinor;
+  h.headerSize = sizeof(format::FileHeader);
+  h.fileLength = fileLength;
+  h.footerOffset = footerOffset;
+  h.headerCheck = fileHeaderCheck(h);
+  return h;
+}
+
+uint32_t blockHeaderCheck(const format::BlockHeader& h) {
+  return check32(&h, offsetof(format::BlockHeader, headerCheck));
+}
+
+format::BlockHeader makeBlockHeader(format::BlockType type, uint64_t payloadSize,
+                                    uint64_t checkedSize, uint32_t payloadCheck) {
+  format::BlockHeader h{};
+  h.magic = format::kBlockMagic;
+  h.type = static_cast<uint16_t>(type);
+  h.payloadSize = payloadSize;
+  h.checkedSize = checkedSize;
+  h.payloadCheck = payloadCheck;
+  h.headerCheck = blockHeaderCheck(h);
+  return h;
+}
+
+void byteGroup(const std::byte* src, std::byte* dst, size_t n, unsigned k) {
+  const size_t m = n / k;
+  for (unsigned b = 0; b < k; ++b)
+    for (size_t i = 0; i < m; ++i) dst[b * m + i] = src[i * k + b];
+}
+
+void byteUngroup(const std::byte* src, std::byte* dst, size_t n, unsigned k) {
+  const size_t m = n / k;
+  for (unsigned b = 0; b < k; ++b)
+    for (size_t i = 0; i < m; ++i) dst[i * k + b] = src[b * m + i];
+}
+
+unsigned transformElementSize(format::BlobTransform t) {
+  switch (t) {
+    case format::BlobTransform::ByteGroup2: return 2;
+    case format::BlobTransform::ByteGroup4: return 4;
+    default: return 1;
+  }
+}
+
+std::string errnoText() { return std::strerror(errno); }
+
+const char* blockTypeName(uint16_t type) {
+  switch (static_cast<format::BlockType>(type)) {
+    case format::BlockType::Header: return "header";
+    case format::BlockType::Segment: return "segment";
+    case format::BlockType::Blob: return "blob";
+    case format::BlockType::Footer: return "footer";
+  }
+  return "unknown";
+}
+
+}  // namespace detail
+}  // namespace trtrace

@@ -1,0 +1,30 @@
+// Helpers shared by the writer, the reader and the CLI (not part of the public API).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "trace_generated.h"
+#include "trtrace/error.h"
+#include "trtrace/format.h"
+
+namespace trtrace::detail {
+
+// Low 32 bits of XXH3-64: the checksum of headers and FlatBuffer payloads.
+uint32_t check32(const void* data, size_t bytes);
+// FileHeader / BlockHeader with their check field computed.
+format::FileHeader makeFileHeader(uint64_t fileLength, uint64_t footerOffset);
+uint32_t fileHeaderCheck(const format::FileHeader& h);
+format::BlockHeader makeBlockHeader(format::BlockType type, uint64_t payloadSize,
+                                    uint64_t checkedSize, uint32_t payloadCheck);
+uint32_t blockHeaderCheck(const format::BlockHeader& h);
+
+// Byte grouping (ZipNN-style): n bytes of k-byte elements -> all byte 0s, then all byte 1s, ...
+void byteGroup(const std::byte* src, std::byte* dst, size_t n, unsigned k);
+void byteUngroup(const std::byte* src, std::byte* dst, size_t n, unsigned k);
+unsigned transformElementSize(format::BlobTransform t);  // 1 for None
+
+std::string errnoText();
+const char* blockTypeName(uint16_t type);
+
+}  // namespace trtrace::detail

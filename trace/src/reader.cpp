@@ -1,0 +1,687 @@
+// Reader: see trtrace/reader.h for the contract and docs/format.md for the layout.
+#include "trtrace/reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cinttypes>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+
+#include <xxhash.h>
+#include <zstd.h>
+
+#include "internal.h"
+
+namespace trtrace {
+namespace F = format;
+
+namespace {
+
+// Result of checking one block's framing and contents.
+struct BlockCheck {
+  enum Status { Ok, Truncated, Corrupt } status = Ok;
+  F::BlockHeader h{};
+  bool headerValid = false;  // h can be trusted (framing known even if the payload is bad)
+  uint64_t next = 0;         // offset of the following block
+  std::string why;
+};
+
+bool allZero(const std::byte* p, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i)
+    if (p[i] != std::byte{0}) return false;
+  return true;
+}
+
+// Structural checks of a blob block (record, chunk table, raw alignment). "" when fine.
+std::string checkBlobPayload(const std::byte* base, uint64_t at, const F::BlockHeader& h) {
+  if (h.payloadSize < sizeof(F::BlobRecord) || h.checkedSize < sizeof(F::BlobRecord))
+    return "blob record too short";
+  F::BlobRecord r;
+  std::memcpy(&r, base + at + sizeof h, sizeof r);
+  if (h.checkedSize != sizeof r + uint64_t(r.chunkCount) * sizeof(F::ChunkEntry))
+    return "blob record: chunk table size does not match";
+  if (r.dataOffset < h.checkedSize || r.dataOffset > h.payloadSize ||
+      h.payloadSize - r.dataOffset != r.storedSize)
+    return "blob record: data region out of bounds";
+  if (r.encoding == uint16_t(F::BlobEncoding::Raw)) {
+    if (r.chunkCount != 0 || r.storedSize != r.rawSize) return "raw blob: sizes disagree";
+    if ((at + sizeof h + r.dataOffset) % F::kBlobAlign != 0) return "raw blob data not 4 KiB aligned";
+    if (!allZero(base + at + sizeof h + sizeof r, r.dataOffset - sizeof r))
+      return "non-zero bytes in alignment padding";
+    return "";
+  }
+  if (r.encoding != uint16_t(F::BlobEncoding::Zstd)) return "blob record: unknown encoding";
+  if (r.transform > uint16_t(F::BlobTransform::ByteGroup4)) return "blob record: unknown transform";
+  if (r.chunkRawSize == 0 || r.chunkCount != (r.rawSize + r.chunkRawSize - 1) / r.chunkRawSize)
+    return "blob record: chunk count does not match";
+  const auto* table = reinterpret_cast<const F::ChunkEntry*>(base + at + sizeof h + sizeof r);
+  for (uint32_t c = 0; c < r.chunkCount; ++c) {
+    F::ChunkEntry e;
+    std::memcpy(&e, table + c, sizeof e);
+    if (e.offset > r.storedSize || e.storedSize > r.storedSize - e.offset)
+      return "chunk " + std::to_string(c) + " out of bounds";
+  }
+  return "";
+}
+
+BlockCheck checkBlock(const std::byte* base, uint64_t size, uint64_t at) {
+  BlockCheck b;
+  auto fail = [&](BlockCheck::Status s, std::string why) { b.status = s; b.why = std::move(why); return b; };
+  if (size - at < sizeof(F::BlockHeader)) return fail(BlockCheck::Truncated, "incomplete block header");
+  std::memcpy(&b.h, base + at, sizeof b.h);
+  if (allZero(base + at, sizeof b.h)) return fail(BlockCheck::Truncated, "block never completed (zero header)");
+  if (b.h.magic != F::kBlockMagic || b.h.headerCheck != detail::blockHeaderCheck(b.h))
+    return fail(BlockCheck::Corrupt, "bad block header");
+  b.headerValid = true;
+  uint64_t payloadAt = at + sizeof b.h;
+  if (b.h.payloadSize > size - payloadAt) return fail(BlockCheck::Truncated, "block runs past end of file");
+  b.next = F::alignUp(payloadAt + b.h.payloadSize, F::kBlockAlign);
+  if (b.h.checkedSize > b.h.payloadSize) return fail(BlockCheck::Corrupt, "bad block header");
+  if (detail::check32(base + payloadAt, b.h.checkedSize) != b.h.payloadCheck)
+    return fail(BlockCheck::Corrupt, "checksum mismatch");
+  uint64_t padEnd = std::min(b.next, size);
+  if (!allZero(base + payloadAt + b.h.payloadSize, padEnd - payloadAt - b.h.payloadSize))
+    return fail(BlockCheck::Corrupt, "non-zero bytes in block padding");
+  const auto* p = reinterpret_cast<const uint8_t*>(base + payloadAt);
+  flatbuffers::Verifier v(p, b.h.payloadSize);
+  switch (static_cast<F::BlockType>(b.h.type)) {
+    case F::BlockType::Header:
+      if (!v.VerifyBuffer<fb::Header>(nullptr)) return fail(BlockCheck::Corrupt, "header FlatBuffer fails verification");
+      break;
+    case F::BlockType::Segment:
+      if (!v.VerifyBuffer<fb::Segment>(nullptr)) return fail(BlockCheck::Corrupt, "segment FlatBuffer fails verification");
+      break;
+    case F::BlockType::Footer:
+      if (!v.VerifyBuffer<fb::Footer>(nullptr)) return fail(BlockCheck::Corrupt, "footer FlatBuffer fails verification");
+      break;
+    case F::BlockType::Blob:
+      if (auto why = checkBlobPayload(base, at, b.h); !why.empty()) return fail(BlockCheck::Corrupt, why);
+      break;
+  }
+  return b;
+}
+
+F::BlobRecord blobRecordAt(const std::byte* base, uint64_t at) {
+  F::BlobRecord r;
+  std::memcpy(&r, base + at + sizeof(F::BlockHeader), sizeof r);
+  return r;
+}
+
+bool blobLess(const BlobInfo& a, const BlobInfo& b) {
+  return std::make_tuple(a.ref.hash.hi, a.ref.hash.lo, a.ref.length) <
+         std::make_tuple(b.ref.hash.hi, b.ref.hash.lo, b.ref.length);
+}
+
+std::string blobName(const BlobRef& r) { return "blob " + toHex(r.hash) + " (" + std::to_string(r.length) + " B)"; }
+
+}  // namespace
+
+struct Reader::Impl {
+  std::string path;
+  const std::byte* base = nullptr;
+  uint64_t size = 0;
+  F::FileHeader fh{};
+  HeaderView header;
+  bool closed = false;
+  std::optional<uint64_t> trunc;
+  std::string truncWhy;
+  struct Seg { uint64_t offset; uint64_t firstSeq; uint32_t calls; };
+  std::vector<Seg> segs;
+  std::unique_ptr<std::atomic<int8_t>[]> segState;  // 0 unchecked, 1 good, -1 bad
+  std::vector<BlobInfo> blobs;
+  uint64_t totalCalls = 0;
+  mutable std::once_flag apisOnce;
+  mutable std::map<uint32_t, ApiInfo> apiMap;
+
+  ~Impl() {
+    if (base) ::munmap(const_cast<std::byte*>(base), size);
+  }
+
+  std::string at(uint64_t off) const { return path + ": offset " + std::to_string(off); }
+
+  void readHeaderBlock(uint64_t off, uint64_t payloadSize) {
+    auto* h = flatbuffers::GetRoot<fb::Header>(base + off + sizeof(F::BlockHeader));
+    auto s = [](const flatbuffers::String* x) { return x ? std::string_view(x->c_str(), x->size()) : std::string_view(); };
+    header.formatMajor = h->format_major();
+    header.formatMinor = h->format_minor();
+    header.producer = s(h->producer());
+    header.producerVersion = s(h->producer_version());
+    header.libraryName = s(h->library_name());
+    header.libraryVersion = s(h->library_version());
+    header.host = s(h->host());
+    header.pid = h->pid();
+    header.startTimeNs = h->start_time_ns();
+    if (h->settings())
+      for (auto* kv : *h->settings()) header.settings.emplace_back(s(kv->key()), s(kv->value()));
+  }
+
+  void addBlob(uint64_t off) {
+    auto r = blobRecordAt(base, off);
+    BlobInfo bi;
+    bi.ref = {{r.hashLo, r.hashHi}, r.rawSize};
+    bi.offset = off;
+    bi.storedSize = r.storedSize;
+    bi.compressed = r.encoding != uint16_t(F::BlobEncoding::Raw);
+    bi.dataOffset = off + sizeof(F::BlockHeader) + r.dataOffset;
+    bi.hint = static_cast<BlobHint>(r.elementHint);
+    blobs.push_back(bi);
+  }
+
+  // O(1) path: the footer of a cleanly closed file. False if anything disagrees.
+  bool openFromFooter() {
+    if (fh.fileLength != size || fh.footerOffset < sizeof fh || fh.footerOffset >= size) return false;
+    auto fc = checkBlock(base, size, fh.footerOffset);
+    if (fc.status != BlockCheck::Ok || fc.h.type != uint16_t(F::BlockType::Footer) || fc.next != size)
+      return false;
+    auto hc = checkBlock(base, size, sizeof fh);
+    if (hc.status != BlockCheck::Ok || hc.h.type != uint16_t(F::BlockType::Header)) return false;
+    readHeaderBlock(sizeof fh, hc.h.payloadSize);
+    auto* f = flatbuffers::GetRoot<fb::Footer>(base + fh.footerOffset + sizeof(F::BlockHeader));
+    if (f->segments())
+      for (auto* e : *f->segments()) {
+        if (e->offset() < sizeof fh || e->offset() >= fh.footerOffset) return false;
+        segs.push_back({e->offset(), e->first_seq(), e->calls()});
+      }
+    if (f->blobs())
+      for (auto* e : *f->blobs()) {
+        if (e->offset() < sizeof fh || e->offset() >= fh.footerOffset) return false;
+        BlobInfo bi;
+        bi.ref = {{e->hash_lo(), e->hash_hi()}, e->length()};
+        bi.offset = e->offset();
+        bi.storedSize = e->stored();
+        blobs.push_back(bi);
+      }
+    totalCalls = f->total_calls();
+    // Data offsets and the encoding come from each blob's record, checked when the blob is read.
+    for (auto& b : blobs) {
+      if (b.offset + sizeof(F::BlockHeader) + sizeof(F::BlobRecord) > size) return false;
+      auto r = blobRecordAt(base, b.offset);
+      b.compressed = r.encoding != uint16_t(F::BlobEncoding::Raw);
+      b.dataOffset = b.offset + sizeof(F::BlockHeader) + r.dataOffset;
+      b.hint = static_cast<BlobHint>(r.elementHint);
+    }
+    closed = true;
+    return true;
+  }
+
+  // Forward scan: every complete, valid block up to the first bad one.
+  void scan() {
+    segs.clear();
+    blobs.clear();
+    totalCalls = 0;
+    uint64_t pos = sizeof fh;
+    bool sawHeader = false;
+    while (pos < size) {
+      auto bc = checkBlock(base, size, pos);
+      if (bc.status != BlockCheck::Ok) {
+        trunc = pos;
+        truncWhy = bc.why;
+        return;
+      }
+      auto type = static_cast<F::BlockType>(bc.h.type);
+      if (type == F::BlockType::Header && !sawHeader) {
+        readHeaderBlock(pos, bc.h.payloadSize);
+        sawHeader = true;
+      } else if (type == F::BlockType::Segment) {
+        auto* s = flatbuffers::GetRoot<fb::Segment>(base + pos + sizeof(F::BlockHeader));
+        uint32_t n = s->calls() ? s->calls()->size() : 0;
+        segs.push_back({pos, s->first_seq(), n});
+        totalCalls += n;
+      } else if (type == F::BlockType::Blob) {
+        addBlob(pos);
+      } else if (type == F::BlockType::Footer) {
+        return;  // a closed file whose header disagrees with its size: everything before counts
+      }
+      pos = bc.next;
+    }
+    if (fh.fileLength > size) {
+      trunc = size;
+      truncWhy = "file is shorter than its recorded length " + std::to_string(fh.fileLength);
+    }
+  }
+
+  const fb::Segment* segment(size_t i) const {
+    if (i >= segs.size()) throw Error(Error::Kind::Usage, path + ": no segment " + std::to_string(i));
+    int8_t st = segState[i].load(std::memory_order_acquire);
+    if (st == 0) {
+      auto bc = checkBlock(base, size, segs[i].offset);
+      bool good = bc.status == BlockCheck::Ok && bc.h.type == uint16_t(F::BlockType::Segment);
+      st = good ? 1 : -1;
+      segState[i].store(st, std::memory_order_release);
+      if (!good)
+        throw Error(Error::Kind::Corrupt, path + ": segment " + std::to_string(i) + " at offset " +
+                                              std::to_string(segs[i].offset) + ": " +
+                                              (bc.why.empty() ? "not a segment block" : bc.why));
+    }
+    if (st < 0)
+      throw Error(Error::Kind::Corrupt, path + ": segment " + std::to_string(i) + " at offset " +
+                                            std::to_string(segs[i].offset) + " is damaged");
+    return flatbuffers::GetRoot<fb::Segment>(base + segs[i].offset + sizeof(F::BlockHeader));
+  }
+
+  const BlobInfo* findBlob(const BlobRef& ref) const {
+    BlobInfo key;
+    key.ref = ref;
+    auto it = std::lower_bound(blobs.begin(), blobs.end(), key, blobLess);
+    if (it == blobs.end() || !(it->ref == ref)) return nullptr;
+    return &*it;
+  }
+
+  // Decodes a compressed blob chunk by chunk into dest (if given) and/or a hash state.
+  void decode(const BlobInfo& bi, std::byte* dest, XXH3_state_t* hs) const {
+    auto r = blobRecordAt(base, bi.offset);
+    const std::byte* data = base + bi.offset + sizeof(F::BlockHeader) + r.dataOffset;
+    const auto* table = reinterpret_cast<const F::ChunkEntry*>(base + bi.offset + sizeof(F::BlockHeader) + sizeof r);
+    const unsigned k = detail::transformElementSize(static_cast<F::BlobTransform>(r.transform));
+    std::vector<std::byte> out(dest ? 0 : r.chunkRawSize), grouped(k > 1 ? r.chunkRawSize : 0);
+    std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+    for (uint32_t c = 0; c < r.chunkCount; ++c) {
+      F::ChunkEntry e;
+      std::memcpy(&e, table + c, sizeof e);
+      uint64_t off = uint64_t(c) * r.chunkRawSize, n = std::min<uint64_t>(r.chunkRawSize, r.rawSize - off);
+      std::byte* dst = dest ? dest + off : out.data();
+      std::byte* stage = k > 1 ? grouped.data() : dst;
+      const std::byte* src = data + e.offset;
+      if (e.flags & 1) {
+        size_t z = ZSTD_decompressDCtx(dctx.get(), stage, n, src, e.storedSize);
+        if (ZSTD_isError(z) || z != n)
+          throw Error(Error::Kind::Corrupt, path + ": " + blobName(bi.ref) + " at offset " +
+                                                std::to_string(bi.offset) + ": chunk " + std::to_string(c) +
+                                                " does not decompress");
+      } else {
+        if (e.storedSize != n)
+          throw Error(Error::Kind::Corrupt, path + ": " + blobName(bi.ref) + " at offset " +
+                                                std::to_string(bi.offset) + ": chunk " + std::to_string(c) +
+                                                " has the wrong size");
+        if (k > 1 || dest) std::memcpy(stage, src, n);
+        else stage = const_cast<std::byte*>(src), dst = stage;  // hash straight from the mapping
+      }
+      if (k > 1) detail::byteUngroup(stage, dst, n, k);
+      if (hs) XXH3_128bits_update(hs, dst, n);
+    }
+  }
+
+  BlobView blob(const BlobRef& ref) const {
+    const BlobInfo* bi = findBlob(ref);
+    if (!bi) throw Error(Error::Kind::Corrupt, path + ": " + blobName(ref) + " is not in the trace");
+    auto bc = checkBlock(base, size, bi->offset);
+    if (bc.status != BlockCheck::Ok || bc.h.type != uint16_t(F::BlockType::Blob))
+      throw Error(Error::Kind::Corrupt, path + ": " + blobName(ref) + " at offset " +
+                                            std::to_string(bi->offset) + ": " +
+                                            (bc.why.empty() ? "not a blob block" : bc.why));
+    auto r = blobRecordAt(base, bi->offset);
+    if (r.hashLo != ref.hash.lo || r.hashHi != ref.hash.hi || r.rawSize != ref.length)
+      throw Error(Error::Kind::Corrupt, path + ": " + blobName(ref) + " at offset " +
+                                            std::to_string(bi->offset) + ": index and record disagree");
+    if (r.encoding == uint16_t(F::BlobEncoding::Raw))
+      return BlobView::mapped({base + bi->dataOffset, r.rawSize});
+    auto buf = std::make_unique_for_overwrite<std::byte[]>(r.rawSize);
+    decode(*bi, buf.get(), nullptr);
+    return BlobView::owned(std::move(buf), r.rawSize);
+  }
+};
+
+// ---- views ------------------------------------------------------------------------------------
+namespace {
+template <class T, class V>
+std::span<const T> spanOf(const flatbuffers::Vector<V>* v) {
+  if (!v) return {};
+  return {reinterpret_cast<const T*>(v->data()), v->size()};
+}
+std::string_view sv(const flatbuffers::String* s) { return s ? std::string_view(s->c_str(), s->size()) : std::string_view(); }
+}  // namespace
+
+std::string_view kindName(ValueKind k) {
+  return fb::EnumNameValueKind(static_cast<fb::ValueKind>(k));
+}
+
+ValueKind ValueView::kind() const { return v_ ? static_cast<ValueKind>(v_->kind()) : ValueKind::Null; }
+bool ValueView::asBool() const { return v_ && v_->i() != 0; }
+int64_t ValueView::asI64() const { return v_ ? v_->i() : 0; }
+uint64_t ValueView::asU64() const { return v_ ? v_->u() : 0; }
+double ValueView::asF64() const { return v_ ? v_->f() : 0; }
+std::string_view ValueView::asString() const { return v_ ? sv(v_->str()) : std::string_view(); }
+uint32_t ValueView::typeId() const { return v_ ? v_->type_id() : 0; }
+std::span<const int64_t> ValueView::ints() const { return v_ ? spanOf<int64_t>(v_->ints()) : std::span<const int64_t>(); }
+std::span<const float> ValueView::floats() const { return v_ ? spanOf<float>(v_->floats()) : std::span<const float>(); }
+std::span<const uint64_t> ValueView::handles() const { return v_ ? spanOf<uint64_t>(v_->handles()) : std::span<const uint64_t>(); }
+std::span<const std::byte> ValueView::bytes() const { return v_ ? spanOf<std::byte>(v_->bytes()) : std::span<const std::byte>(); }
+uint32_t ValueView::dtype() const { return v_ ? v_->dtype() : 0; }
+uint64_t ValueView::count() const { return v_ ? v_->count() : 0; }
+BlobRef ValueView::blob() const { return v_ ? BlobRef{{v_->hash_lo(), v_->hash_hi()}, v_->length()} : BlobRef{}; }
+uint64_t ValueView::seed() const { return v_ ? v_->seed() : 0; }
+
+std::string ValueView::toString() const {
+  char buf[96];
+  auto list = [](auto sp, auto fmt) {
+    std::string s = "[";
+    for (size_t i = 0; i < sp.size(); ++i) {
+      if (i == 16) { s += ", ...(" + std::to_string(sp.size()) + ")"; break; }
+      if (i) s += ", ";
+      s += fmt(sp[i]);
+    }
+    return s + "]";
+  };
+  auto num = [&](double d) { snprintf(buf, sizeof buf, "%.9g", d); return std::string(buf); };
+  auto hex = [&](uint64_t h) { snprintf(buf, sizeof buf, "0x%" PRIx64, h); return std::string(buf); };
+  switch (kind()) {
+    case ValueKind::Null: return "null";
+    case ValueKind::Bool: return asBool() ? "true" : "false";
+    case ValueKind::I64: return std::to_string(asI64());
+    case ValueKind::U64: return std::to_string(asU64());
+    case ValueKind::F32:
+    case ValueKind::F64: return num(asF64());
+    case ValueKind::String: return "\"" + std::string(asString()) + "\"";
+    case ValueKind::Enum: return "enum" + std::to_string(typeId()) + ":" + std::to_string(asI64());
+    case ValueKind::Dims: return "dims" + list(ints(), [](int64_t x) { return std::to_string(x); });
+    case ValueKind::Handle: return "@" + hex(asU64());
+    case ValueKind::HandleArray: return list(handles(), [&](uint64_t x) { return "@" + hex(x); });
+    case ValueKind::I64Array: return list(ints(), [](int64_t x) { return std::to_string(x); });
+    case ValueKind::F32Array: return list(floats(), [&](float x) { return num(x); });
+    case ValueKind::Bytes: return "bytes(" + std::to_string(bytes().size()) + ")";
+    case ValueKind::WeightsInline:
+      return "weights(dtype=" + std::to_string(dtype()) + ", count=" + std::to_string(count()) +
+             ", inline " + std::to_string(bytes().size()) + " B)";
+    case ValueKind::WeightsBlob:
+      return "weights(dtype=" + std::to_string(dtype()) + ", count=" + std::to_string(count()) +
+             ", blob " + toHex(blob().hash) + " " + std::to_string(blob().length) + " B)";
+    case ValueKind::WeightsRandom:
+      return "weights(dtype=" + std::to_string(dtype()) + ", count=" + std::to_string(count()) +
+             ", random seed=" + std::to_string(seed()) + ")";
+  }
+  return "?";
+}
+
+uint64_t CallView::seq() const { return c_->seq(); }
+uint64_t CallView::thread() const { return c_->thread(); }
+uint32_t CallView::networkId() const { return c_->network(); }
+uint32_t CallView::apiId() const { return c_->api(); }
+uint64_t CallView::receiver() const { return c_->receiver(); }
+size_t CallView::argCount() const { return c_->args() ? c_->args()->size() : 0; }
+ValueView CallView::arg(size_t i) const { return ValueView(i < argCount() ? c_->args()->Get(i) : nullptr); }
+std::optional<ValueView> CallView::ret() const {
+  if (!c_->ret()) return std::nullopt;
+  return ValueView(c_->ret());
+}
+CallStatus CallView::status() const { return static_cast<CallStatus>(c_->status()); }
+std::string_view CallView::unsupportedInterface() const { return sv(c_->unsupported_interface()); }
+uint32_t CallView::unsupportedSlot() const { return c_->unsupported_slot(); }
+std::string_view CallView::message() const { return sv(c_->message()); }
+std::optional<BuildResultView> CallView::buildResult() const {
+  auto* b = c_->build();
+  if (!b) return std::nullopt;
+  BuildResultView r;
+  r.ok = b->ok();
+  r.engineSize = b->engine_size();
+  r.engineHash = {b->engine_hash_lo(), b->engine_hash_hi()};
+  if (b->errors())
+    for (auto* e : *b->errors()) r.errors.push_back(sv(e));
+  return r;
+}
+
+bool VerifyReport::corrupt() const {
+  return std::any_of(issues.begin(), issues.end(), [](auto& i) { return i.problem == Problem::Corrupt; });
+}
+bool VerifyReport::truncated() const {
+  return !corrupt() && std::any_of(issues.begin(), issues.end(), [](auto& i) { return i.problem == Problem::Truncated; });
+}
+
+// ---- Reader -----------------------------------------------------------------------------------
+Reader::Reader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Reader::~Reader() = default;
+
+std::unique_ptr<Reader> Reader::open(const std::string& path) {
+  auto m = std::make_unique<Impl>();
+  m->path = path;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(Error::Kind::Io, path + ": cannot open: " + detail::errnoText());
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    throw Error(Error::Kind::Io, path + ": cannot stat: " + detail::errnoText());
+  }
+  m->size = static_cast<uint64_t>(st.st_size);
+  if (m->size > 0) {
+    void* p = ::mmap(nullptr, m->size, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      ::close(fd);
+      throw Error(Error::Kind::Io, path + ": cannot map: " + detail::errnoText());
+    }
+    m->base = static_cast<const std::byte*>(p);
+  }
+  ::close(fd);  // the mapping stays valid
+
+  const size_t magicN = std::min<uint64_t>(m->size, sizeof F::kFileMagic);
+  if (std::memcmp(m->base ? (const void*)m->base : "", F::kFileMagic, magicN) != 0)
+    throw Error(Error::Kind::Corrupt, path + ": offset 0: not a trtrace file (bad magic)");
+  m->segState.reset(new std::atomic<int8_t>[0]);
+  if (m->size < sizeof(F::FileHeader)) {  // a cut inside the fixed header: an empty prefix
+    m->trunc = 0;
+    m->truncWhy = "incomplete file header";
+    return std::unique_ptr<Reader>(new Reader(std::move(m)));
+  }
+  std::memcpy(&m->fh, m->base, sizeof m->fh);
+  if (m->fh.versionMajor != F::kVersionMajor)
+    throw Error(Error::Kind::Corrupt, path + ": offset 8: format version " + std::to_string(m->fh.versionMajor) +
+                                          "." + std::to_string(m->fh.versionMinor) + " is not supported (this reader reads " +
+                                          std::to_string(F::kVersionMajor) + ".x)");
+  if (m->fh.headerCheck != detail::fileHeaderCheck(m->fh))
+    throw Error(Error::Kind::Corrupt, path + ": offset 60: file header check mismatch");
+  // A newer minor version is read as far as this reader understands it (unknown fields and
+  // block types are skipped).
+  if (!m->openFromFooter()) {
+    m->header = {};
+    m->closed = false;
+    m->scan();
+  }
+  m->segState.reset(new std::atomic<int8_t>[m->segs.size()]);
+  for (size_t i = 0; i < m->segs.size(); ++i) m->segState[i] = m->closed ? 0 : 1;  // scan verified them
+  std::sort(m->blobs.begin(), m->blobs.end(), blobLess);
+  return std::unique_ptr<Reader>(new Reader(std::move(m)));
+}
+
+const std::string& Reader::path() const { return impl_->path; }
+const HeaderView& Reader::header() const { return impl_->header; }
+bool Reader::closedCleanly() const { return impl_->closed; }
+std::optional<uint64_t> Reader::truncatedAt() const { return impl_->trunc; }
+std::string Reader::truncationMessage() const {
+  if (!impl_->trunc) return "";
+  return impl_->path + ": truncated at offset " + std::to_string(*impl_->trunc) + " (" + impl_->truncWhy + ")";
+}
+uint64_t Reader::callCount() const { return impl_->totalCalls; }
+size_t Reader::segmentCount() const { return impl_->segs.size(); }
+
+void Reader::forEachCallInSegment(size_t i, const std::function<bool(const CallView&)>& fn) const {
+  auto* s = impl_->segment(i);
+  if (!s->calls()) return;
+  for (auto* rec : *s->calls()) {
+    const fb::Call* c = rec->call() ? rec->call_nested_root() : nullptr;
+    if (!c)
+      throw Error(Error::Kind::Corrupt, impl_->path + ": segment " + std::to_string(i) + " at offset " +
+                                            std::to_string(impl_->segs[i].offset) + ": empty call record");
+    if (!fn(CallView(c))) return;
+  }
+}
+
+void Reader::forEachCall(const std::function<bool(const CallView&)>& fn) const {
+  bool go = true;
+  for (size_t i = 0; i < impl_->segs.size() && go; ++i)
+    forEachCallInSegment(i, [&](const CallView& c) { return go = fn(c); });
+}
+
+std::span<const std::byte> Reader::segmentBytes(size_t i) const {
+  impl_->segment(i);
+  F::BlockHeader h;
+  std::memcpy(&h, impl_->base + impl_->segs[i].offset, sizeof h);
+  return {impl_->base + impl_->segs[i].offset + sizeof h, h.payloadSize};
+}
+
+const ApiInfo* Reader::api(uint32_t id) const {
+  std::call_once(impl_->apisOnce, [&] {
+    for (size_t i = 0; i < impl_->segs.size(); ++i) {
+      const fb::Segment* s;
+      try {
+        s = impl_->segment(i);
+      } catch (const Error&) {
+        continue;  // a damaged segment's names are lost; verify() reports it
+      }
+      if (!s->apis()) continue;
+      for (auto* d : *s->apis()) {
+        ApiInfo a;
+        a.id = d->id();
+        a.interfaceName = sv(d->interface());
+        a.methodName = sv(d->method());
+        if (d->arg_names())
+          for (auto* n : *d->arg_names()) a.argNames.push_back(sv(n));
+        impl_->apiMap.emplace(a.id, std::move(a));
+      }
+    }
+  });
+  auto it = impl_->apiMap.find(id);
+  return it == impl_->apiMap.end() ? nullptr : &it->second;
+}
+
+std::vector<const ApiInfo*> Reader::apis() const {
+  api(0);
+  std::vector<const ApiInfo*> v;
+  for (auto& [id, a] : impl_->apiMap) v.push_back(&a);
+  return v;
+}
+
+bool Reader::hasBlob(const BlobRef& ref) const { return impl_->findBlob(ref) != nullptr; }
+BlobView Reader::blob(const Hash128& h, uint64_t len) const { return impl_->blob({h, len}); }
+const std::vector<BlobInfo>& Reader::blobs() const { return impl_->blobs; }
+std::span<const std::byte> Reader::mapping() const { return {impl_->base, impl_->size}; }
+
+VerifyReport Reader::verify() const {
+  const Impl& m = *impl_;
+  VerifyReport rep;
+  using P = VerifyReport::Problem;
+  auto issue = [&](P p, uint64_t off, std::string what) {
+    rep.issues.push_back({p, off, m.path + ": offset " + std::to_string(off) + ": " + what});
+  };
+  if (m.size < sizeof(F::FileHeader)) {
+    issue(P::Truncated, 0, "truncated inside the file header");
+    return rep;
+  }
+  const bool closedHeader = m.fh.fileLength != 0;
+  const bool cut = closedHeader && m.fh.fileLength > m.size;
+  if (cut) issue(P::Truncated, m.size, "file is shorter than its recorded length " + std::to_string(m.fh.fileLength));
+  if (closedHeader && m.fh.fileLength < m.size) issue(P::Corrupt, m.fh.fileLength, "bytes after the recorded file length");
+  // A damaged block in a closed file is corruption; in an open one, an incomplete block is a cut.
+  auto classify = [&](BlockCheck::Status s) { return s == BlockCheck::Truncated && (!closedHeader || cut) ? P::Truncated : P::Corrupt; };
+
+  std::set<std::tuple<uint64_t, uint64_t, uint64_t>> blobKeys;
+  std::set<uint64_t> segOffsets, blobOffsets;
+  std::vector<std::pair<uint64_t, BlobRef>> refs;  // (seq, blob) referenced by calls
+  uint64_t pos = sizeof(F::FileHeader), expectSeq = 0, footerAt = 0;
+  std::vector<std::byte> scratch;
+  while (pos < m.size) {
+    auto bc = checkBlock(m.base, m.size, pos);
+    std::string name = "block";
+    if (bc.headerValid) {
+      name = detail::blockTypeName(bc.h.type);
+      if (bc.h.type == uint16_t(F::BlockType::Segment)) name += " " + std::to_string(rep.segments);
+      if (bc.h.type == uint16_t(F::BlockType::Blob) && bc.h.payloadSize >= sizeof(F::BlobRecord) && bc.status != BlockCheck::Truncated) {
+        auto r = blobRecordAt(m.base, pos);
+        name = blobName({{r.hashLo, r.hashHi}, r.rawSize});
+      }
+    }
+    if (bc.status != BlockCheck::Ok) {
+      issue(classify(bc.status), pos, name + ": " + bc.why);
+      if (bc.headerValid && bc.status == BlockCheck::Corrupt) {  // framing intact: go on
+        if (bc.h.type == uint16_t(F::BlockType::Segment)) rep.segments++;
+        pos = bc.next;
+        continue;
+      }
+      break;
+    }
+    switch (static_cast<F::BlockType>(bc.h.type)) {
+      case F::BlockType::Header:
+        if (pos != sizeof(F::FileHeader)) issue(P::Corrupt, pos, "header block in the wrong place");
+        break;
+      case F::BlockType::Segment: {
+        auto* s = flatbuffers::GetRoot<fb::Segment>(m.base + pos + sizeof(F::BlockHeader));
+        segOffsets.insert(pos);
+        if (s->first_seq() != expectSeq)
+          issue(P::Corrupt, pos, name + ": first seq " + std::to_string(s->first_seq()) + ", expected " + std::to_string(expectSeq));
+        if (s->calls())
+          for (auto* rec : *s->calls()) {
+            const fb::Call* c = rec->call() ? rec->call_nested_root() : nullptr;
+            if (!c) { issue(P::Corrupt, pos, name + ": empty call record"); break; }
+            if (c->seq() != expectSeq) issue(P::Corrupt, pos, name + ": call seq " + std::to_string(c->seq()) + " out of order");
+            expectSeq = c->seq() + 1;
+            rep.calls++;
+            auto note = [&](const fb::Value* v) {
+              if (v && v->kind() == fb::ValueKind::WeightsBlob)
+                refs.push_back({c->seq(), {{v->hash_lo(), v->hash_hi()}, v->length()}});
+            };
+            if (c->args()) for (auto* v : *c->args()) note(v);
+            note(c->ret());
+          }
+        rep.segments++;
+        break;
+      }
+      case F::BlockType::Blob: {
+        auto r = blobRecordAt(m.base, pos);
+        BlobInfo bi;
+        bi.ref = {{r.hashLo, r.hashHi}, r.rawSize};
+        bi.offset = pos;
+        bi.dataOffset = pos + sizeof(F::BlockHeader) + r.dataOffset;
+        Hash128 h;
+        try {
+          if (r.encoding == uint16_t(F::BlobEncoding::Raw)) {
+            h = hash128(m.base + bi.dataOffset, r.rawSize);
+          } else {
+            std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> st(XXH3_createState(), XXH3_freeState);
+            XXH3_128bits_reset(st.get());
+            m.decode(bi, nullptr, st.get());
+            auto d = XXH3_128bits_digest(st.get());
+            h = {d.low64, d.high64};
+          }
+          if (!(h == bi.ref.hash)) issue(P::Corrupt, pos, name + ": content hash mismatch");
+        } catch (const Error& e) {
+          issue(P::Corrupt, pos, name + ": cannot decode");
+        }
+        if (!blobKeys.insert({r.hashHi, r.hashLo, r.rawSize}).second) issue(P::Corrupt, pos, name + ": stored twice");
+        blobOffsets.insert(pos);
+        rep.blobs++;
+        rep.blobBytes += r.rawSize;
+        break;
+      }
+      case F::BlockType::Footer: {
+        footerAt = pos;
+        if (!closedHeader || m.fh.footerOffset != pos) issue(P::Corrupt, pos, "footer: not where the file header says");
+        auto* f = flatbuffers::GetRoot<fb::Footer>(m.base + pos + sizeof(F::BlockHeader));
+        size_t ns = f->segments() ? f->segments()->size() : 0, nb = f->blobs() ? f->blobs()->size() : 0;
+        if (ns != segOffsets.size() || nb != blobOffsets.size() || f->total_calls() != rep.calls)
+          issue(P::Corrupt, pos, "footer: index counts disagree with the blocks");
+        if (f->segments()) for (auto* e : *f->segments()) if (!segOffsets.count(e->offset())) { issue(P::Corrupt, pos, "footer: segment entry points at no segment"); break; }
+        if (f->blobs()) for (auto* e : *f->blobs()) if (!blobOffsets.count(e->offset()) || !blobKeys.count({e->hash_hi(), e->hash_lo(), e->length()})) { issue(P::Corrupt, pos, "footer: blob entry points at no such blob"); break; }
+        break;
+      }
+    }
+    pos = bc.next;
+    if (footerAt) break;
+  }
+  if (footerAt && pos < m.size && pos < std::max<uint64_t>(m.fh.fileLength, 0))
+    issue(P::Corrupt, pos, "blocks after the footer");
+  if (closedHeader && !footerAt && !cut && rep.ok()) issue(P::Corrupt, m.fh.footerOffset, "footer missing");
+  for (auto& [seq, ref] : refs)
+    if (!blobKeys.count({ref.hash.hi, ref.hash.lo, ref.length})) {
+      issue(closedHeader && !cut ? P::Corrupt : P::Truncated, 0,
+            "call " + std::to_string(seq) + " references " + blobName(ref) + ", which is not in the trace");
+      break;
+    }
+  return rep;
+}
+
+}  // namespace trtrace
