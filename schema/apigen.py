@@ -559,7 +559,7 @@ def gen_override_decls(spec, cpp, ov, side):
             params = cpp.params(m)
             o.append(f"{cpp.type(m.ret)} override_{m.interface}_{m.name}(Object* self, abi::V{itf.name}* real"
                      f"{', ' if params else ''}{params});")
-        if side == "replay" and (key in ov["replay"] or m.interface == "entry") and m.mode != "passthrough":
+        if side == "replay" and (key in ov["replay"] or m.interface == "entry") and m.mode == "record":
             o.append(f"void override_{m.interface}_{m.name}(Replayer& x);")
     return "\n".join(o) + "\n"
 
@@ -572,8 +572,8 @@ def gen_replay(spec, cpp, ov):
     for m in all_methods(spec):
         fn = f"play_{m.api_id}"
         key = f"{m.interface}.{m.name}"
-        if m.mode == "passthrough":
-            continue
+        if m.mode in ("passthrough", "unsupported"):
+            continue  # nothing to replay; UNSUPPORTED records stop the player (or are skipped)
         entries.append((m, fn))
         o.append(f"// {m.key}")
         if key in ov["replay"] or m.interface == "entry":

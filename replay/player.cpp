@@ -1,0 +1,223 @@
+// tensorrt_player: rebuild the engine(s) of a capture with the real TensorRT-RTX library.
+//
+//   tensorrt_player -j <capture> -o <engine>
+//
+// <capture> is a trtrace trace (or, through convert/, NVIDIA's JSON+BIN pair). One network ->
+// <engine>; several -> <engine>0, <engine>1, ... in the order the networks were created.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "replayer.h"
+#include "trtrace/error.h"
+#include "trtrace/hash.h"
+
+using namespace trtrace;
+using namespace trtrace::replay;
+
+namespace {
+
+// Exit codes (docs/errors.md).
+enum Exit : int {
+  kOk = 0,
+  kBadInput = 1,            // unreadable/corrupt capture, bad options, library not loadable
+  kDivergence = 2,          // the replay behaved differently from the capture
+  kFailureReproduced = 3,   // the capture's build failure happened again (as recorded)
+  kEngineDiffers = 4,       // --check: an engine differs from the one recorded at capture
+};
+
+// Writes `bytes` to `path` atomically: a temp file in the same folder, then rename.
+void writeAtomically(const std::string& path, const void* data, size_t size) {
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(Error::Kind::Io, path + ": cannot create (" + std::strerror(errno) + ")");
+  const char* p = static_cast<const char*>(data);
+  size_t left = size;
+  while (left) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw Error(Error::Kind::Io, path + ": write failed (" + std::strerror(e) + ")");
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    throw Error(Error::Kind::Io, path + ": cannot finish writing (" + std::strerror(e) + ")");
+  }
+}
+
+void* loadLibrary(const std::string& requested, std::string& used) {
+  std::vector<std::string> names;
+  if (!requested.empty()) names.push_back(requested);
+  else names = {"libtensorrt_rtx.so", "libtensorrt_rtx.so.1"};
+  std::string errors;
+  for (const auto& n : names) {
+    if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      used = n;
+      return h;
+    }
+    errors += std::string(errors.empty() ? "" : "; ") + dlerror();
+  }
+  throw Error(Error::Kind::Usage, "cannot load the TensorRT-RTX library (" + errors + "); pass --lib PATH");
+}
+
+bool isTrace(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(Error::Kind::Io, path + ": cannot open (" + std::strerror(errno) + ")");
+  char magic[8] = {};
+  f.read(magic, 8);
+  return std::memcmp(magic, "TRTRACE", 8) == 0;
+}
+
+std::string jsonEscape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += c;
+    else if (static_cast<unsigned char>(c) < 0x20) { char b[8]; std::snprintf(b, sizeof b, "\\u%04x", c); o += b; }
+    else o += c;
+  }
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tensorrt_player: rebuild TensorRT-RTX engines from a capture, without the application"};
+  std::string capture, output, libPath;
+  Options opt;
+  bool stats = false, json = false, check = false;
+  app.add_option("-j,--json-file,capture", capture, "capture: a trtrace trace or NVIDIA JSON (+BIN beside it)")->required();
+  app.add_option("-o,--output", output, "engine file; several networks: <output>0, <output>1, ...");
+  app.add_option("--lib", libPath, "the real libtensorrt_rtx.so.1 (default: TRT_SHIM_NVINFER_LIB_NAME, "
+                                   "then libtensorrt_rtx.so, then libtensorrt_rtx.so.1)");
+  app.add_option("--network", opt.network, "replay only this network id (1, 2, ... in creation order)");
+  app.add_option("--seed", opt.seed, "seed for weights the capture marked random");
+  app.add_flag("--skip-unsupported", opt.skipUnsupported, "skip calls the capture marked UNSUPPORTED");
+  app.add_flag("--ignore-version", opt.ignoreVersion, "replay a capture of another library version");
+  app.add_flag("--check", check, "compare each engine's XXH3-128 with the one recorded at capture");
+  app.add_flag("--stats", stats, "print open/dispatch/build times per network");
+  app.add_flag("--json", json, "machine-readable summary on stdout");
+  app.add_flag("-q,--quiet", opt.quiet, "hide the library's warnings");
+  CLI11_PARSE(app, argc, argv);
+  if (libPath.empty()) {
+    if (const char* v = std::getenv("TRT_SHIM_NVINFER_LIB_NAME"); v && *v) libPath = v;
+  }
+  opt.libPath = libPath;
+
+  using Clock = std::chrono::steady_clock;
+  try {
+    auto t0 = Clock::now();
+    if (!isTrace(capture))
+      throw Error(Error::Kind::Usage, capture + ": not a trtrace trace (NVIDIA JSON+BIN input: convert it first with "
+                                                "`trtrace convert " + capture + " out.trtrace`)");
+    std::unique_ptr<Reader> reader = Reader::open(capture);
+    const double openSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (auto msg = reader->truncationMessage(); !msg.empty())
+      std::fprintf(stderr, "tensorrt_player: warning: %s; replaying the complete prefix\n", msg.c_str());
+    const HeaderView& h = reader->header();
+    if (h.libraryVersion != abi::kLibraryVersion && !opt.ignoreVersion)
+      throw Error(Error::Kind::Usage, capture + ": captured with " + std::string(h.libraryName) + " " +
+                                          std::string(h.libraryVersion) + ", this player replays " +
+                                          abi::kLibraryName + " " + abi::kLibraryVersion + " (--ignore-version to try anyway)");
+
+    std::string used;
+    void* lib = loadLibrary(opt.libPath, used);
+    using VersionFn = int32_t (*)();
+    auto version = reinterpret_cast<VersionFn>(dlsym(lib, "getInferLibVersion"));
+    const int32_t libVersion = version ? version() : 0;
+    if (libVersion / 100 != abi::kLibraryVersionInt / 100 && !opt.ignoreVersion)
+      throw Error(Error::Kind::Usage, used + ": library version " + std::to_string(libVersion) + ", this player needs " +
+                                          abi::kLibraryVersion + " (--ignore-version to try anyway)");
+    void* create = dlsym(lib, "createInferBuilder_INTERNAL");
+    if (!create) throw Error(Error::Kind::Usage, used + ": no createInferBuilder_INTERNAL (not TensorRT-RTX?)");
+
+    // Networks that will be built decide the output names.
+    std::map<uint32_t, int> builds;
+    reader->forEachCall([&](const CallView& c) {
+      if (c.buildResult() && (opt.network < 0 || c.networkId() == static_cast<uint32_t>(opt.network))) builds[c.networkId()]++;
+      return true;
+    });
+    const bool single = builds.size() <= 1;
+
+    std::vector<NetworkResult> results;
+    bool failureReproduced = false, differs = false;
+    Replayer player(*reader, opt, create);
+    player.run([&](const NetworkResult& r0, const void* engine) {
+      NetworkResult r = r0;
+      if (r.ok && !output.empty()) {
+        r.path = single ? output : output + std::to_string(r.network - 1);
+        writeAtomically(r.path, engine, r.engineSize);
+      }
+      if (!r.ok) failureReproduced = true;
+      if (check && r.ok && r.captured && !(r.captured->engineHash == r.engineHash && r.captured->engineSize == r.engineSize))
+        differs = true;
+      results.push_back(r);
+    });
+    const auto& s = player.stats();
+
+    if (json) {
+      std::printf("{\"capture\": \"%s\", \"calls\": %llu, \"skipped\": %llu, \"open_s\": %.6f, \"dispatch_s\": %.6f, "
+                  "\"build_s\": %.6f, \"scalar_mismatches\": %llu, \"networks\": [",
+                  jsonEscape(capture).c_str(), (unsigned long long)s.calls, (unsigned long long)s.skipped, openSeconds,
+                  s.dispatchSeconds, s.buildSeconds, (unsigned long long)s.scalarMismatches);
+      for (size_t i = 0; i < results.size(); ++i) {
+        const auto& r = results[i];
+        const char* same = !r.captured || !r.ok ? "unknown"
+                           : (r.captured->engineHash == r.engineHash && r.captured->engineSize == r.engineSize) ? "identical"
+                                                                                                             : "different";
+        std::printf("%s{\"network\": %u, \"ok\": %s, \"engine\": \"%s\", \"size\": %llu, \"xxh3\": \"%s\", "
+                    "\"build_s\": %.6f, \"vs_capture\": \"%s\"}",
+                    i ? ", " : "", r.network, r.ok ? "true" : "false", jsonEscape(r.path).c_str(),
+                    (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), r.buildSeconds, same);
+      }
+      std::printf("]}\n");
+    } else {
+      for (const auto& r : results) {
+        if (r.ok) {
+          std::string vs;
+          if (r.captured && r.captured->ok)
+            vs = (r.captured->engineHash == r.engineHash && r.captured->engineSize == r.engineSize)
+                     ? ", identical to capture" : ", DIFFERENT from capture";
+          std::printf("network %u: engine %s (%llu bytes, xxh3 %s%s)\n", r.network, r.path.empty() ? "(not written)" : r.path.c_str(),
+                      (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), vs.c_str());
+        } else {
+          std::printf("network %u: build failed, as at capture:\n", r.network);
+          for (const auto& e : r.errors) std::printf("  %s\n", e.c_str());
+        }
+      }
+      if (stats) {
+        std::fprintf(stderr, "stats: open %.3f ms, %llu calls dispatched in %.3f ms (%.0f calls/s), builds %.3f s\n",
+                     openSeconds * 1e3, (unsigned long long)s.calls, s.dispatchSeconds * 1e3,
+                     s.dispatchSeconds > 0 ? s.calls / s.dispatchSeconds : 0.0, s.buildSeconds);
+        for (const auto& r : results) std::fprintf(stderr, "stats: network %u build %.3f s\n", r.network, r.buildSeconds);
+      }
+    }
+    if (check && differs) return kEngineDiffers;
+    if (failureReproduced) return kFailureReproduced;
+    return kOk;
+  } catch (const Divergence& e) {
+    std::fprintf(stderr, "tensorrt_player: divergence at %s\n", e.what());
+    return kDivergence;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "tensorrt_player: %s\n", e.what());
+    return kBadInput;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tensorrt_player: %s\n", e.what());
+    return kBadInput;
+  }
+}

@@ -1,0 +1,354 @@
+// Replay runtime and the generated dispatch table.
+#include "replayer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+#include "trtrace/error.h"
+#include "trtrace/hash.h"
+
+namespace trtrace::replay {
+
+void Logger::log(abi::Severity severity, const char* msg) noexcept {
+  const bool error = severity == abi::Severity::kINTERNAL_ERROR || severity == abi::Severity::kERROR;
+  if (error && msg && errors_.size() < 64) errors_.emplace_back(msg);
+  if (msg && (error || (!quiet_ && severity == abi::Severity::kWARNING)))
+    std::fprintf(stderr, "[TRT] %s: %s\n", error ? "error" : "warning", msg);
+}
+
+std::vector<std::string> Logger::takeErrors() {
+  std::vector<std::string> e;
+  e.swap(errors_);
+  return e;
+}
+
+// The generated functions, one per API id, and the hand-written ones they name.
+using namespace trtrace::abi;
+#include "replay_overrides.h"
+#include "replay_gen.inc"
+
+namespace {
+PlayFn findPlay(uint32_t id) {
+  static const std::vector<PlayFn> table = [] {
+    std::vector<PlayFn> t(api::kMaxApiId + 1, nullptr);
+    for (const Dispatch& d : kDispatch) t[d.id] = d.fn;
+    return t;
+  }();
+  return id < table.size() ? table[id] : nullptr;
+}
+}  // namespace
+
+Replayer::Replayer(const Reader& reader, const Options& options, void* createBuilderFn)
+    : reader_(reader), options_(options), createBuilder_(createBuilderFn), logger_(options.quiet) {}
+
+std::string Replayer::where() const {
+  const api::ApiDesc* d = call_ ? api::find(call_->apiId()) : nullptr;
+  std::string name = d ? std::string(d->interface) + "::" + std::string(d->method) : "api " + std::to_string(call_ ? call_->apiId() : 0);
+  return "call #" + std::to_string(call_ ? call_->seq() : 0) + " (" + name + ")";
+}
+
+void Replayer::diverge(const std::string& what) const { throw Divergence(where() + ": " + what); }
+
+void Replayer::run(const std::function<void(const NetworkResult&, const void*)>& onEngine) {
+  onEngine_ = onEngine;
+  using Clock = std::chrono::steady_clock;
+  reader_.forEachCall([&](const CallView& c) {
+    call_ = &c;
+    const uint32_t net = c.networkId();
+    if (options_.network >= 0 && net != 0 && net != static_cast<uint32_t>(options_.network)) {
+      ++stats_.skipped;
+      return true;
+    }
+    if (c.status() == CallStatus::Unsupported) {
+      if (options_.skipUnsupported) {
+        ++stats_.skipped;
+        return true;
+      }
+      diverge("the capture marked this call UNSUPPORTED (" + std::string(c.unsupportedInterface()) + " slot " +
+              std::to_string(c.unsupportedSlot()) + "); pass --skip-unsupported to replay without it");
+    }
+    PlayFn fn = findPlay(c.apiId());
+    if (!fn) {
+      const ApiInfo* info = reader_.api(c.apiId());
+      diverge(std::string("unknown API id ") + std::to_string(c.apiId()) +
+              (info ? " (" + std::string(info->interfaceName) + "::" + std::string(info->methodName) + ")" : "") +
+              " for this player (" + abi::kLibraryName + " " + abi::kLibraryVersion + ")");
+    }
+    auto t0 = Clock::now();
+    const double buildBefore = stats_.buildSeconds;
+    fn(*this);
+    stats_.dispatchSeconds +=
+        std::chrono::duration<double>(Clock::now() - t0).count() - (stats_.buildSeconds - buildBefore);
+    ++stats_.calls;
+    return true;
+  });
+  call_ = nullptr;
+}
+
+const ValueView Replayer::arg(size_t i) const {
+  if (i >= call_->argCount()) diverge("argument " + std::to_string(i) + " missing in the trace");
+  return call_->arg(i);
+}
+
+void* Replayer::object(uint64_t handle) const {
+  if (handle == 0) return nullptr;
+  auto it = objects_.find(handle);
+  if (it == objects_.end()) diverge("object handle " + std::to_string(handle) + " was never created in this replay");
+  return it->second;
+}
+
+void* Replayer::receiverImpl(int level) {
+  void* pub = object(call_->receiver());
+  if (!pub) diverge("call on a null object");
+  return static_cast<void* const*>(pub)[1 + level];
+}
+
+bool Replayer::argBool(size_t i) { return arg(i).asBool(); }
+int64_t Replayer::argI64(size_t i) { return arg(i).asI64(); }
+uint64_t Replayer::argU64(size_t i) { return arg(i).asU64(); }
+float Replayer::argF32(size_t i) { return static_cast<float>(arg(i).asF64()); }
+double Replayer::argF64(size_t i) { return arg(i).asF64(); }
+int64_t Replayer::argEnum(size_t i) { return arg(i).asI64(); }
+
+const char* Replayer::argString(size_t i) {
+  ValueView v = arg(i);
+  if (v.kind() == ValueKind::Null) return nullptr;
+  // FlatBuffers strings are NUL-terminated in the buffer: the view's data is a valid C string.
+  return v.asString().data();
+}
+
+abi::Dims64 Replayer::argDims(size_t i) {
+  ValueView v = arg(i);
+  abi::Dims64 d{};
+  auto ints = v.ints();
+  if (v.kind() == ValueKind::I64Array && ints.size() == 1 && (ints[0] < 0 || ints[0] > 8)) {
+    d.nbDims = static_cast<int32_t>(ints[0]);  // an out-of-range nbDims, kept as recorded
+    return d;
+  }
+  if (ints.size() > 8) diverge("argument " + std::to_string(i) + ": Dims with " + std::to_string(ints.size()) + " dimensions");
+  d.nbDims = static_cast<int32_t>(ints.size());
+  std::copy(ints.begin(), ints.end(), d.d);
+  return d;
+}
+
+namespace {
+uint64_t bytesOf(uint32_t dtype, uint64_t count) {
+  switch (static_cast<abi::DataType>(dtype)) {
+    case abi::DataType::kFLOAT: case abi::DataType::kINT32: return count * 4;
+    case abi::DataType::kHALF: case abi::DataType::kBF16: return count * 2;
+    case abi::DataType::kINT64: return count * 8;
+    case abi::DataType::kINT4: case abi::DataType::kFP4: return (count + 1) / 2;
+    default: return count;
+  }
+}
+
+// Deterministic stand-in values for weights the capture marked random: small, finite numbers of
+// the recorded type, from (player seed, recorded seed).
+std::unique_ptr<std::byte[]> randomWeights(uint32_t dtype, uint64_t count, uint64_t seed, uint64_t& bytes) {
+  bytes = bytesOf(dtype, count);
+  auto buf = std::make_unique<std::byte[]>(bytes);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  auto dt = static_cast<abi::DataType>(dtype);
+  for (uint64_t k = 0; k < count; ++k) {
+    float f = uni(rng);
+    switch (dt) {
+      case abi::DataType::kFLOAT: std::memcpy(buf.get() + 4 * k, &f, 4); break;
+      case abi::DataType::kHALF: {  // float -> IEEE half (values in [-1, 1]: normal or zero)
+        uint32_t x;
+        std::memcpy(&x, &f, 4);
+        uint16_t sign = (x >> 16) & 0x8000;
+        int32_t e = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
+        uint16_t h = e <= 0 ? sign : static_cast<uint16_t>(sign | (e << 10) | ((x >> 13) & 0x3ff));
+        std::memcpy(buf.get() + 2 * k, &h, 2);
+        break;
+      }
+      case abi::DataType::kBF16: {
+        uint32_t x;
+        std::memcpy(&x, &f, 4);
+        uint16_t h = static_cast<uint16_t>(x >> 16);
+        std::memcpy(buf.get() + 2 * k, &h, 2);
+        break;
+      }
+      case abi::DataType::kINT32: { int32_t v = static_cast<int32_t>(f * 8); std::memcpy(buf.get() + 4 * k, &v, 4); break; }
+      case abi::DataType::kINT64: { int64_t v = static_cast<int64_t>(f * 8); std::memcpy(buf.get() + 8 * k, &v, 8); break; }
+      default:
+        if (k < bytes) buf[k] = static_cast<std::byte>(static_cast<uint8_t>(rng() & 0x7));
+    }
+  }
+  return buf;
+}
+}  // namespace
+
+abi::Weights Replayer::argWeights(size_t i) {
+  ValueView v = arg(i);
+  abi::Weights w{};
+  w.type = static_cast<abi::DataType>(v.dtype());
+  w.count = static_cast<int64_t>(v.count());
+  switch (v.kind()) {
+    case ValueKind::WeightsInline: {
+      auto b = v.bytes();
+      if (b.size() < bytesOf(v.dtype(), v.count())) diverge("argument " + std::to_string(i) + ": inline weights shorter than their count");
+      // Copied to an aligned buffer: the log's bytes are only 4-byte aligned.
+      auto buf = std::make_unique<std::byte[]>(b.size() + 1);
+      std::memcpy(buf.get(), b.data(), b.size());
+      w.values = b.empty() ? nullptr : buf.get();
+      scratch_.push_back(std::move(buf));
+      break;
+    }
+    case ValueKind::WeightsBlob: {
+      BlobView view = reader_.blob(v.blob());  // raw: a pointer into the mapping, no copy
+      if (view.size() < bytesOf(v.dtype(), v.count())) diverge("argument " + std::to_string(i) + ": blob shorter than the weights' count");
+      w.values = view.data();
+      held_.push_back(std::move(view));
+      break;
+    }
+    case ValueKind::WeightsRandom: {
+      uint64_t bytes = 0;
+      auto buf = randomWeights(v.dtype(), v.count(), options_.seed * 0x9E3779B97F4A7C15ull ^ v.seed(), bytes);
+      w.values = buf.get();
+      scratch_.push_back(std::move(buf));
+      break;
+    }
+    case ValueKind::Null:
+      break;
+    default:
+      diverge("argument " + std::to_string(i) + ": expected weights, found " + std::string(kindName(v.kind())));
+  }
+  return w;
+}
+
+void Replayer::argStruct(size_t i, void* out, size_t n) {
+  auto b = arg(i).bytes();
+  if (b.size() != n) diverge("argument " + std::to_string(i) + ": struct of " + std::to_string(b.size()) + " bytes, expected " + std::to_string(n));
+  std::memcpy(out, b.data(), n);
+}
+
+void* Replayer::argObject(size_t i) {
+  ValueView v = arg(i);
+  if (v.kind() == ValueKind::Null) return nullptr;
+  return object(v.asU64());
+}
+
+std::vector<void*> Replayer::argObjects(size_t i) {
+  std::vector<void*> out;
+  for (uint64_t h : arg(i).handles()) out.push_back(object(h));
+  return out;
+}
+
+std::vector<std::byte> Replayer::argBytes(size_t i) {
+  auto b = arg(i).bytes();
+  return {b.begin(), b.end()};
+}
+
+void* Replayer::outBuffer(size_t) {
+  // Output parameters: the library writes into a zeroed scratch buffer we own.
+  auto buf = std::make_unique<std::byte[]>(1 << 16);
+  std::memset(buf.get(), 0, 1 << 16);
+  void* p = buf.get();
+  scratch_.push_back(std::move(buf));
+  return p;
+}
+
+void Replayer::bindResult(const void* real) {
+  auto r = call_->ret();
+  uint64_t h = r && r->kind() == ValueKind::Handle ? r->asU64() : 0;
+  if (!h) {
+    if (real) diverge("returned an object where the capture got null");
+    return;
+  }
+  if (!real) diverge("returned null where the capture got object " + std::to_string(h));
+  auto [it, inserted] = objects_.emplace(h, const_cast<void*>(real));
+  if (!inserted && it->second != real) diverge("object " + std::to_string(h) + " is a different object than at capture");
+}
+
+void Replayer::checkBool(bool got) {
+  auto r = call_->ret();
+  if (r && r->kind() == ValueKind::Bool && r->asBool() != got)
+    diverge(std::string("returned ") + (got ? "true" : "false") + ", the capture got " + (got ? "false" : "true"));
+}
+
+void Replayer::checkScalar(int64_t got) {
+  auto r = call_->ret();
+  if (r && (r->kind() == ValueKind::I64 || r->kind() == ValueKind::Enum || r->kind() == ValueKind::U64) &&
+      r->asI64() != got && static_cast<int64_t>(r->asU64()) != got)
+    ++stats_.scalarMismatches;
+}
+
+void Replayer::destroyReceiver() {
+  auto it = objects_.find(call_->receiver());
+  if (it == objects_.end()) return;
+  delete static_cast<abi::PublicRoot*>(it->second);
+  objects_.erase(it);
+}
+
+void Replayer::forgetArg(size_t i) {
+  ValueView v = arg(i);
+  if (v.kind() == ValueKind::Handle) objects_.erase(v.asU64());
+}
+
+void Replayer::buildDone(NetworkResult result, const void* engine) {
+  stats_.buildSeconds += result.buildSeconds;
+  if (onEngine_) onEngine_(result, engine);
+  // The weights of this build may go now: raw blobs were views, the rest owned buffers.
+  held_.clear();
+  scratch_.clear();
+}
+
+// ------------------------------------------------------------------------------------------------
+// Hand-written exceptions (`override replay` lines and the recorded C entry points)
+// ------------------------------------------------------------------------------------------------
+void override_entry_createInferBuilder_INTERNAL(Replayer& x) {
+  using Fn = void* (*)(void*, int32_t);
+  auto fn = reinterpret_cast<Fn>(x.createBuilderFn());
+  const int32_t version = static_cast<int32_t>(x.argI64(1));
+  x.bindResult(fn(static_cast<abi::ILogger*>(&x.logger()), version));
+}
+
+void override_entry_setInternalLibraryPath(Replayer& x) {
+  x.diverge("setInternalLibraryPath names a path of the capturing machine; not replayed");
+}
+
+void override_entry_getPrivateApi_INTERNAL(Replayer& x) { x.diverge("private API tables cannot be replayed"); }
+
+void override_entry_createNvOnnxParser_INTERNAL(Replayer& x) {
+  x.diverge("the ONNX parser is not replayed itself; its network calls are (re-capture with this shim)");
+}
+
+void override_Builder_buildSerializedNetwork(Replayer& x) {
+  auto* self = static_cast<abi::VBuilder*>(x.receiverImpl(0));
+  auto* net = static_cast<abi::INetworkDefinition*>(x.argObject(0));
+  auto* cfg = static_cast<abi::IBuilderConfig*>(x.argObject(1));
+  if (!net || !cfg) x.diverge("build without a network or config");
+  NetworkResult res;
+  res.network = x.call().networkId();
+  res.built = true;
+  res.captured = x.call().buildResult();
+  (void)x.logger().takeErrors();
+  auto t0 = std::chrono::steady_clock::now();
+  abi::IHostMemory* engine = self->buildSerializedNetwork(*net, *cfg);
+  res.buildSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  res.errors = x.logger().takeErrors();
+  const void* bytes = nullptr;
+  if (engine) {
+    auto* hm = static_cast<abi::VHostMemory*>(static_cast<void* const*>(static_cast<void*>(engine))[1]);
+    res.ok = true;
+    res.engineSize = hm->size();
+    bytes = hm->data();
+    res.engineHash = hash128(bytes, res.engineSize);
+  }
+  const bool capturedOk = res.captured ? res.captured->ok : true;
+  if (res.ok != capturedOk) {
+    std::string msg = res.ok ? "the build succeeded, but it failed at capture"
+                             : "the build failed, but it succeeded at capture";
+    for (const auto& e : res.errors) msg += "\n  " + e;
+    x.diverge(msg);
+  }
+  x.buildDone(res, bytes);
+  x.bindResult(engine);
+}
+
+}  // namespace trtrace::replay

@@ -1,0 +1,138 @@
+// Replay runtime: what the generated dispatch (replay_gen.inc) calls to decode a recorded call,
+// map trace handles to live objects of the real library, and bind or check results.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "trtrace/api_abi.h"
+#include "trtrace/api_table.h"
+#include "trtrace/reader.h"
+
+namespace trtrace::replay {
+
+// A replayed call behaved differently from the capture (or the trace asks for what we cannot do).
+struct Divergence : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Options {
+  std::string libPath;            // the real libtensorrt_rtx.so.1 (never a name from the capture)
+  uint64_t seed = 0;              // for weights the capture marked random
+  int64_t network = -1;           // replay only this network id (-1 = all)
+  bool skipUnsupported = false;   // UNSUPPORTED records: skip instead of stopping
+  bool ignoreVersion = false;
+  bool quiet = false;             // library messages below error not shown
+};
+
+// The player's logger: shows the library's warnings and errors, keeps errors for build records.
+class Logger final : public abi::ILogger {
+ public:
+  explicit Logger(bool quiet) : quiet_(quiet) {}
+  abi::APILanguage getAPILanguage() const noexcept override { return abi::APILanguage::kCPP; }
+  abi::InterfaceInfo getInterfaceInfo() const noexcept override { return {"ILogger", 1, 0}; }
+  void log(abi::Severity severity, const char* msg) noexcept override;
+  std::vector<std::string> takeErrors();
+
+ private:
+  bool quiet_;
+  std::vector<std::string> errors_;
+};
+
+struct NetworkResult {
+  uint32_t network = 0;
+  bool built = false, ok = false;
+  uint64_t engineSize = 0;
+  Hash128 engineHash;
+  std::optional<BuildResultView> captured;  // what the capture recorded for this build
+  std::vector<std::string> errors;          // the library's error messages at replay
+  double buildSeconds = 0;
+  std::string path;                         // engine file written
+};
+
+class Replayer;
+using PlayFn = void (*)(Replayer&);
+struct Dispatch {
+  uint32_t id;
+  PlayFn fn;
+};
+
+class Replayer {
+ public:
+  Replayer(const Reader& reader, const Options& options, void* createBuilderFn);
+
+  // Replays every call in order; throws Divergence or trtrace::Error.
+  void run(const std::function<void(const NetworkResult&, const void* engine)>& onEngine);
+
+  // ---- used by generated code -----------------------------------------------------------------
+  void* receiverImpl(int level);
+  bool argBool(size_t i);
+  int64_t argI64(size_t i);
+  uint64_t argU64(size_t i);
+  float argF32(size_t i);
+  double argF64(size_t i);
+  int64_t argEnum(size_t i);
+  const char* argString(size_t i);
+  abi::Dims64 argDims(size_t i);
+  abi::Weights argWeights(size_t i);
+  void argStruct(size_t i, void* out, size_t n);
+  void* argObject(size_t i);
+  std::vector<void*> argObjects(size_t i);
+  template <class T>
+  std::vector<T> argArray(size_t i);
+  std::vector<std::byte> argBytes(size_t i);
+  void* outBuffer(size_t i);
+  void bindResult(const void* real);
+  void checkBool(bool got);
+  void checkScalar(int64_t got);
+  void destroyReceiver();
+  void forgetArg(size_t i);
+
+  // ---- used by the hand-written overrides -------------------------------------------------------
+  const CallView& call() const { return *call_; }
+  Logger& logger() { return logger_; }
+  void* createBuilderFn() const { return createBuilder_; }
+  void buildDone(NetworkResult result, const void* engine);  // reports and releases build buffers
+  [[noreturn]] void diverge(const std::string& what) const;
+
+  struct Stats {
+    uint64_t calls = 0, skipped = 0, scalarMismatches = 0;
+    double dispatchSeconds = 0, buildSeconds = 0;
+  };
+  const Stats& stats() const { return stats_; }
+
+ private:
+  const ValueView arg(size_t i) const;
+  void* object(uint64_t handle) const;
+  std::string where() const;
+
+  const Reader& reader_;
+  Options options_;
+  void* createBuilder_;
+  Logger logger_;
+  const CallView* call_ = nullptr;
+  std::unordered_map<uint64_t, void*> objects_;           // trace handle -> real public object
+  std::vector<BlobView> held_;                             // blobs/buffers alive until the build
+  std::vector<std::unique_ptr<std::byte[]>> scratch_;
+  std::function<void(const NetworkResult&, const void*)> onEngine_;
+  Stats stats_;
+};
+
+template <class T>
+std::vector<T> Replayer::argArray(size_t i) {
+  ValueView v = arg(i);
+  std::vector<T> out;
+  if (v.kind() == ValueKind::F32Array)
+    for (float f : v.floats()) out.push_back(static_cast<T>(f));
+  else
+    for (int64_t x : v.ints()) out.push_back(static_cast<T>(x));
+  return out;
+}
+
+}  // namespace trtrace::replay
