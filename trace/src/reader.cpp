@@ -197,17 +197,13 @@ struct Reader::Impl {
         bi.ref = {{e->hash_lo(), e->hash_hi()}, e->length()};
         bi.offset = e->offset();
         bi.storedSize = e->stored();
+        bi.dataOffset = e->data_offset();
+        bi.compressed = e->encoding() != uint16_t(F::BlobEncoding::Raw);
+        bi.hint = static_cast<BlobHint>(e->hint());
         blobs.push_back(bi);
       }
     totalCalls = f->total_calls();
-    // Data offsets and the encoding come from each blob's record, checked when the blob is read.
-    for (auto& b : blobs) {
-      if (b.offset + sizeof(F::BlockHeader) + sizeof(F::BlobRecord) > size) return false;
-      auto r = blobRecordAt(base, b.offset);
-      b.compressed = r.encoding != uint16_t(F::BlobEncoding::Raw);
-      b.dataOffset = b.offset + sizeof(F::BlockHeader) + r.dataOffset;
-      b.hint = static_cast<BlobHint>(r.elementHint);
-    }
+    // Blob records are not touched here (O(1) open); each is checked when the blob is read.
     closed = true;
     return true;
   }
@@ -318,11 +314,12 @@ struct Reader::Impl {
                                             std::to_string(bi->offset) + ": " +
                                             (bc.why.empty() ? "not a blob block" : bc.why));
     auto r = blobRecordAt(base, bi->offset);
-    if (r.hashLo != ref.hash.lo || r.hashHi != ref.hash.hi || r.rawSize != ref.length)
+    if (r.hashLo != ref.hash.lo || r.hashHi != ref.hash.hi || r.rawSize != ref.length ||
+        bi->dataOffset != bi->offset + sizeof(F::BlockHeader) + r.dataOffset)
       throw Error(Error::Kind::Corrupt, path + ": " + blobName(ref) + " at offset " +
                                             std::to_string(bi->offset) + ": index and record disagree");
     if (r.encoding == uint16_t(F::BlobEncoding::Raw))
-      return BlobView::mapped({base + bi->dataOffset, r.rawSize});
+      return BlobView::mapped({base + bi->dataOffset, r.rawSize});  // zero-copy into the mapping
     auto buf = std::make_unique_for_overwrite<std::byte[]>(r.rawSize);
     decode(*bi, buf.get(), nullptr);
     return BlobView::owned(std::move(buf), r.rawSize);
@@ -580,7 +577,8 @@ VerifyReport Reader::verify() const {
   auto classify = [&](BlockCheck::Status s) { return s == BlockCheck::Truncated && (!closedHeader || cut) ? P::Truncated : P::Corrupt; };
 
   std::set<std::tuple<uint64_t, uint64_t, uint64_t>> blobKeys;
-  std::set<uint64_t> segOffsets, blobOffsets;
+  std::set<uint64_t> segOffsets;
+  std::map<uint64_t, std::tuple<uint64_t, uint16_t, uint16_t>> blobOffsets;  // data offset, encoding, transform
   std::vector<std::pair<uint64_t, BlobRef>> refs;  // (seq, blob) referenced by calls
   uint64_t pos = sizeof(F::FileHeader), expectSeq = 0, footerAt = 0;
   std::vector<std::byte> scratch;
@@ -652,7 +650,7 @@ VerifyReport Reader::verify() const {
           issue(P::Corrupt, pos, name + ": cannot decode");
         }
         if (!blobKeys.insert({r.hashHi, r.hashLo, r.rawSize}).second) issue(P::Corrupt, pos, name + ": stored twice");
-        blobOffsets.insert(pos);
+        blobOffsets[pos] = {bi.dataOffset, r.encoding, r.transform};
         rep.blobs++;
         rep.blobBytes += r.rawSize;
         break;
@@ -665,7 +663,8 @@ VerifyReport Reader::verify() const {
         if (ns != segOffsets.size() || nb != blobOffsets.size() || f->total_calls() != rep.calls)
           issue(P::Corrupt, pos, "footer: index counts disagree with the blocks");
         if (f->segments()) for (auto* e : *f->segments()) if (!segOffsets.count(e->offset())) { issue(P::Corrupt, pos, "footer: segment entry points at no segment"); break; }
-        if (f->blobs()) for (auto* e : *f->blobs()) if (!blobOffsets.count(e->offset()) || !blobKeys.count({e->hash_hi(), e->hash_lo(), e->length()})) { issue(P::Corrupt, pos, "footer: blob entry points at no such blob"); break; }
+        if (f->blobs()) for (auto* e : *f->blobs()) if (!blobOffsets.count(e->offset()) || !blobKeys.count({e->hash_hi(), e->hash_lo(), e->length()}) ||
+                blobOffsets[e->offset()] != std::make_tuple(e->data_offset(), e->encoding(), e->transform())) { issue(P::Corrupt, pos, "footer: blob entry points at no such blob"); break; }
         break;
       }
     }

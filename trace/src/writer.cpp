@@ -199,14 +199,15 @@ struct Writer::Impl {
     pwriteAll(j.data, j.bytes, dataAt);
     finishBlock(at, detail::makeBlockHeader(F::BlockType::Blob, r.dataOffset + j.bytes, sizeof r,
                                             detail::check32(&r, sizeof r)));
-    indexBlob(j, at, j.bytes, false);
+    indexBlob(j, at, j.bytes, dataAt, r);
   }
 
-  void indexBlob(const BlobJob& j, uint64_t at, uint64_t stored, bool compressed) {
-    blobEntries.emplace_back(j.hash.lo, j.hash.hi, j.bytes, at, stored);
+  void indexBlob(const BlobJob& j, uint64_t at, uint64_t stored, uint64_t dataAt, const F::BlobRecord& r) {
+    blobEntries.emplace_back(j.hash.lo, j.hash.hi, j.bytes, at, stored, dataAt, r.encoding, r.transform,
+                             r.elementHint);
     std::lock_guard g(statsMu);
     stats.storedBytes += stored;
-    if (compressed) stats.compressedBlobs++;
+    if (r.encoding != uint16_t(F::BlobEncoding::Raw)) stats.compressedBlobs++;
   }
 
   void writeBlob(const BlobJob& j, WorkerScratch& s) {
@@ -276,7 +277,7 @@ struct Writer::Impl {
     pwriteAll(meta.data(), meta.size(), at + sizeof(F::BlockHeader));
     finishBlock(at, detail::makeBlockHeader(F::BlockType::Blob, dataOffset + written, dataOffset,
                                             detail::check32(meta.data(), meta.size())));
-    indexBlob(j, at, written, true);
+    indexBlob(j, at, written, at + sizeof(F::BlockHeader) + dataOffset, r);
   }
 
   void consume(const BlobJob& j, WorkerScratch& s) {
