@@ -192,18 +192,19 @@ abi::Weights Replayer::argWeights(size_t i) {
     case ValueKind::WeightsInline: {
       auto b = v.bytes();
       if (b.size() < bytesOf(v.dtype(), v.count())) diverge("argument " + std::to_string(i) + ": inline weights shorter than their count");
-      // Copied to an aligned buffer: the log's bytes are only 4-byte aligned.
-      auto buf = std::make_unique<std::byte[]>(b.size() + 1);
-      std::memcpy(buf.get(), b.data(), b.size());
-      w.values = b.empty() ? nullptr : buf.get();
-      scratch_.push_back(std::move(buf));
+      if (b.empty()) break;
+      w.values = hold({hash128(b.data(), b.size()), b.size()}, [&] {
+        // Copied once to an aligned buffer: the log's bytes are only 4-byte aligned.
+        auto buf = std::make_unique<std::byte[]>(b.size());
+        std::memcpy(buf.get(), b.data(), b.size());
+        return BlobView::owned(std::move(buf), b.size());
+      });
       break;
     }
     case ValueKind::WeightsBlob: {
-      BlobView view = reader_.blob(v.blob());  // raw: a pointer into the mapping, no copy
-      if (view.size() < bytesOf(v.dtype(), v.count())) diverge("argument " + std::to_string(i) + ": blob shorter than the weights' count");
-      w.values = view.data();
-      held_.push_back(std::move(view));
+      BlobRef ref = v.blob();
+      if (ref.length < bytesOf(v.dtype(), v.count())) diverge("argument " + std::to_string(i) + ": blob shorter than the weights' count");
+      w.values = hold(ref, [&] { return reader_.blob(ref); });  // raw: a view into the mapping
       break;
     }
     case ValueKind::WeightsRandom: {
@@ -219,6 +220,15 @@ abi::Weights Replayer::argWeights(size_t i) {
       diverge("argument " + std::to_string(i) + ": expected weights, found " + std::string(kindName(v.kind())));
   }
   return w;
+}
+
+const void* Replayer::hold(const BlobRef& key, const std::function<BlobView()>& load) {
+  auto it = weights_.find(key);
+  if (it == weights_.end()) it = weights_.emplace(key, Held{load(), {}}).first;
+  auto& nets = it->second.networks;
+  const uint32_t net = call_->networkId();
+  if (std::find(nets.begin(), nets.end(), net) == nets.end()) nets.push_back(net);
+  return it->second.view.data();
 }
 
 void Replayer::argStruct(size_t i, void* out, size_t n) {
@@ -294,7 +304,11 @@ void Replayer::buildDone(NetworkResult result, const void* engine) {
   stats_.buildSeconds += result.buildSeconds;
   if (onEngine_) onEngine_(result, engine);
   // The weights of this build may go now: raw blobs were views, the rest owned buffers.
-  held_.clear();
+  for (auto it = weights_.begin(); it != weights_.end();) {
+    auto& nets = it->second.networks;
+    nets.erase(std::remove(nets.begin(), nets.end(), result.network), nets.end());
+    it = nets.empty() ? weights_.erase(it) : std::next(it);
+  }
   scratch_.clear();
 }
 

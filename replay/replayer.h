@@ -118,8 +118,16 @@ class Replayer {
   Logger logger_;
   const CallView* call_ = nullptr;
   std::unordered_map<uint64_t, void*> objects_;           // trace handle -> real public object
-  std::vector<BlobView> held_;                             // blobs/buffers alive until the build
-  std::vector<std::unique_ptr<std::byte[]>> scratch_;
+  // Weights handed to the library stay alive until the build returns. The library identifies
+  // weights by pointer (e.g. setWeightsName), so equal content always gets the same pointer.
+  // An entry lives until every network that was handed it has been built (interleaved networks).
+  struct Held {
+    BlobView view;
+    std::vector<uint32_t> networks;
+  };
+  const void* hold(const BlobRef& key, const std::function<BlobView()>& load);
+  std::unordered_map<BlobRef, Held, BlobRefHasher> weights_;
+  std::vector<std::unique_ptr<std::byte[]>> scratch_;      // out-parameter buffers
   std::function<void(const NetworkResult&, const void*)> onEngine_;
   Stats stats_;
 };
