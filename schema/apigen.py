@@ -163,6 +163,25 @@ def classify(spec, t: Type, ann=None):
     return "scalar"
 
 
+def arg_kind(spec, t: Type, ann=None):
+    """Self-describing kind of a parameter or result: what a converter needs to map a value.
+    bool i64 u64 f32 f64 | enum:<Enum> | string | dims | weights | struct:<Name> | handle:<Interface> |
+    handles:<Interface> | array:<scalar> | bytes | strings | out | foreign | void"""
+    k = classify(spec, t, ann)
+    base = spec.resolve(t.base)
+    if k == "scalar":
+        return {"Bool": "bool", "F32": "f32", "F64": "f64", "U64": "u64"}.get(scalar_enc(spec, t), "i64")
+    if k in ("enum", "enums"):
+        return f"{k[:-1] if k == 'enums' else k}:{base}" if k == "enum" else f"array:enum:{base}"
+    if k in ("handle", "handles"):
+        return f"{k}:{base}"
+    if k == "struct":
+        return f"struct:{base}"
+    if k == "array":
+        return f"array:{base}"
+    return k
+
+
 def scalar_enc(spec, t: Type):
     base = spec.resolve(t.base)
     return {"bool": "Bool", "f32": "F32", "f64": "F64", "u8": "U64", "u16": "U64", "u32": "U64",
@@ -257,7 +276,9 @@ def gen_table_h(spec):
          "  std::string_view interface;  // 'NetworkDefinition', or 'entry' for C entry points",
          "  std::string_view method;     // method name; '~' = the application deleted the object",
          "  const std::string_view* args;  // parameter names",
+         "  const std::string_view* kinds; // per parameter: how it is recorded (see argKind in apigen.py)",
          "  uint32_t nargs;",
+         "  std::string_view ret;          // how the result is recorded (same vocabulary)",
          "  Mode mode;",
          "  int32_t slot;                // vtable slot after the destructor pair; -1 if none",
          "};", ""]
@@ -288,13 +309,17 @@ def gen_table_cpp(spec):
          "namespace trtrace::api {", "namespace {"]
     for m in ms:
         names = ", ".join(f'"{p.name}"' for p in m.params) or ""
+        kinds = ", ".join(f'"{arg_kind(spec, p.type, p.ann)}"' for p in m.params)
         o.append(f"constexpr std::string_view a{m.api_id}[] = {{{names}}};" if names
                  else f"constexpr const std::string_view* a{m.api_id} = nullptr;")
+        o.append(f"constexpr std::string_view k{m.api_id}[] = {{{kinds}}};" if kinds
+                 else f"constexpr const std::string_view* k{m.api_id} = nullptr;")
     o.append("constexpr ApiDesc kTable[] = {")
     for m in ms:
         mode = {"record": "Record", "passthrough": "Passthrough", "unsupported": "Unsupported"}[m.mode]
         slot = m.slot if m.interface != "entry" and m.name != DESTROY else -1
-        o.append(f'  {{{m.api_id}, "{m.interface}", "{m.name}", a{m.api_id}, {len(m.params)}, Mode::{mode}, {slot}}},')
+        o.append(f'  {{{m.api_id}, "{m.interface}", "{m.name}", a{m.api_id}, k{m.api_id}, {len(m.params)}, '
+                 f'"{arg_kind(spec, m.ret)}", Mode::{mode}, {slot}}},')
     o.append("};")
     o.append("struct EnumDesc { uint32_t id; std::string_view name; const std::pair<int64_t, std::string_view>* values; uint32_t n; };")
     for e in spec.enums.values():
