@@ -28,6 +28,38 @@ def run_app(app, *args, env=None, check=True):
     return proc
 
 
+SHIM = BUILD / "lib" / "libtensorrt_shim.so"
+PLAYER = BIN / "tensorrt_player"
+TRTRACE = BIN / "trtrace"
+
+
+def trt_lib():
+    return trt_lib_dir() / "libtensorrt_rtx.so.1"
+
+
+def capture(app, out_trace, *args, env=None, check=True):
+    """Runs a test app under our shim (LD_PRELOAD) writing `out_trace`; returns the process."""
+    e = {"LD_PRELOAD": str(SHIM), "TRT_SHIM_OUTPUT_FILE": str(out_trace)}
+    e.update(env or {})
+    return run_app(app, *args, env=e, check=check)
+
+
+def play(trace, out_engine, *args, check=True):
+    """Runs tensorrt_player on `trace`; returns the process (text mode)."""
+    cmd = [str(PLAYER), "-j", str(trace), "-o", str(out_engine), "--lib", str(trt_lib()), *map(str, args)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def trtrace(*args, check=True):
+    proc = subprocess.run([str(TRTRACE), *map(str, args)], capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"trtrace {' '.join(map(str, args))} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
 @pytest.fixture
 def tmp(tmp_path):
     return tmp_path

@@ -1,0 +1,152 @@
+"""Capture under our shim and replay with tensorrt_player, on the real TensorRT-RTX library.
+
+Stability rule (docs/trt-rtx-notes.md): builds of the same network are byte-identical, so every
+engine below is compared byte for byte: the app's engine with and without the shim, and the
+replayed engine with the app's.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import APPS, PLAYER, SHIM, capture, play, run_app, trt_lib, trtrace
+
+
+def info(trace):
+    return json.loads(trtrace("info", "--json", trace).stdout)
+
+
+APP_CASES = {
+    "python_api": ("build_cnn.py", []),
+    "onnx_parser": ("build_onnx.py", []),
+    "two_networks_interleaved": ("build_cnn.py", ["--networks", 2]),
+    "multi_threaded": ("build_cnn.py", ["--networks", 3, "--threads", 3]),
+}
+
+
+def engines(path, n):
+    return [path] if n == 1 else [path.with_name(path.name + str(i)) for i in range(n)]
+
+
+@pytest.mark.parametrize("case", sorted(APP_CASES))
+def test_capture_and_replay_are_byte_identical(tmp, case):
+    app, args = APP_CASES[case]
+    n = args[args.index("--networks") + 1] if "--networks" in args else 1
+    run_app(app, "--out", tmp / "ref.engine", *args)
+    capture(app, tmp / "app.trtrace", "--out", tmp / "app.engine", *args)
+    refs, apps = engines(tmp / "ref.engine", n), engines(tmp / "app.engine", n)
+    for r, a in zip(refs, apps):
+        assert a.read_bytes() == r.read_bytes(), f"{a.name}: the shim changed the app's engine"
+
+    trtrace("verify", tmp / "app.trtrace")
+    summary = info(tmp / "app.trtrace")
+    assert summary["closed"] is True
+    assert summary["builds"] == n and summary["builds_ok"] == n
+    assert len(summary["networks"]) == n
+
+    proc = play(tmp / "app.trtrace", tmp / "replay.engine", "--check")
+    assert proc.stdout.count("identical to capture") == n, proc.stdout
+    for a, p in zip(apps, engines(tmp / "replay.engine", n)):
+        assert p.read_bytes() == a.read_bytes(), f"{p.name}: replay differs from the app's engine"
+
+
+def test_info_counts_match_the_apps_calls(tmp):
+    # The CNN app makes exactly these network-building calls (tests/apps/build_cnn.py populate()).
+    capture("build_cnn.py", tmp / "c.trtrace", "--out", tmp / "c.engine")
+    apis = info(tmp / "c.trtrace")["apis"]
+    expected = {
+        "NetworkDefinition::addInput": 1, "NetworkDefinition::addConvolutionNd": 1,
+        "NetworkDefinition::addActivation": 1, "NetworkDefinition::addPoolingNd": 1,
+        "NetworkDefinition::addShuffle": 1, "NetworkDefinition::addConstant": 2,
+        "NetworkDefinition::addCast": 1, "NetworkDefinition::addMatrixMultiply": 1,
+        "NetworkDefinition::addElementWise": 1, "NetworkDefinition::addSoftMax": 1,
+        "NetworkDefinition::markOutput": 1, "Builder::createNetworkV2": 1,
+        "Builder::createBuilderConfig": 1, "Builder::buildSerializedNetwork": 1,
+        "entry::createInferBuilder_INTERNAL": 1, "ConvolutionLayer::setPaddingNd": 1,
+        "PoolingLayer::setStrideNd": 1, "ShuffleLayer::setReshapeDimensions": 1,
+        "SoftMaxLayer::setAxes": 1, "Tensor::setName": 1, "Layer::setName": 1,
+    }
+    for api, count in expected.items():
+        assert apis.get(api) == count, f"{api}: {apis.get(api)} != {count}"
+
+
+def test_failing_build_replays_to_the_same_failure(tmp):
+    proc = capture("build_cnn.py", tmp / "f.trtrace", "--out", tmp / "f.engine", "--fail", check=False)
+    assert proc.returncode == 1
+    trtrace("verify", tmp / "f.trtrace")
+    summary = info(tmp / "f.trtrace")
+    assert summary["builds"] == 1 and summary["builds_ok"] == 0
+    rep = play(tmp / "f.trtrace", tmp / "f.replay", check=False)
+    assert rep.returncode == 3, rep.stdout + rep.stderr      # failure reproduced (docs/errors.md)
+    assert "build failed, as at capture" in rep.stdout
+    assert "broadcast" in rep.stdout                           # the library's own error text
+    assert not (tmp / "f.replay").exists()
+
+
+def test_marked_random_weights_replay_deterministically(tmp):
+    env = {"TRT_SHIM_MARK_AS_RANDOM_WEIGHTS_GREATER_EQUAL_THAN": "9"}
+    capture("build_cnn.py", tmp / "r.trtrace", "--out", tmp / "r.engine", env=env)
+    summary = info(tmp / "r.trtrace")
+    assert summary["weights"]["unique_blobs"] == 0          # every weight over 8 elements (the inline limit) is random
+    play(tmp / "r.trtrace", tmp / "a.engine", "--seed", 7)
+    play(tmp / "r.trtrace", tmp / "b.engine", "--seed", 7)
+    play(tmp / "r.trtrace", tmp / "c.engine", "--seed", 8)
+    a, b, c = ((tmp / f"{x}.engine").read_bytes() for x in "abc")
+    assert a == b, "same seed must give the same engine"
+    assert a != c, "another seed must give other weights"
+    assert a != (tmp / "r.engine").read_bytes(), "random weights are not the app's"
+
+
+def test_player_selects_one_network(tmp):
+    capture("build_cnn.py", tmp / "m.trtrace", "--out", tmp / "m.engine", "--networks", 2)
+    play(tmp / "m.trtrace", tmp / "one.engine", "--network", 2)
+    assert (tmp / "one.engine").read_bytes() == (tmp / "m.engine1").read_bytes()
+    assert not (tmp / "one.engine0").exists() and not (tmp / "one.engine1").exists()
+
+
+def test_player_json_stats(tmp):
+    capture("build_cnn.py", tmp / "s.trtrace", "--out", tmp / "s.engine")
+    out = json.loads(play(tmp / "s.trtrace", tmp / "s.replay", "--json").stdout)
+    assert out["calls"] > 30 and out["networks"][0]["vs_capture"] == "identical"
+    assert out["networks"][0]["build_s"] > 0
+
+
+def test_drop_in_replacement(tmp):
+    """The shim copied in place of libtensorrt_rtx.so.1, the real library renamed, and an app that
+    loads the library by soname (here the Python bindings, whose loader finds it on the search path)."""
+    lib = tmp / "lib"
+    lib.mkdir()
+    real = trt_lib()
+    os.symlink(real, lib / "libtensorrt_rtx_orig.so.1")
+    shutil.copy(SHIM, lib / "libtensorrt_rtx.so.1")
+    probe = (
+        "import ctypes, sys; h = ctypes.CDLL('libtensorrt_rtx.so.1');"
+        "f = h.createInferBuilder_INTERNAL; f.restype = ctypes.c_void_p;"
+        "f.argtypes = [ctypes.c_void_p, ctypes.c_int32];"
+        "sys.exit(0 if f(None, 10601) else 1)"
+    )
+    env = dict(os.environ, LD_LIBRARY_PATH=str(lib), TRT_SHIM_OUTPUT_FILE=str(tmp / "d.trtrace"),
+               TRT_SHIM_NVINFER_LIB_NAME=str(lib / "libtensorrt_rtx_orig.so.1"))
+    proc = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    summary = info(tmp / "d.trtrace")
+    assert summary["apis"].get("entry::createInferBuilder_INTERNAL") == 1
+
+
+def test_drop_in_without_the_variable_names_the_problem(tmp):
+    lib = tmp / "lib"
+    lib.mkdir()
+    shutil.copy(SHIM, lib / "libtensorrt_rtx.so.1")
+    probe = (
+        "import ctypes, sys; h = ctypes.CDLL('libtensorrt_rtx.so.1');"
+        "f = h.createInferBuilder_INTERNAL; f.restype = ctypes.c_void_p;"
+        "f.argtypes = [ctypes.c_void_p, ctypes.c_int32]; sys.exit(0 if f(None, 10601) else 3)"
+    )
+    env = dict(os.environ, LD_LIBRARY_PATH=str(lib), TRT_SHIM_OUTPUT_FILE=str(tmp / "d.trtrace"))
+    env.pop("TRT_SHIM_NVINFER_LIB_NAME", None)
+    proc = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    assert proc.returncode == 3            # no builder, no crash
+    assert "TRT_SHIM_NVINFER_LIB_NAME" in proc.stderr
