@@ -17,12 +17,12 @@ def trt_lib_dir():
     return pathlib.Path(tensorrt_rtx_libs.__file__).parent
 
 
-def run_app(app, *args, env=None, check=True):
+def run_app(app, *args, env=None, check=True, cwd=None):
     """Runs a test app with this Python; returns the CompletedProcess (text mode)."""
     cmd = [sys.executable, str(APPS / app), *map(str, args)]
     full_env = dict(os.environ)
     full_env.update(env or {})
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=full_env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=full_env, cwd=cwd)
     if check and proc.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc

@@ -9,6 +9,8 @@ Options for the capture tests: --networks N builds N networks with interleaved c
 --threads N builds the networks on N threads, --fail makes the build fail on purpose.
 """
 import argparse
+import os
+import signal
 import sys
 import threading
 
@@ -64,10 +66,33 @@ def main():
     ap.add_argument("--networks", type=int, default=1)
     ap.add_argument("--threads", type=int, default=0, help="build each network on its own thread")
     ap.add_argument("--fail", action="store_true")
+    ap.add_argument("--kill-after-builds", type=int, default=-1,
+                    help="SIGKILL this process after that many builds (0: before the first build)")
+    ap.add_argument("--fork", action="store_true",
+                    help="fork after creating the builder; the child builds network 1, the parent network 0")
     args = ap.parse_args()
+
+    def maybe_die(builds_done):
+        if builds_done == args.kill_after_builds:
+            sys.stdout.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
 
     logger = trt.Logger(trt.Logger.WARNING)
     results = {}
+    if args.fork:
+        builder = trt.Builder(logger)
+        pid = os.fork()
+        i = 1 if pid == 0 else 0
+        net = builder.create_network()
+        populate(net, np.random.default_rng(args.seed + i), i)
+        engine = build(builder, net)
+        with open(f"{args.out}{i}", "wb") as f:
+            f.write(engine)
+        if pid == 0:
+            return 0 if engine else 1   # a normal exit: the child's capture closes its own file
+        _, status = os.waitpid(pid, 0)
+        print(f"network 0: engine {args.out}0; child exit {status}")
+        return 0 if engine and status == 0 else 1
     if args.threads:
         def worker(i):
             builder = trt.Builder(logger)
@@ -85,8 +110,10 @@ def main():
         # Interleave: populate all networks before building any of them.
         for i, net in enumerate(nets):
             populate(net, np.random.default_rng(args.seed + i), i, args.fail)
+        maybe_die(0)
         for i, net in enumerate(nets):
             results[i] = build(builder, net)
+            maybe_die(i + 1)
 
     ok = True
     for i in range(args.networks):

@@ -1,0 +1,124 @@
+"""Each documented TRT_SHIM_* variable (shared/reference/capture-replay-trt-rtx.txt) has its effect."""
+import json
+import os
+import signal
+
+from conftest import capture, play, run_app, trtrace
+
+
+def info(trace, check=True):
+    return json.loads(trtrace("info", "--json", trace, check=check).stdout)
+
+
+def test_output_file_names_the_trace(tmp):
+    capture("build_cnn.py", tmp / "named.trtrace", "--out", tmp / "e")
+    assert (tmp / "named.trtrace").stat().st_size > 0
+    trtrace("verify", tmp / "named.trtrace")
+
+
+def test_default_output_is_capture_trtrace_in_the_working_directory(tmp):
+    env = {"LD_PRELOAD": os.environ.get("LD_PRELOAD", "")}
+    from conftest import SHIM
+    proc = run_app("build_cnn.py", "--out", tmp / "e", env={"LD_PRELOAD": str(SHIM), "PWD": str(tmp)}, cwd=tmp)
+    assert (tmp / "capture.trtrace").exists(), proc.stderr
+
+
+def test_dump_api_prints_enter_and_exit_lines(tmp):
+    proc = capture("build_cnn.py", tmp / "t.trtrace", "--out", tmp / "e", env={"TRT_SHIM_DUMP_API": "1"})
+    lines = proc.stderr.splitlines()
+    i = lines.index("trtrace: enter NetworkDefinition::addInput")
+    assert lines[i + 1] == "trtrace: exit  NetworkDefinition::addInput"
+    assert "trtrace: enter Builder::buildSerializedNetwork" in lines
+    quiet = capture("build_cnn.py", tmp / "q.trtrace", "--out", tmp / "e2")
+    assert "trtrace: enter" not in quiet.stderr
+
+
+def test_print_welcome(tmp):
+    proc = capture("build_cnn.py", tmp / "t.trtrace", "--out", tmp / "e", env={"TRT_SHIM_PRINT_WELCOME": "true"})
+    assert "Welcome to TensorRT Shim" in proc.stderr
+    assert "Welcome" not in capture("build_cnn.py", tmp / "u.trtrace", "--out", tmp / "e2").stderr
+
+
+def test_inline_threshold(tmp):
+    # Default 8: the 8-element conv bias is inline; 0: nothing inline; huge: everything inline.
+    capture("build_cnn.py", tmp / "d.trtrace", "--out", tmp / "e")
+    capture("build_cnn.py", tmp / "z.trtrace", "--out", tmp / "e", env={"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN": "0"})
+    capture("build_cnn.py", tmp / "h.trtrace", "--out", tmp / "e",
+            env={"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN": "100000"})
+    d, z, h = (info(tmp / f"{x}.trtrace")["weights"] for x in "dzh")
+    assert d["inline_bytes"] == 8 * 4 and z["inline_bytes"] == 0
+    assert z["unique_blobs"] == d["unique_blobs"] + 1
+    assert h["unique_blobs"] == 0 and h["inline_bytes"] == d["logical_bytes"] + d["inline_bytes"]
+    for x in "zh":  # every variant still replays to the app's engine
+        assert "identical to capture" in play(tmp / f"{x}.trtrace", tmp / f"{x}.engine", "--check").stdout
+
+
+def test_mark_as_random_threshold(tmp):
+    capture("build_cnn.py", tmp / "r.trtrace", "--out", tmp / "e",
+            env={"TRT_SHIM_MARK_AS_RANDOM_WEIGHTS_GREATER_EQUAL_THAN": "200"})
+    w = info(tmp / "r.trtrace")["weights"]
+    # Stored: the 10-element bias only; the 216-element kernel and the fp16 matrix are random.
+    assert w["unique_blobs"] == 1 and w["logical_bytes"] == 40
+
+
+def test_bad_values_warn_and_keep_defaults(tmp):
+    env = {"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN": "abc", "TRT_SHIM_DUMP_API": "maybe"}
+    proc = capture("build_cnn.py", tmp / "b.trtrace", "--out", tmp / "e", env=env)
+    assert "TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN='abc' is not an integer" in proc.stderr
+    assert "TRT_SHIM_DUMP_API='maybe' is not a boolean" in proc.stderr
+    assert info(tmp / "b.trtrace")["weights"]["inline_bytes"] == 8 * 4   # default 8 kept
+
+
+def test_unwritable_output_disables_capture_but_not_the_app(tmp):
+    proc = capture("build_cnn.py", tmp / "no" / "such" / "dir" / "x.trtrace", "--out", tmp / "e")
+    assert "capture disabled" in proc.stderr
+    assert (tmp / "e").stat().st_size > 0
+
+
+def test_nvinfer_lib_name_wrong_path_is_one_clear_error(tmp):
+    proc = capture("build_cnn.py", tmp / "x.trtrace", "--out", tmp / "e",
+                   env={"TRT_SHIM_NVINFER_LIB_NAME": str(tmp / "missing.so")}, check=False)
+    assert proc.returncode != 0 and proc.returncode > 0          # the app fails, it does not crash
+    assert "cannot load the real TensorRT-RTX library" in proc.stderr
+
+
+def killed_capture(tmp, name, env, kill_after_builds, networks=2):
+    proc = capture("build_cnn.py", tmp / f"{name}.trtrace", "--out", tmp / name, "--networks", networks,
+                   "--kill-after-builds", kill_after_builds, env=env, check=False)
+    assert proc.returncode == -signal.SIGKILL
+    return tmp / f"{name}.trtrace"
+
+
+def test_without_flush_flags_a_killed_app_leaves_no_calls(tmp):
+    trace = killed_capture(tmp, "none", {}, 1)
+    assert not trace.exists() or info(trace, check=False).get("calls", 0) == 0
+
+
+def test_flush_after_every_call_keeps_every_call_of_a_killed_app(tmp):
+    trace = killed_capture(tmp, "every", {"TRT_SHIM_FLUSH_AFTER_EVERY_CALL": "1"}, 0)
+    summary = info(trace)
+    assert summary["closed"] is False
+    assert summary["apis"]["NetworkDefinition::markOutput"] == 2      # both networks fully recorded
+    assert "Builder::buildSerializedNetwork" not in summary["apis"]
+    assert trtrace("verify", trace, check=False).returncode != 0      # truncated: not closed
+
+
+def test_flush_on_build_keeps_each_finished_build(tmp):
+    trace = killed_capture(tmp, "onbuild", {"TRT_SHIM_FLUSH_ON_BUILD": "1"}, 1)
+    summary = info(trace)
+    assert summary["builds"] == 1 and summary["builds_ok"] == 1
+    # The flushed prefix replays: network 1's engine equals the one the app builds.
+    run_app("build_cnn.py", "--out", tmp / "ref", "--networks", 2)
+    proc = play(trace, tmp / "replayed", "--network", 1)
+    assert (tmp / "replayed").read_bytes() == (tmp / "ref0").read_bytes(), proc.stderr
+
+
+def test_forked_child_writes_its_own_file(tmp):
+    proc = capture("build_cnn.py", tmp / "p.trtrace", "--out", tmp / "f", "--fork")
+    children = [p for p in tmp.iterdir() if p.name.startswith("p.trtrace.")]
+    assert len(children) == 1, proc.stderr
+    trtrace("verify", tmp / "p.trtrace")
+    trtrace("verify", children[0])
+    parent, child = info(tmp / "p.trtrace"), info(children[0])
+    assert parent["builds"] == 1 and child["builds"] == 1
+    assert "entry::createInferBuilder_INTERNAL" in parent["apis"]
