@@ -105,7 +105,8 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", output, "engine file; several networks: <output>0, <output>1, ...");
   app.add_option("--lib", libPath, "the real libtensorrt_rtx.so.1 (default: TRT_SHIM_NVINFER_LIB_NAME, "
                                    "then libtensorrt_rtx.so, then libtensorrt_rtx.so.1)");
-  app.add_option("--network", opt.network, "replay only this network id (1, 2, ... in creation order)");
+  int64_t networkIndex = -1;
+  app.add_option("--network", networkIndex, "replay only this network: 0, 1, ... in creation order (the <output> suffix)");
   app.add_option("--seed", opt.seed, "seed for weights the capture marked random");
   app.add_flag("--skip-unsupported", opt.skipUnsupported, "skip calls the capture marked UNSUPPORTED");
   app.add_flag("--ignore-version", opt.ignoreVersion, "replay a capture of another library version");
@@ -118,6 +119,7 @@ int main(int argc, char** argv) {
     if (const char* v = std::getenv("TRT_SHIM_NVINFER_LIB_NAME"); v && *v) libPath = v;
   }
   opt.libPath = libPath;
+  opt.network = networkIndex < 0 ? -1 : networkIndex + 1;  // trace network ids start at 1
 
   using Clock = std::chrono::steady_clock;
   try {
@@ -182,7 +184,7 @@ int main(int argc, char** argv) {
                                                                                                              : "different";
         std::printf("%s{\"network\": %u, \"ok\": %s, \"engine\": \"%s\", \"size\": %llu, \"xxh3\": \"%s\", "
                     "\"build_s\": %.6f, \"vs_capture\": \"%s\"}",
-                    i ? ", " : "", r.network, r.ok ? "true" : "false", jsonEscape(r.path).c_str(),
+                    i ? ", " : "", r.network - 1, r.ok ? "true" : "false", jsonEscape(r.path).c_str(),
                     (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), r.buildSeconds, same);
       }
       std::printf("]}\n");
@@ -193,10 +195,10 @@ int main(int argc, char** argv) {
           if (r.captured && r.captured->ok)
             vs = (r.captured->engineHash == r.engineHash && r.captured->engineSize == r.engineSize)
                      ? ", identical to capture" : ", DIFFERENT from capture";
-          std::printf("network %u: engine %s (%llu bytes, xxh3 %s%s)\n", r.network, r.path.empty() ? "(not written)" : r.path.c_str(),
+          std::printf("network %u: engine %s (%llu bytes, xxh3 %s%s)\n", r.network - 1, r.path.empty() ? "(not written)" : r.path.c_str(),
                       (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), vs.c_str());
         } else {
-          std::printf("network %u: build failed, as at capture:\n", r.network);
+          std::printf("network %u: build failed, as at capture:\n", r.network - 1);
           for (const auto& e : r.errors) std::printf("  %s\n", e.c_str());
         }
       }
@@ -204,7 +206,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "stats: open %.3f ms, %llu calls dispatched in %.3f ms (%.0f calls/s), builds %.3f s\n",
                      openSeconds * 1e3, (unsigned long long)s.calls, s.dispatchSeconds * 1e3,
                      s.dispatchSeconds > 0 ? s.calls / s.dispatchSeconds : 0.0, s.buildSeconds);
-        for (const auto& r : results) std::fprintf(stderr, "stats: network %u build %.3f s\n", r.network, r.buildSeconds);
+        for (const auto& r : results) std::fprintf(stderr, "stats: network %u build %.3f s\n", r.network - 1, r.buildSeconds);
       }
     }
     if (check && differs) return kEngineDiffers;

@@ -102,7 +102,7 @@ def test_marked_random_weights_replay_deterministically(tmp):
 
 def test_player_selects_one_network(tmp):
     capture("build_cnn.py", tmp / "m.trtrace", "--out", tmp / "m.engine", "--networks", 2)
-    play(tmp / "m.trtrace", tmp / "one.engine", "--network", 2)
+    play(tmp / "m.trtrace", tmp / "one.engine", "--network", 1)
     assert (tmp / "one.engine").read_bytes() == (tmp / "m.engine1").read_bytes()
     assert not (tmp / "one.engine0").exists() and not (tmp / "one.engine1").exists()
 
