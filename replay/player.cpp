@@ -213,7 +213,7 @@ int main(int argc, char** argv) {
     if (failureReproduced) return kFailureReproduced;
     return kOk;
   } catch (const Divergence& e) {
-    std::fprintf(stderr, "tensorrt_player: divergence at %s\n", e.what());
+    std::fprintf(stderr, "tensorrt_player: %s: divergence at %s\n", capture.c_str(), e.what());
     return kDivergence;
   } catch (const Error& e) {
     std::fprintf(stderr, "tensorrt_player: %s\n", e.what());

@@ -54,6 +54,7 @@ class Method:
     slot: int = 0             # vtable slot (after the two destructor slots of VRoot)
     api_id: int = -1
     line: str = ""
+    where: str = ""           # file:line of the declaration, for error messages
 
     @property
     def key(self):
@@ -334,7 +335,7 @@ def _parse_member(spec: Spec, block, line: str, where: str):
             raise SpecError(f"unknown mode !{mode}")
         block.methods.append(Method(block.name, m.group("name"), parse_params(m.group("params"), where),
                                     parse_type(m.group("ret") or "void"), bool(m.group("const")), mode,
-                                    _parse_notes(m.group("notes")), line=line))
+                                    _parse_notes(m.group("notes")), line=line, where=where))
     else:
         raise SpecError("indented line outside a block")
 
@@ -356,14 +357,17 @@ def _finish(spec: Spec):
             m.slot = slot
     # Every referenced type must exist; annotations must name real parameters.
     for m in spec.methods():
-        for t in [m.ret] + [p.type for p in m.params]:
-            spec.kind(t.base)
-        names = {p.name for p in m.params}
-        for p in m.params:
-            for k in ("len", "bytes"):
-                v = p.ann.get(k)
-                if isinstance(v, str) and not v.isdigit() and v not in names:
-                    raise SpecError(f"{m.key}: [{k}={v}] names no parameter")
+        try:
+            for t in [m.ret] + [p.type for p in m.params]:
+                spec.kind(t.base)
+            names = {p.name for p in m.params}
+            for p in m.params:
+                for k in ("len", "bytes"):
+                    v = p.ann.get(k)
+                    if isinstance(v, str) and not v.isdigit() and v not in names:
+                        raise SpecError(f"{m.key}: [{k}={v}] names no parameter")
+        except SpecError as e:
+            raise SpecError(f"{m.where}: {e}") from None
     for itf_name, names in spec.publics.items():
         itf = spec.interfaces.get(itf_name)
         if itf is None:
@@ -376,4 +380,7 @@ def _finish(spec: Spec):
 
 
 def load(api_dir) -> Spec:
-    return parse(sorted(pathlib.Path(api_dir).glob("*.api")))
+    files = sorted(pathlib.Path(api_dir).glob("*.api"))
+    if not files:
+        raise SpecError(f"{api_dir}: no *.api files")
+    return parse(files)

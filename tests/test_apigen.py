@@ -1,0 +1,75 @@
+"""The API spec drives everything: one added method reaches the shim, the player and the names;
+ids are append-only; spec errors are one clear line."""
+import pathlib
+import shutil
+import subprocess
+import sys
+
+from conftest import ROOT
+
+GEN = ROOT / "schema" / "apigen.py"
+
+
+def generate(spec_dir, out_dir, *extra):
+    return subprocess.run([sys.executable, str(GEN), "--spec", str(spec_dir), "--out", str(out_dir), *extra],
+                          capture_output=True, text=True)
+
+
+def copy_spec(tmp):
+    spec = tmp / "api"
+    shutil.copytree(ROOT / "schema" / "api", spec)
+    return spec
+
+
+def test_one_added_method_reaches_shim_player_and_names(tmp):
+    spec = copy_spec(tmp)
+    text = (spec / "30-interfaces.api").read_text()
+    # Append a method to the end of the SoftMaxLayer vtable (one line, one place).
+    text = text.replace("interface SoftMaxLayer : Layer\n", "interface SoftMaxLayer : Layer\n", 1)
+    lines = text.splitlines()
+    i = lines.index("interface SoftMaxLayer : Layer")
+    j = i + 1
+    while j < len(lines) and lines[j].startswith("  "):
+        j += 1
+    lines.insert(j, "  setTemperature(t: f32) -> bool")
+    (spec / "30-interfaces.api").write_text("\n".join(lines) + "\n")
+    proc = generate(spec, tmp / "out")
+    assert proc.returncode == 0, proc.stderr
+    assert "not in ids.lock" in proc.stderr          # new id assigned, lock update suggested
+    out = tmp / "out"
+    assert "setTemperature(float t) noexcept override" in (out / "capture_gen.inc").read_text()
+    assert "self->setTemperature(a0)" in (out / "replay_gen.inc").read_text()
+    assert '"SoftMaxLayer", "setTemperature"' in (out / "api_table.cpp").read_text()
+    assert "virtual bool setTemperature(float t) noexcept = 0;" in (out / "trtrace" / "api_abi.h").read_text()
+
+
+def test_ids_are_append_only(tmp):
+    spec = copy_spec(tmp)
+    lock_before = (spec / "ids.lock").read_text()
+    # Insert a method at the START of an interface: existing ids must not move.
+    text = (spec / "30-interfaces.api").read_text().replace(
+        "interface SoftMaxLayer : Layer\n", "interface SoftMaxLayer : Layer\n  newFirst()\n", 1)
+    (spec / "30-interfaces.api").write_text(text)
+    assert generate(spec, tmp / "out", "--update-lock").returncode == 0
+    lock_after = (spec / "ids.lock").read_text()
+    assert lock_after.startswith(lock_before.rstrip("\n").rsplit("\n", 0)[0][:200])
+    before = {l.split(" ", 2)[2]: l.split(" ", 2)[1] for l in lock_before.splitlines() if l.startswith("api ")}
+    after = {l.split(" ", 2)[2]: l.split(" ", 2)[1] for l in lock_after.splitlines() if l.startswith("api ")}
+    assert all(after[k] == v for k, v in before.items())
+    new_id = int(after["SoftMaxLayer.newFirst()"])
+    assert new_id == max(int(v) for v in before.values()) + 1
+
+
+def test_committed_lock_covers_the_spec(tmp):
+    proc = generate(ROOT / "schema" / "api", tmp / "out")
+    assert proc.returncode == 0, proc.stderr
+    assert "not in ids.lock" not in proc.stderr, "run: python3 schema/apigen.py --spec schema/api --update-lock"
+
+
+def test_spec_error_is_one_clear_line(tmp):
+    spec = copy_spec(tmp)
+    (spec / "99-bad.api").write_text("interface Oops\n  broken(x: NoSuchType)\n")
+    proc = generate(spec, tmp / "out")
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == "apigen: error: 99-bad.api:2: unknown type 'NoSuchType'" or \
+        ("99-bad.api" in proc.stderr and "NoSuchType" in proc.stderr and proc.stderr.count("\n") == 1)
