@@ -6,7 +6,8 @@ set(TRTRACE_GEN_OUTPUTS
     ${TRTRACE_GEN_DIR}/trtrace/api_abi.h ${TRTRACE_GEN_DIR}/trtrace/api_table.h
     ${TRTRACE_GEN_DIR}/api_table.cpp ${TRTRACE_GEN_DIR}/capture_gen.inc
     ${TRTRACE_GEN_DIR}/capture_overrides.h ${TRTRACE_GEN_DIR}/capture_entries.inc
-    ${TRTRACE_GEN_DIR}/replay_gen.inc ${TRTRACE_GEN_DIR}/replay_overrides.h)
+    ${TRTRACE_GEN_DIR}/replay_gen.inc ${TRTRACE_GEN_DIR}/replay_overrides.h
+    ${TRTRACE_GEN_DIR}/conformance_gen.inc)
 add_custom_command(
   OUTPUT ${TRTRACE_GEN_OUTPUTS}
   COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/schema/apigen.py
