@@ -18,6 +18,7 @@
 #include <string>
 
 #include "replayer.h"
+#include "trtrace/convert.h"
 #include "trtrace/error.h"
 #include "trtrace/hash.h"
 
@@ -84,6 +85,13 @@ bool isTrace(const std::string& path) {
   return std::memcmp(magic, "TRTRACE", 8) == 0;
 }
 
+struct TempTrace {
+  std::string path;
+  ~TempTrace() {
+    if (!path.empty()) ::unlink(path.c_str());
+  }
+};
+
 std::string jsonEscape(const std::string& s) {
   std::string o;
   for (char c : s) {
@@ -124,10 +132,15 @@ int main(int argc, char** argv) {
   using Clock = std::chrono::steady_clock;
   try {
     auto t0 = Clock::now();
-    if (!isTrace(capture))
-      throw Error(Error::Kind::Usage, capture + ": not a trtrace trace (NVIDIA JSON+BIN input: convert it first with "
-                                                "`trtrace convert " + capture + " out.trtrace`)");
-    std::unique_ptr<Reader> reader = Reader::open(capture);
+    // NVIDIA JSON+BIN input: converted (convert/) to a temporary trace, removed when done.
+    TempTrace converted;
+    if (!isTrace(capture)) {
+      const char* dir = std::getenv("TMPDIR");
+      converted.path = std::string(dir && *dir ? dir : "/tmp") + "/tensorrt_player." + std::to_string(getpid()) + ".trtrace";
+      convert::jsonToTrace(capture, converted.path);
+    }
+    std::unique_ptr<Reader> reader = Reader::open(converted.path.empty() ? capture : converted.path);
+    if (!converted.path.empty()) ::unlink(converted.path.c_str());  // the mapping stays valid
     const double openSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
     if (auto msg = reader->truncationMessage(); !msg.empty())
       std::fprintf(stderr, "tensorrt_player: warning: %s; replaying the complete prefix\n", msg.c_str());
@@ -151,7 +164,7 @@ int main(int argc, char** argv) {
     // Networks that will be built decide the output names.
     std::map<uint32_t, int> builds;
     reader->forEachCall([&](const CallView& c) {
-      if (c.buildResult() && (opt.network < 0 || c.networkId() == static_cast<uint32_t>(opt.network))) builds[c.networkId()]++;
+      if (c.apiId() == api::kBuilder_buildSerializedNetwork && (opt.network < 0 || c.networkId() == static_cast<uint32_t>(opt.network))) builds[c.networkId()]++;
       return true;
     });
     const bool single = builds.size() <= 1;

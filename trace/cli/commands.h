@@ -21,8 +21,9 @@ Command addInfo(CLI::App& app);
 Command addDump(CLI::App& app);
 Command addVerify(CLI::App& app);
 Command addRewrite(CLI::App& app);
+Command addConvert(CLI::App& app);
 
-inline constexpr Command (*kCommands[])(CLI::App&) = {addInfo, addDump, addVerify, addRewrite};
+inline constexpr Command (*kCommands[])(CLI::App&) = {addInfo, addDump, addVerify, addRewrite, addConvert};
 
 // Human-readable byte count, e.g. "1.50 GiB".
 std::string humanBytes(double bytes);

@@ -1,0 +1,53 @@
+// trtrace::convert: NVIDIA's JSON+BIN capture <-> trtrace trace (issue #7).
+//
+// jsonToTrace streams the JSON (one api_calls record at a time, parsed with simdjson), maps the
+// BIN read-only and hands weight ranges to Writer::putBlob zero-copy (content-deduplicated), so
+// memory stays bounded by the largest single record plus the writer's blob queue.
+// traceToJson writes the layout NVIDIA's shim writes (docs/json-bin-layout.md §13): sorted keys,
+// 4-space indent, no trailing newline, BIN = raw weight bytes in first-use order.
+// Both directions write OUT (and the BIN) under temporary names and rename them only on success:
+// on any error (malformed JSON, missing/short BIN, bad offset, unknown call) they throw
+// trtrace::Error with one line naming the file and the record, and leave no output behind.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace trtrace::convert {
+
+enum class FileKind { Trace, Json };
+// By content: a file starting with "TRTRACE\0" is a trace, anything else is taken as JSON.
+FileKind detect(const std::string& path);
+
+// The BIN NVIDIA's shim pairs with a JSON path: a trailing ".json" is replaced by ".bin", any other
+// name gets ".bin" appended.
+std::string binPathFor(const std::string& jsonPath);
+
+struct Stats {
+  uint64_t calls = 0;          // call records converted
+  uint64_t skipped = 0;        // trace calls not written (traceToJson without allCalls)
+  uint32_t networks = 0;
+  uint64_t weights = 0;        // Weights arguments converted
+  uint64_t jsonBytes = 0;      // JSON read or written
+  uint64_t binBytes = 0;       // BIN read or written
+  uint64_t traceBytes = 0;     // trace read or written
+  uint64_t blobPuts = 0, uniqueBlobs = 0;  // jsonToTrace: putBlob calls / distinct blobs
+  double seconds = 0;
+};
+
+struct JsonToTraceOptions {
+  std::string binPath;     // empty: the "output_bin" named in the JSON, beside the JSON
+  int zstdLevel = 3;       // blob compression in the trace (0 = raw)
+  int workerThreads = 1;   // trace writer compression threads
+  bool quiet = true;
+};
+Stats jsonToTrace(const std::string& jsonPath, const std::string& tracePath, const JsonToTraceOptions& o = {});
+
+struct TraceToJsonOptions {
+  std::string binPath;     // empty: binPathFor(jsonPath)
+  // NVIDIA's shim records neither destructors nor calls on IHostMemory: they are left out unless
+  // allCalls (then every call of the trace is written, with "function": "~" for deletions).
+  bool allCalls = false;
+};
+Stats traceToJson(const std::string& tracePath, const std::string& jsonPath, const TraceToJsonOptions& o = {});
+
+}  // namespace trtrace::convert

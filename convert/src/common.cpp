@@ -1,0 +1,228 @@
+#include "common.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "trtrace/convert.h"
+#include "trtrace/writer.h"
+
+namespace trtrace::convert {
+
+FileKind detect(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(Error::Kind::Io, path + ": cannot open (" + std::strerror(errno) + ")");
+  char magic[8] = {};
+  f.read(magic, 8);
+  return f.gcount() == 8 && std::memcmp(magic, "TRTRACE", 8) == 0 ? FileKind::Trace : FileKind::Json;
+}
+
+std::string binPathFor(const std::string& p) {
+  if (p.size() >= 5 && p.compare(p.size() - 5, 5, ".json") == 0) return p.substr(0, p.size() - 5) + ".bin";
+  return p + ".bin";
+}
+
+MappedFile::MappedFile(const std::string& path, size_t padding, const char* what) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(Error::Kind::Io, path + ": cannot open " + what + " (" + std::strerror(errno) + ")");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(Error::Kind::Io, path + ": " + what + " is not a regular file");
+  }
+  size_ = static_cast<size_t>(st.st_size);
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  mapped_ = (size_ + padding + page - 1) / page * page + (padding ? page : 0);
+  if (mapped_ == 0) {
+    ::close(fd);
+    return;
+  }
+  // Anonymous zero pages first (the padding), then the file over their start.
+  void* base = ::mmap(nullptr, mapped_, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) {
+    ::close(fd);
+    throw Error(Error::Kind::Io, path + ": cannot map " + what + " (" + std::strerror(errno) + ")");
+  }
+  base_ = static_cast<char*>(base);
+  if (size_ && ::mmap(base_, size_, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0) == MAP_FAILED) {
+    int e = errno;
+    ::munmap(base_, mapped_);
+    ::close(fd);
+    base_ = nullptr;
+    throw Error(Error::Kind::Io, path + ": cannot map " + what + " (" + std::strerror(e) + ")");
+  }
+  ::close(fd);
+  if (size_) ::madvise(base_, size_, MADV_SEQUENTIAL);
+  data_ = base_;
+}
+
+MappedFile::~MappedFile() {
+  if (base_) ::munmap(base_, mapped_);
+}
+
+void MappedFile::release(size_t upTo) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  upTo = std::min(upTo, size_) / page * page;
+  if (!base_ || upTo <= released_ + (64u << 20)) return;  // in steps of 64 MiB
+  ::madvise(base_ + released_, upTo - released_, MADV_DONTNEED);
+  released_ = upTo;
+}
+
+std::string PendingOutputs::add(const std::string& finalPath) {
+  std::string tmp = finalPath + ".tmp." + std::to_string(::getpid());
+  files_.emplace_back(tmp, finalPath);
+  return tmp;
+}
+
+void PendingOutputs::commit() {
+  for (auto& [tmp, fin] : files_) {
+    std::error_code ec;
+    std::filesystem::rename(tmp, fin, ec);
+    if (ec) throw Error(Error::Kind::Io, fin + ": cannot create (" + ec.message() + ")");
+  }
+  committed_ = true;
+}
+
+PendingOutputs::~PendingOutputs() {
+  if (committed_) return;
+  for (auto& [tmp, fin] : files_) ::unlink(tmp.c_str());
+}
+
+uint64_t weightBytes(uint32_t dtype, uint64_t n) {
+  switch (dtype) {
+    case 0: case 3: return n * 4;          // kFLOAT, kINT32
+    case 1: case 7: return n * 2;          // kHALF, kBF16
+    case 8: return n * 8;                  // kINT64
+    case 9: case 10: return (n + 1) / 2;   // kINT4, kFP4
+    default: return n;                     // kINT8, kBOOL, kUINT8, kFP8, kE8M0
+  }
+}
+
+uint32_t blobHintFor(uint32_t dtype) {
+  switch (dtype) {
+    case 0: return static_cast<uint32_t>(BlobHint::F32);
+    case 1: return static_cast<uint32_t>(BlobHint::F16);
+    case 7: return static_cast<uint32_t>(BlobHint::BF16);
+    default: return static_cast<uint32_t>(BlobHint::None);
+  }
+}
+
+uint16_t floatToHalf(double d) {
+  float f = static_cast<float>(d);  // exact for values that came from a half
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
+  const uint32_t absx = x & 0x7fffffff;
+  if (absx >= 0x7f800000) return sign | (absx > 0x7f800000 ? 0x7e00 : 0x7c00);  // NaN / Inf
+  if (absx >= 0x477ff000) return sign | 0x7c00;                                // overflow -> Inf
+  if (absx < 0x38800000) {                                                     // subnormal half
+    // value * 2^24 rounded to nearest even gives the subnormal mantissa.
+    float a;
+    std::memcpy(&a, &absx, 4);
+    double m = std::nearbyint(static_cast<double>(a) * 16777216.0);
+    return sign | static_cast<uint16_t>(m);
+  }
+  uint32_t e = ((absx >> 23) - 127 + 15) << 10;
+  uint32_t m = absx & 0x7fffff;
+  uint32_t h = e | (m >> 13);
+  uint32_t rest = m & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) ++h;
+  return sign | static_cast<uint16_t>(h);
+}
+
+double halfToDouble(uint16_t h) {
+  const int s = h >> 15, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  double v;
+  if (e == 0) v = std::ldexp(m, -24);
+  else if (e == 31) v = m ? std::nan("") : INFINITY;
+  else v = std::ldexp(m + 1024, e - 25);
+  return s ? -v : v;
+}
+
+void appendDouble(std::string& out, double v) {
+  if (std::isnan(v)) { out += "NaN"; return; }
+  if (std::isinf(v)) { out += v < 0 ? "-Infinity" : "Infinity"; return; }
+  if (v == 0) { out += std::signbit(v) ? "-0.0" : "0.0"; return; }
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+  std::string_view s(buf, static_cast<size_t>(r.ptr - buf));  // [-]d[.ddd]e[+-]XX
+  bool neg = s[0] == '-';
+  if (neg) s.remove_prefix(1);
+  size_t epos = s.find('e');
+  int exp = std::atoi(std::string(s.substr(epos + 1)).c_str());
+  std::string digits;
+  for (char c : s.substr(0, epos))
+    if (c != '.') digits += c;
+  if (neg) out += '-';
+  const int decpt = exp + 1;  // value = 0.digits * 10^decpt
+  if (decpt > -4 && decpt <= 16) {
+    if (decpt <= 0) {
+      out += "0.";
+      out.append(static_cast<size_t>(-decpt), '0');
+      out += digits;
+    } else if (static_cast<size_t>(decpt) >= digits.size()) {
+      out += digits;
+      out.append(static_cast<size_t>(decpt) - digits.size(), '0');
+      out += ".0";
+    } else {
+      out.append(digits, 0, static_cast<size_t>(decpt));
+      out += '.';
+      out.append(digits, static_cast<size_t>(decpt));
+    }
+  } else {
+    out += digits[0];
+    if (digits.size() > 1) {
+      out += '.';
+      out.append(digits, 1);
+    }
+    char e[16];
+    std::snprintf(e, sizeof e, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+    out += e;
+  }
+}
+
+const Spec& Spec::get() {
+  static const Spec s = [] {
+    Spec sp;
+    uint32_t n = 0;
+    const api::ApiDesc* all = api::all(&n);
+    for (uint32_t i = 0; i < n; ++i) {
+      std::string key = std::string(all[i].interface) + "::" + std::string(all[i].method);
+      sp.byName[key].push_back(&all[i]);
+    }
+    for (uint32_t id = 1; id < 4096; ++id) {
+      std::string_view name = api::enumName(id);
+      if (!name.empty()) sp.enums.emplace(std::string(name), id);
+    }
+    return sp;
+  }();
+  return s;
+}
+
+std::vector<const api::ApiDesc*> Spec::lookup(std::string_view iface, std::string_view method) const {
+  std::string key = std::string(iface) + "::" + std::string(method);
+  auto it = byName.find(key);
+  return it == byName.end() ? std::vector<const api::ApiDesc*>{} : it->second;
+}
+
+uint32_t Spec::enumId(std::string_view name) const {
+  auto it = enums.find(std::string(name));
+  return it == enums.end() ? 0 : it->second;
+}
+
+bool isDerivedCount(const api::ApiDesc& d, uint32_t i) {
+  if (i == 0 || i >= d.nargs) return false;
+  std::string_view k = d.kinds[i], prev = d.kinds[i - 1];
+  if (k != "i64" && k != "u64") return false;
+  return prev.starts_with("handles:") || prev.starts_with("array:") || prev == "strings" || prev == "bytes";
+}
+
+}  // namespace trtrace::convert

@@ -1,0 +1,72 @@
+// Internal helpers of trtrace_convert.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "trtrace/api_table.h"
+#include "trtrace/error.h"
+
+namespace trtrace::convert {
+
+// A read-only mapping of a whole file followed by at least `padding` readable zero bytes
+// (simdjson reads up to 64 bytes past a document's end).
+class MappedFile {
+ public:
+  MappedFile() = default;
+  MappedFile(const std::string& path, size_t padding, const char* what);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+  // Drops the pages of [0, upTo) from this process (bounded resident memory on big inputs).
+  void release(size_t upTo);
+
+ private:
+  char* base_ = nullptr;
+  size_t mapped_ = 0;
+  const char* data_ = "";
+  size_t size_ = 0;
+  size_t released_ = 0;
+};
+
+// Output files that appear only on success: written under "<path>.tmp.<pid>", renamed by commit(),
+// removed by the destructor otherwise.
+class PendingOutputs {
+ public:
+  std::string add(const std::string& finalPath);  // returns the temporary path to write
+  void commit();
+  ~PendingOutputs();
+
+ private:
+  std::vector<std::pair<std::string, std::string>> files_;  // tmp, final
+  bool committed_ = false;
+};
+
+// Bytes of `count` elements of a TensorRT DataType code (as the capture shim computes them).
+uint64_t weightBytes(uint32_t dtype, uint64_t count);
+uint32_t blobHintFor(uint32_t dtype);  // BlobHint value
+uint16_t floatToHalf(double v);        // round to nearest even
+double halfToDouble(uint16_t h);
+
+// Python repr() of a double (what json.dumps writes): shortest round-trip digits.
+void appendDouble(std::string& out, double v);
+
+// The spec: (interface, method) -> API ids (overloads), enum name -> type id.
+struct Spec {
+  static const Spec& get();
+  std::vector<const api::ApiDesc*> lookup(std::string_view iface, std::string_view method) const;
+  uint32_t enumId(std::string_view name) const;  // 0 if unknown
+  std::unordered_map<std::string, std::vector<const api::ApiDesc*>> byName;
+  std::unordered_map<std::string, uint32_t> enums;
+};
+
+// A parameter whose value is the length of the array parameter just before it (nbInputs after
+// inputs): NVIDIA's JSON does not write it.
+bool isDerivedCount(const api::ApiDesc& d, uint32_t i);
+
+}  // namespace trtrace::convert

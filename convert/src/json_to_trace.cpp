@@ -1,0 +1,700 @@
+// NVIDIA JSON+BIN -> trtrace trace.
+//
+// Streaming: a small hand-written scanner walks the top-level object and finds the extent of each
+// api_calls element (strings and brackets only); each element is then parsed by simdjson's DOM
+// parser in place (zero-copy: the JSON is mapped with zero padding after its end). Memory is the
+// largest record's parse tape plus the writer's bounded blob queue; mapped pages already consumed
+// are dropped as the conversion advances.
+#include <simdjson.h>
+
+#include <array>
+#include <chrono>
+#include <filesystem>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+#include "common.h"
+#include "trtrace/api_abi.h"
+#include "trtrace/convert.h"
+#include "trtrace/writer.h"
+
+namespace trtrace::convert {
+namespace {
+
+using simdjson::dom::element;
+using simdjson::dom::object;
+
+// ---- the top-level scanner ---------------------------------------------------------------------
+struct Scanner {
+  const char* p;
+  size_t n;
+  const std::string& path;
+  size_t pos = 0;
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(Error::Kind::Corrupt, path + ": malformed JSON at byte " + std::to_string(pos) + ": " + what);
+  }
+  void ws() {
+    while (pos < n && (p[pos] == ' ' || p[pos] == '\n' || p[pos] == '\r' || p[pos] == '\t')) ++pos;
+  }
+  char peek() {
+    ws();
+    if (pos >= n) fail("unexpected end of file");
+    return p[pos];
+  }
+  void expect(char c) {
+    if (peek() != c) fail(std::string("expected '") + c + "', found '" + p[pos] + "'");
+    ++pos;
+  }
+  // pos at '"': moves past the closing quote.
+  void skipString() {
+    const size_t open = pos;
+    size_t i = pos + 1;
+    for (;;) {
+      const void* q = i < n ? std::memchr(p + i, '"', n - i) : nullptr;
+      if (!q) {
+        pos = open;
+        fail("unterminated string");
+      }
+      size_t j = static_cast<size_t>(static_cast<const char*>(q) - p), k = j;
+      while (k > open + 1 && p[k - 1] == '\\') --k;
+      if ((j - k) % 2 == 0) {
+        pos = j + 1;
+        return;
+      }
+      i = j + 1;
+    }
+  }
+  std::string_view string() {  // raw (escapes not decoded): for keys and file names
+    if (peek() != '"') fail("expected a string");
+    size_t b = pos;
+    skipString();
+    return {p + b + 1, pos - b - 2};
+  }
+  void skipValue() {
+    char c = peek();
+    if (c == '"') return skipString();
+    if (c != '{' && c != '[') {
+      size_t b = pos;
+      while (pos < n && !std::strchr(",}] \t\r\n", p[pos])) ++pos;
+      if (pos == b) fail("expected a value");
+      return;
+    }
+    static const auto cls = [] {
+      std::array<uint8_t, 256> t{};
+      t['"'] = 1;
+      t['{'] = t['['] = 2;
+      t['}'] = t[']'] = 3;
+      return t;
+    }();
+    const size_t open = pos;
+    int64_t depth = 0;
+    while (pos < n) {
+      switch (cls[static_cast<unsigned char>(p[pos])]) {
+        case 0: ++pos; break;
+        case 1: skipString(); break;
+        case 2: ++depth; ++pos; break;
+        default:
+          ++pos;
+          if (--depth == 0) return;
+      }
+    }
+    pos = open;
+    fail(std::string("unterminated ") + (c == '{' ? "object" : "array"));
+  }
+};
+
+// The last `"key": value` with a simple value in the final bytes of the file: NVIDIA's files
+// sort keys, so output_bin/trt_version follow the (huge) api_calls array. Verified later.
+std::optional<std::string> tailValue(const char* p, size_t n, std::string_view key) {
+  size_t from = n > (64u << 10) ? n - (64u << 10) : 0;
+  std::string_view tail(p + from, n - from);
+  std::string pat = "\"" + std::string(key) + "\"";
+  size_t k = tail.rfind(pat);
+  if (k == std::string_view::npos) return std::nullopt;
+  size_t i = k + pat.size();
+  while (i < tail.size() && std::strchr(" \t\r\n", tail[i])) ++i;
+  if (i >= tail.size() || tail[i] != ':') return std::nullopt;
+  ++i;
+  while (i < tail.size() && std::strchr(" \t\r\n", tail[i])) ++i;
+  if (i >= tail.size()) return std::nullopt;
+  if (tail[i] == '"') {
+    size_t e = tail.find('"', i + 1);
+    if (e == std::string_view::npos || tail.substr(i + 1, e - i - 1).find('\\') != std::string_view::npos)
+      return std::nullopt;
+    return std::string(tail.substr(i + 1, e - i - 1));
+  }
+  size_t e = i;
+  while (e < tail.size() && (std::isdigit(static_cast<unsigned char>(tail[e])) || tail[e] == '-')) ++e;
+  if (e == i) return std::nullopt;
+  return std::string(tail.substr(i, e - i));
+}
+
+std::string dirOf(const std::string& path) {
+  size_t s = path.rfind('/');
+  return s == std::string::npos ? std::string() : path.substr(0, s + 1);
+}
+
+// ---- decoded arguments -------------------------------------------------------------------------
+enum class K { Null, Bool, I64, U64, F32, F64, Enum, Str, Dims, Handle, Handles, I64Arr, F32Arr, Bytes, WInline, WBlob, WRandom };
+
+struct WeightsInfo {
+  K k = K::WInline;
+  uint32_t dtype = 0;
+  uint64_t count = 0;
+  std::string bytes;  // WInline
+  BlobRef blob;       // WBlob
+  uint64_t seed = 0;  // WRandom
+};
+
+struct Arg {
+  K k = K::Null;
+  int64_t i = 0;
+  uint64_t u = 0;
+  double f = 0;
+  uint32_t t = 0;
+  std::string_view s;
+  std::vector<int64_t> ints;
+  std::vector<uint64_t> hs;
+  std::vector<float> fs;
+  std::string bytes;
+  WeightsInfo w;
+  size_t length = 0;  // element count of an array-like argument (for a derived count after it)
+};
+
+class Converter {
+ public:
+  Converter(const std::string& jsonPath, const std::string& tracePath, const JsonToTraceOptions& o)
+      : jsonPath_(jsonPath), tracePath_(tracePath), opt_(o), spec_(Spec::get()) {}
+
+  Stats run();
+
+ private:
+  [[noreturn]] void fail(const std::string& what, Error::Kind kind = Error::Kind::Corrupt) const {
+    throw Error(kind, jsonPath_ + ": api_calls[" + std::to_string(index_) + "]" +
+                          (apiIndex_ >= 0 ? " (api_index " + std::to_string(apiIndex_) + ")" : "") + ": " + what);
+  }
+  void open(Scanner& s);
+  void convertCalls(Scanner& s);
+  void convertRecord(object o);
+  uint64_t handleOf(int64_t nvId, const char* what);
+  uint32_t networkOfArg(const object& o, const api::ApiDesc& d);
+  void decode(const api::ApiDesc& d, uint32_t i, const object& o, std::string_view name, Arg& a, uint32_t net);
+  void decodeWeights(element e, Arg& a, uint32_t net, std::string_view name);
+  void emit(CallEncoder& e, const Arg& a);
+  int64_t getInt(element e, std::string_view what);
+
+  std::string jsonPath_, tracePath_;
+  JsonToTraceOptions opt_;
+  const Spec& spec_;
+  PendingOutputs outputs_;
+  std::unique_ptr<MappedFile> json_, bin_;
+  std::unique_ptr<Writer> writer_;
+  std::string binPath_, binName_;
+  std::optional<std::string> outputBin_;   // the JSON's output_bin, once read
+  std::optional<int64_t> trtVersion_;
+  bool binFromTail_ = false;
+  Stats st_;
+  size_t index_ = 0;
+  int64_t apiIndex_ = -1;
+  uint64_t pendingBlobBytes_ = 0;
+
+  // State that mirrors the capture shim's: handles in creation order, network ids.
+  std::unordered_map<int64_t, uint64_t> handles_;  // NVIDIA object id -> trace handle
+  std::unordered_map<uint64_t, uint32_t> netOf_;   // trace handle -> network id
+  uint64_t nextHandle_ = 0;
+  uint32_t networks_ = 0;
+  std::unordered_map<std::string, uint64_t> seen_;  // (receiver, api, args) -> handle returned
+  std::unordered_map<uint32_t, std::vector<std::optional<WeightsInfo>>> weights_;  // per network, by id
+  std::vector<Arg> args_;
+  std::vector<std::string_view> keys_;
+  simdjson::dom::parser parser_;
+};
+
+Stats Converter::run() {
+  auto t0 = std::chrono::steady_clock::now();
+  json_ = std::make_unique<MappedFile>(jsonPath_, simdjson::SIMDJSON_PADDING, "JSON");
+  st_.jsonBytes = json_->size();
+  Scanner s{json_->data(), json_->size(), jsonPath_};
+  if (s.peek() != '{') s.fail("the top level is not an object");
+  ++s.pos;
+  bool calls = false;
+  if (s.peek() == '}') {
+    ++s.pos;
+  } else {
+    for (;;) {
+      std::string_view key = s.string();
+      s.expect(':');
+      if (key == "api_calls") {
+        if (calls) s.fail("two api_calls arrays");
+        calls = true;
+        open(s);
+        convertCalls(s);
+      } else if (key == "output_bin") {
+        std::string v(s.string());
+        if (writer_ && !opt_.binPath.empty()) {
+          // an explicit BIN wins
+        } else if (writer_ && v != binName_) {
+          throw Error(Error::Kind::Corrupt, jsonPath_ + ": output_bin \"" + v + "\" differs from the BIN used (" + binPath_ + ")");
+        }
+        outputBin_ = v;
+      } else if (key == "trt_version") {
+        size_t b = s.pos;
+        s.skipValue();
+        trtVersion_ = std::strtoll(std::string(s.p + b, s.pos - b).c_str(), nullptr, 10);
+      } else {
+        s.skipValue();
+      }
+      char c = s.peek();
+      ++s.pos;
+      if (c == '}') break;
+      if (c != ',') { --s.pos; s.fail("expected ',' or '}' in the top-level object"); }
+    }
+  }
+  s.ws();
+  if (s.pos != s.n) s.fail("content after the top-level object");
+  if (!calls) throw Error(Error::Kind::Corrupt, jsonPath_ + ": no \"api_calls\" array (not an NVIDIA TensorRT capture JSON?)");
+  writer_->close();
+  auto ws = writer_->stats();
+  st_.blobPuts = ws.blobPuts;
+  st_.uniqueBlobs = ws.uniqueBlobs;
+  st_.networks = networks_;
+  writer_.reset();
+  outputs_.commit();
+  std::error_code ec;
+  st_.traceBytes = std::filesystem::file_size(tracePath_, ec);
+  st_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return st_;
+}
+
+// At the api_calls array: resolve the BIN and the library version, create the writer.
+void Converter::open(Scanner& s) {
+  if (!outputBin_) {
+    outputBin_ = tailValue(s.p, s.n, "output_bin");
+    binFromTail_ = outputBin_.has_value();
+  }
+  if (!trtVersion_) {
+    if (auto v = tailValue(s.p, s.n, "trt_version")) trtVersion_ = std::strtoll(v->c_str(), nullptr, 10);
+  }
+  if (!opt_.binPath.empty()) {
+    binPath_ = opt_.binPath;
+  } else if (outputBin_) {
+    if (outputBin_->find('/') != std::string::npos)
+      throw Error(Error::Kind::Corrupt, jsonPath_ + ": output_bin \"" + *outputBin_ + "\" is not a file name");
+    binPath_ = dirOf(jsonPath_) + *outputBin_;
+  } else {
+    binPath_ = binPathFor(jsonPath_);
+  }
+  binName_ = outputBin_ ? *outputBin_ : binPath_.substr(binPath_.rfind('/') + 1);
+  {
+    std::error_code ec;
+    if (!std::filesystem::exists(binPath_, ec))
+      throw Error(Error::Kind::Io, jsonPath_ + ": its BIN file " + binPath_ + " is missing (pass the BIN path explicitly if it was moved)");
+  }
+  bin_ = std::make_unique<MappedFile>(binPath_, 0, "BIN");
+  st_.binBytes = bin_->size();
+
+  HeaderInfo h;
+  h.producer = "trtrace-convert";
+  h.producerVersion = TRTRACE_VERSION;
+  h.libraryName = abi::kLibraryName;
+  const int64_t v = trtVersion_.value_or(abi::kLibraryVersionInt);
+  h.libraryVersion = v == abi::kLibraryVersionInt
+                         ? std::string(abi::kLibraryVersion)
+                         : std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+  h.settings = {{"source", "NVIDIA JSON+BIN capture"}, {"json", jsonPath_}, {"bin", binPath_}};
+  if (trtVersion_) h.settings.emplace_back("trt_version", std::to_string(*trtVersion_));
+  WriterOptions wo;
+  wo.path = outputs_.add(tracePath_);
+  wo.flush = FlushPolicy::AtClose;
+  wo.zstdLevel = opt_.zstdLevel;
+  wo.workerThreads = opt_.workerThreads;
+  writer_ = Writer::create(wo, h);
+  uint32_t n = 0;
+  const api::ApiDesc* all = api::all(&n);
+  for (uint32_t i = 0; i < n; ++i) {
+    std::vector<std::string_view> names(all[i].args, all[i].args + all[i].nargs);
+    writer_->describeApi(all[i].id, all[i].interface, all[i].method, names);
+  }
+}
+
+void Converter::convertCalls(Scanner& s) {
+  if (s.peek() != '[') s.fail("api_calls is not an array");
+  ++s.pos;
+  if (s.peek() == ']') {
+    ++s.pos;
+    return;
+  }
+  for (index_ = 0;; ++index_) {
+    apiIndex_ = -1;
+    if (s.peek() != '{') s.fail("api_calls[" + std::to_string(index_) + "] is not an object");
+    const size_t start = s.pos;
+    s.skipValue();
+    element el;
+    auto err = parser_.parse(s.p + start, s.pos - start, false).get(el);
+    if (err) {
+      throw Error(Error::Kind::Corrupt, jsonPath_ + ": malformed JSON in api_calls[" + std::to_string(index_) +
+                                            "] (bytes " + std::to_string(start) + ".." + std::to_string(s.pos) +
+                                            "): " + simdjson::error_message(err));
+    }
+    convertRecord(el.get_object().value_unsafe());
+    ++st_.calls;
+    json_->release(start);
+    char c = s.peek();
+    ++s.pos;
+    if (c == ']') break;
+    if (c != ',') { --s.pos; s.fail("expected ',' or ']' in api_calls"); }
+  }
+  apiIndex_ = -1;
+}
+
+int64_t Converter::getInt(element e, std::string_view what) {
+  int64_t v;
+  if (e.get_int64().get(v) == simdjson::SUCCESS) return v;
+  bool b;
+  if (e.get_bool().get(b) == simdjson::SUCCESS) return b;
+  uint64_t u;
+  if (e.get_uint64().get(u) == simdjson::SUCCESS) return static_cast<int64_t>(u);
+  fail("'" + std::string(what) + "' is not an integer");
+}
+
+uint64_t Converter::handleOf(int64_t nvId, const char* what) {
+  auto it = handles_.find(nvId);
+  if (it == handles_.end())
+    fail(std::string(what) + " is object " + std::to_string(nvId) + ", which no earlier call returned");
+  return it->second;
+}
+
+// The network a call belongs to when its receiver has none (Builder calls): the first object
+// argument that has one (buildSerializedNetwork's network), as the capture shim does.
+uint32_t Converter::networkOfArg(const object& o, const api::ApiDesc& d) {
+  for (uint32_t i = 0; i < d.nargs; ++i) {
+    if (!d.kinds[i].starts_with("handle:")) continue;
+    element e;
+    if (o.at_key(d.args[i]).get(e) != simdjson::SUCCESS) continue;
+    int64_t id;
+    if (e.at_key("object").get_int64().get(id) != simdjson::SUCCESS) continue;
+    auto h = handles_.find(id);
+    if (h == handles_.end()) continue;
+    auto n = netOf_.find(h->second);
+    if (n != netOf_.end() && n->second) return n->second;
+  }
+  return 0;
+}
+
+void Converter::convertRecord(object o) {
+  element e;
+  if (o.at_key("api_index").get(e) == simdjson::SUCCESS) apiIndex_ = getInt(e, "api_index");
+  std::string_view cls, fn;
+  if (o.at_key("class").get_string().get(cls) != simdjson::SUCCESS) fail("no \"class\" string");
+  if (o.at_key("function").get_string().get(fn) != simdjson::SUCCESS) fail("no \"function\" string");
+  int64_t objectId = -1;
+  if (o.at_key("object").get(e) == simdjson::SUCCESS) objectId = getInt(e, "object");
+  std::vector<const api::ApiDesc*> cands = spec_.lookup(cls.empty() ? "entry" : cls, fn);
+  if (cands.empty())
+    fail("unknown call " + std::string(cls) + "::" + std::string(fn) + " (not in the API spec of " + abi::kLibraryName +
+             " " + abi::kLibraryVersion + ")", Error::Kind::Usage);
+  keys_.clear();
+  for (auto field : o) {
+    std::string_view k = field.key;
+    if (k != "api_index" && k != "class" && k != "function" && k != "object" && k != "return") keys_.push_back(k);
+  }
+  const api::ApiDesc* d = nullptr;
+  size_t best = SIZE_MAX;
+  for (const api::ApiDesc* c : cands) {  // overloads: the one naming every key, fewest extra params
+    bool all = true;
+    for (auto k : keys_) {
+      bool found = false;
+      for (uint32_t i = 0; i < c->nargs && !found; ++i) found = c->args[i] == k;
+      all = all && found;
+    }
+    if (all && c->nargs - keys_.size() < best) best = c->nargs - keys_.size(), d = c;
+  }
+  if (!d) {
+    for (auto k : keys_) {
+      bool found = false;
+      for (uint32_t i = 0; i < cands[0]->nargs && !found; ++i) found = cands[0]->args[i] == k;
+      if (!found) fail("\"" + std::string(k) + "\" is not a parameter of " + std::string(cls) + "::" + std::string(fn));
+    }
+    fail("no overload of " + std::string(cls) + "::" + std::string(fn) + " matches the arguments");
+  }
+
+  const uint64_t receiver = objectId < 0 ? 0 : handleOf(objectId, "the receiver");
+  uint32_t net = 0;
+  if (receiver) {
+    auto it = netOf_.find(receiver);
+    if (it != netOf_.end()) net = it->second;
+  }
+  if (!net) net = networkOfArg(o, *d);
+
+  if (args_.size() < d->nargs) args_.resize(d->nargs);
+  for (uint32_t i = 0; i < d->nargs; ++i) decode(*d, i, o, d->args[i], args_[i], net);
+
+  CallEncoder& enc = writer_->beginCall(d->id, receiver, net);
+  for (uint32_t i = 0; i < d->nargs; ++i) emit(enc, args_[i]);
+
+  element r;
+  const bool hasReturn = o.at_key("return").get(r) == simdjson::SUCCESS;
+  if (d->ret.starts_with("handle:") || hasReturn) {  // entry points' results are "foreign" (void*)
+    // Key of "the same call again" (getOutput(0) twice): NVIDIA writes no return the second time.
+    std::string key;
+    key.append(reinterpret_cast<const char*>(&receiver), 8).append(reinterpret_cast<const char*>(&d->id), 4);
+    for (uint32_t i = 0; i < d->nargs; ++i) {
+      const Arg& a = args_[i];
+      key.push_back(static_cast<char>(a.k));
+      key.append(reinterpret_cast<const char*>(&a.i), 8).append(reinterpret_cast<const char*>(&a.u), 8);
+      key.append(a.s);
+      for (int64_t x : a.ints) key.append(reinterpret_cast<const char*>(&x), 8);
+      for (uint64_t x : a.hs) key.append(reinterpret_cast<const char*>(&x), 8);
+    }
+    uint64_t h = 0;
+    int64_t nvId = -1;
+    if (hasReturn) {
+      element ro;
+      if (r.at_key("object").get(ro) != simdjson::SUCCESS) fail("\"return\" without \"object\"");
+      nvId = getInt(ro, "return.object");
+      h = ++nextHandle_;
+      handles_[nvId] = h;
+    } else {
+      auto it = seen_.find(key);
+      if (it != seen_.end() && !d->method.starts_with("create")) {
+        h = it->second;  // a known object returned again
+      } else {
+        // Not recorded by NVIDIA: the engine's IHostMemory, an object re-created at the address of
+        // a deleted one (createBuilderConfig after delete: later records use the old id), or a
+        // known object reached another way (getInput of a network input). A fresh handle binds
+        // whatever the replay returns.
+        h = ++nextHandle_;
+        if (it != seen_.end()) {
+          for (auto& [id, hh] : handles_)
+            if (hh == it->second) hh = h;
+        }
+      }
+    }
+    seen_[key] = h;
+    if (d->id == api::kBuilder_createNetworkV2 && !netOf_.count(h)) netOf_[h] = ++networks_;
+    else if (!netOf_.count(h)) netOf_[h] = net;
+    enc.retHandle(h);
+  }
+  enc.endCall();
+  if (pendingBlobBytes_ > (256u << 20)) {
+    writer_->drainBlobs();
+    bin_->release(bin_->size());
+    pendingBlobBytes_ = 0;
+  }
+}
+
+void Converter::decode(const api::ApiDesc& d, uint32_t i, const object& o, std::string_view name, Arg& a, uint32_t net) {
+  const std::string_view kind = d.kinds[i];
+  a.k = K::Null;
+  a.i = 0, a.u = 0, a.f = 0, a.t = 0, a.s = {}, a.length = 0;
+  a.ints.clear(), a.hs.clear(), a.fs.clear(), a.bytes.clear();
+  element e;
+  const bool present = o.at_key(name).get(e) == simdjson::SUCCESS;
+  auto need = [&] {
+    if (!present) {
+      if (isDerivedCount(d, i)) return false;
+      fail("argument \"" + std::string(name) + "\" missing");
+    }
+    return true;
+  };
+  auto ensureArray = [&]() -> simdjson::dom::array {
+    simdjson::dom::array arr;
+    if (e.get_array().get(arr) != simdjson::SUCCESS) fail("argument \"" + std::string(name) + "\" is not an array");
+    return arr;
+  };
+  if (kind == "foreign") {  // NVIDIA never writes application objects (loggers, recorders)
+    a.k = K::Bool, a.i = 1;
+  } else if (kind == "out" || kind == "void") {
+    a.k = K::Null;
+  } else if (kind == "bool") {
+    if (!need()) return;
+    a.k = K::Bool, a.i = getInt(e, name) != 0;
+  } else if (kind == "i64" || kind == "u64") {
+    if (!present && isDerivedCount(d, i)) {
+      a.k = kind == "i64" ? K::I64 : K::U64;
+      a.i = static_cast<int64_t>(args_[i - 1].length), a.u = args_[i - 1].length;
+      return;
+    }
+    need();
+    a.k = kind == "i64" ? K::I64 : K::U64;
+    a.i = getInt(e, name), a.u = static_cast<uint64_t>(a.i);
+  } else if (kind == "f32" || kind == "f64") {
+    need();
+    double v;
+    if (e.get_double().get(v) != simdjson::SUCCESS) fail("argument \"" + std::string(name) + "\" is not a number");
+    a.k = kind == "f32" ? K::F32 : K::F64, a.f = v;
+  } else if (kind.starts_with("enum:")) {
+    need();
+    a.k = K::Enum, a.t = spec_.enumId(kind.substr(5)), a.i = getInt(e, name);
+  } else if (kind == "string") {
+    if (!present) return;
+    if (e.get_string().get(a.s) != simdjson::SUCCESS) fail("argument \"" + std::string(name) + "\" is not a string");
+    a.k = K::Str;
+  } else if (kind == "dims") {
+    a.k = K::Dims;  // absent = nbDims 0 (NVIDIA omits empty Dims)
+    if (!present) return;
+    for (element x : ensureArray()) a.ints.push_back(getInt(x, name));
+    if (a.ints.size() > 8) fail("argument \"" + std::string(name) + "\" has more than 8 dimensions");
+  } else if (kind.starts_with("handle:")) {
+    if (!present) return;
+    element id;
+    if (e.at_key("object").get(id) != simdjson::SUCCESS) fail("argument \"" + std::string(name) + "\" is not {\"object\": N}");
+    a.k = K::Handle, a.u = handleOf(getInt(id, name), ("argument \"" + std::string(name) + "\"").c_str());
+  } else if (kind.starts_with("handles:")) {
+    if (!present) return;
+    a.k = K::Handles;
+    for (element x : ensureArray()) {
+      element id;
+      if (x.at_key("object").get(id) != simdjson::SUCCESS) fail("argument \"" + std::string(name) + "\": an element is not {\"object\": N}");
+      a.hs.push_back(handleOf(getInt(id, name), ("argument \"" + std::string(name) + "\"").c_str()));
+    }
+    a.length = a.hs.size();
+  } else if (kind == "array:f32") {
+    if (!present) return;
+    a.k = K::F32Arr;
+    for (element x : ensureArray()) {
+      double v;
+      if (x.get_double().get(v) != simdjson::SUCCESS) fail("argument \"" + std::string(name) + "\": not a number");
+      a.fs.push_back(static_cast<float>(v));
+    }
+    a.length = a.fs.size();
+  } else if (kind.starts_with("array:")) {
+    if (!present) return;
+    a.k = K::I64Arr;
+    for (element x : ensureArray()) a.ints.push_back(getInt(x, name));
+    a.length = a.ints.size();
+  } else if (kind == "struct:Permutation") {
+    need();
+    a.k = K::Bytes;
+    int32_t order[8] = {};
+    size_t k = 0;
+    for (element x : ensureArray()) {
+      if (k == 8) fail("argument \"" + std::string(name) + "\": more than 8 entries");
+      order[k++] = static_cast<int32_t>(getInt(x, name));
+    }
+    a.bytes.assign(reinterpret_cast<const char*>(order), sizeof order);
+  } else if (kind == "weights") {
+    if (!present) {  // not observed; an empty Weights
+      a.k = K::WInline, a.w = WeightsInfo{};
+      return;
+    }
+    decodeWeights(e, a, net, name);
+  } else {
+    // struct:<other>, bytes, strings: NVIDIA's encoding was never observed.
+    if (!present) return;
+    fail("argument \"" + std::string(name) + "\" of kind " + std::string(kind) + " cannot be converted (encoding unknown)",
+         Error::Kind::Usage);
+  }
+}
+
+void Converter::decodeWeights(element e, Arg& a, uint32_t net, std::string_view name) {
+  const std::string arg = "argument \"" + std::string(name) + "\"";
+  object w;
+  if (e.get_object().get(w) != simdjson::SUCCESS) fail(arg + " is not a Weights object");
+  ++st_.weights;
+  element x;
+  int64_t id = -1;
+  if (w.at_key("id").get(x) == simdjson::SUCCESS) id = getInt(x, "id");
+  auto& table = weights_[net];
+  if (w.at_key("count").get(x) != simdjson::SUCCESS) {
+    // Reference form {"id": N}: the same weights as the first use of id N in this network.
+    if (id < 0 || static_cast<size_t>(id) >= table.size() || !table[id])
+      fail(arg + " refers to weights id " + std::to_string(id) + ", not defined earlier in this network");
+    a.k = table[id]->k, a.w = *table[id];
+    return;
+  }
+  WeightsInfo info;
+  const int64_t count = getInt(x, "count");
+  if (count < 0) fail(arg + ": negative count");
+  info.count = static_cast<uint64_t>(count);
+  if (w.at_key("type").get(x) != simdjson::SUCCESS) fail(arg + ": no \"type\"");
+  info.dtype = static_cast<uint32_t>(getInt(x, "type"));
+  const uint64_t nbytes = weightBytes(info.dtype, info.count);
+  if (w.at_key("inline").get(x) == simdjson::SUCCESS) {
+    simdjson::dom::array arr;
+    if (x.get_array().get(arr) != simdjson::SUCCESS) fail(arg + ": \"inline\" is not an array");
+    info.k = K::WInline;
+    info.bytes.reserve(nbytes);
+    uint64_t k = 0;
+    for (element v : arr) {
+      ++k;
+      switch (info.dtype) {
+        case 0: case 1: {
+          double dv;
+          if (v.get_double().get(dv) != simdjson::SUCCESS) fail(arg + ": inline value is not a number");
+          if (info.dtype == 0) {
+            float f = static_cast<float>(dv);
+            info.bytes.append(reinterpret_cast<const char*>(&f), 4);
+          } else {
+            uint16_t h = floatToHalf(dv);
+            info.bytes.append(reinterpret_cast<const char*>(&h), 2);
+          }
+          break;
+        }
+        case 3: { int32_t i = static_cast<int32_t>(getInt(v, "inline")); info.bytes.append(reinterpret_cast<const char*>(&i), 4); break; }
+        case 8: { int64_t i = getInt(v, "inline"); info.bytes.append(reinterpret_cast<const char*>(&i), 8); break; }
+        case 2: case 4: case 5: info.bytes.push_back(static_cast<char>(getInt(v, "inline"))); break;
+        default: fail(arg + ": inline weights of DataType " + std::to_string(info.dtype) + " cannot be decoded", Error::Kind::Usage);
+      }
+    }
+    if (k != info.count) fail(arg + ": \"inline\" has " + std::to_string(k) + " values, count is " + std::to_string(info.count));
+  } else if (w.at_key("offset").get(x) == simdjson::SUCCESS) {
+    const int64_t off = getInt(x, "offset");
+    if (off < 0) fail(arg + ": negative offset " + std::to_string(off));
+    if (static_cast<uint64_t>(off) > bin_->size() || nbytes > bin_->size() - static_cast<uint64_t>(off))
+      fail(arg + ": weights at BIN offset " + std::to_string(off) + " (" + std::to_string(nbytes) + " bytes) end past the end of " +
+               binPath_ + " (" + std::to_string(bin_->size()) + " bytes): short BIN or bad offset");
+    info.k = K::WBlob;
+    info.blob = writer_->putBlob(bin_->data() + off, nbytes, static_cast<BlobHint>(blobHintFor(info.dtype)));
+    pendingBlobBytes_ += nbytes;
+  } else if (w.at_key("random").get(x) == simdjson::SUCCESS) {
+    info.k = K::WRandom;
+    element seed;
+    if (x.at_key("seed").get(seed) == simdjson::SUCCESS) info.seed = static_cast<uint64_t>(getInt(seed, "seed"));
+  } else if (info.count == 0 || id < 0) {
+    info.k = K::WInline;  // empty Weights
+  } else {
+    fail(arg + ": Weights without \"inline\", \"offset\" or \"random\"");
+  }
+  if (id >= 0) {
+    if (static_cast<size_t>(id) >= table.size()) table.resize(static_cast<size_t>(id) + 1);
+    table[static_cast<size_t>(id)] = info;
+  }
+  a.k = info.k;
+  a.w = std::move(info);
+}
+
+void Converter::emit(CallEncoder& e, const Arg& a) {
+  switch (a.k) {
+    case K::Null: e.argNull(); break;
+    case K::Bool: e.argBool(a.i != 0); break;
+    case K::I64: e.argI64(a.i); break;
+    case K::U64: e.argU64(a.u); break;
+    case K::F32: e.argF32(static_cast<float>(a.f)); break;
+    case K::F64: e.argF64(a.f); break;
+    case K::Enum: e.argEnum(a.t, a.i); break;
+    case K::Str: e.argString(a.s); break;
+    case K::Dims: e.argDims(a.ints); break;
+    case K::Handle: e.argHandle(a.u); break;
+    case K::Handles: e.argHandleArray(a.hs); break;
+    case K::I64Arr: e.argI64Array(a.ints); break;
+    case K::F32Arr: e.argF32Array(a.fs); break;
+    case K::Bytes: e.argBytes({reinterpret_cast<const std::byte*>(a.bytes.data()), a.bytes.size()}); break;
+    case K::WInline:
+      e.argWeightsInline(a.w.dtype, a.w.count, {reinterpret_cast<const std::byte*>(a.w.bytes.data()), a.w.bytes.size()});
+      break;
+    case K::WBlob: e.argWeightsBlob(a.w.dtype, a.w.count, a.w.blob); break;
+    case K::WRandom: e.argWeightsRandom(a.w.dtype, a.w.count, a.w.seed); break;
+  }
+}
+
+}  // namespace
+
+Stats jsonToTrace(const std::string& jsonPath, const std::string& tracePath, const JsonToTraceOptions& o) {
+  Converter c(jsonPath, tracePath, o);
+  return c.run();
+}
+
+}  // namespace trtrace::convert

@@ -1,0 +1,57 @@
+// trtrace convert IN OUT: NVIDIA JSON+BIN <-> trace; the direction follows IN's content (a trace
+// starts with "TRTRACE\0", anything else is read as NVIDIA's JSON with its BIN beside it).
+#include <cstdio>
+
+#include "commands.h"
+#include "trtrace/convert.h"
+
+namespace trtrace::cli {
+
+Command addConvert(CLI::App& app) {
+  struct Opts {
+    std::string in, out, bin;
+    bool allCalls = false, quiet = false;
+    int level = 3, threads = 1;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* sub = app.add_subcommand(
+      "convert", "NVIDIA JSON+BIN capture -> trace, or trace -> NVIDIA JSON+BIN (direction from IN's content)");
+  sub->add_option("in", o->in, "a trace, or NVIDIA's capture JSON (its BIN beside it)")->required();
+  sub->add_option("out", o->out, "the trace, or the JSON to write (the BIN goes beside it: x.json -> x.bin)")->required();
+  sub->add_option("--bin", o->bin, "the BIN to read (JSON input; default: output_bin beside the JSON) or write (JSON output)");
+  sub->add_flag("--all-calls", o->allCalls,
+                "trace -> JSON: also write destructors (\"~\") and IHostMemory calls, which NVIDIA's shim does not record");
+  sub->add_option("--level", o->level, "JSON -> trace: zstd level for the trace's blobs (0 = raw)")->capture_default_str();
+  sub->add_option("--threads", o->threads, "JSON -> trace: blob compression threads")->capture_default_str();
+  sub->add_flag("-q,--quiet", o->quiet, "no summary line");
+  return {sub, [o]() {
+            convert::Stats s;
+            const char* dir;
+            if (convert::detect(o->in) == convert::FileKind::Trace) {
+              convert::TraceToJsonOptions t;
+              t.binPath = o->bin;
+              t.allCalls = o->allCalls;
+              s = convert::traceToJson(o->in, o->out, t);
+              dir = "trace -> JSON+BIN";
+            } else {
+              convert::JsonToTraceOptions j;
+              j.binPath = o->bin;
+              j.zstdLevel = o->level;
+              j.workerThreads = o->threads;
+              s = convert::jsonToTrace(o->in, o->out, j);
+              dir = "JSON+BIN -> trace";
+            }
+            if (!o->quiet) {
+              const double in = double(s.jsonBytes + s.binBytes);
+              std::printf("%s: %s, %llu calls%s, %u networks, %llu weights; JSON %s + BIN %s, trace %s; %.3f s (%.1f MB/s of JSON+BIN)\n",
+                          o->out.c_str(), dir, (unsigned long long)s.calls,
+                          s.skipped ? (" (" + std::to_string(s.skipped) + " not recorded by NVIDIA's shim left out)").c_str() : "",
+                          s.networks, (unsigned long long)s.weights, humanBytes(double(s.jsonBytes)).c_str(),
+                          humanBytes(double(s.binBytes)).c_str(), humanBytes(double(s.traceBytes)).c_str(), s.seconds,
+                          s.seconds > 0 ? in / s.seconds / 1e6 : 0.0);
+            }
+            return kOk;
+          }};
+}
+
+}  // namespace trtrace::cli
