@@ -117,11 +117,7 @@ def test_player_json_stats(tmp):
 def test_drop_in_replacement(tmp):
     """The shim copied in place of libtensorrt_rtx.so.1, the real library renamed, and an app that
     loads the library by soname (here the Python bindings, whose loader finds it on the search path)."""
-    lib = tmp / "lib"
-    lib.mkdir()
-    real = trt_lib()
-    os.symlink(real, lib / "libtensorrt_rtx_orig.so.1")
-    shutil.copy(SHIM, lib / "libtensorrt_rtx.so.1")
+    lib, _ = drop_in_dir(tmp)
     probe = (
         "import ctypes, sys; h = ctypes.CDLL('libtensorrt_rtx.so.1');"
         "f = h.createInferBuilder_INTERNAL; f.restype = ctypes.c_void_p;"
@@ -150,3 +146,56 @@ def test_drop_in_without_the_variable_names_the_problem(tmp):
     proc = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
     assert proc.returncode == 3            # no builder, no crash
     assert "TRT_SHIM_NVINFER_LIB_NAME" in proc.stderr
+
+
+def cpp_app(*args, env):
+    from conftest import BIN
+    e = dict(os.environ)
+    e.update(env)
+    return subprocess.run([str(BIN / "cpp_app"), *map(str, args)], capture_output=True, text=True, env=e)
+
+
+def drop_in_dir(tmp):
+    """The documented drop-in layout: the shim as libtensorrt_rtx.so.1, the real library renamed."""
+    lib = tmp / "lib"
+    lib.mkdir()
+    os.symlink(trt_lib(), lib / "libtensorrt_rtx_orig.so.1")
+    shutil.copy(SHIM, lib / "libtensorrt_rtx.so.1")
+    return lib, {"LD_LIBRARY_PATH": str(lib), "TRT_SHIM_NVINFER_LIB_NAME": str(lib / "libtensorrt_rtx_orig.so.1")}
+
+
+def test_cpp_app_drop_in_dlopen_by_soname(tmp):
+    """The documented case for drop-in: a C++ app that dlopens the library by soname."""
+    lib, env = drop_in_dir(tmp)
+    ref = cpp_app(tmp / "ref.engine", env={"LD_LIBRARY_PATH": str(trt_lib().parent)})
+    assert ref.returncode == 0, ref.stderr
+    proc = cpp_app(tmp / "app.engine", env=dict(env, TRT_SHIM_OUTPUT_FILE=str(tmp / "cpp.trtrace")))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp / "app.engine").read_bytes() == (tmp / "ref.engine").read_bytes()
+    trtrace("verify", tmp / "cpp.trtrace")
+    apis = info(tmp / "cpp.trtrace")["apis"]
+    assert apis["NetworkDefinition::~"] == 1 and apis["Builder::~"] == 1   # C++ deletes are recorded
+    play(tmp / "cpp.trtrace", tmp / "replay.engine", "--check")
+    assert (tmp / "replay.engine").read_bytes() == (tmp / "ref.engine").read_bytes()
+
+
+def test_ld_preload_does_not_see_dlsym_apps(tmp):
+    """As documented: dlopen+dlsym resolves inside the library, past LD_PRELOAD (use drop-in)."""
+    env = {"LD_LIBRARY_PATH": str(trt_lib().parent), "LD_PRELOAD": str(SHIM),
+           "TRT_SHIM_OUTPUT_FILE": str(tmp / "none.trtrace")}
+    assert cpp_app(tmp / "app.engine", env=env).returncode == 0
+    assert not (tmp / "none.trtrace").exists()
+
+
+def test_cpp_app_builders_on_several_threads(tmp):
+    assert cpp_app(tmp / "ref.engine", "--threads", 4, env={"LD_LIBRARY_PATH": str(trt_lib().parent)}).returncode == 0
+    lib, env = drop_in_dir(tmp)
+    proc = cpp_app(tmp / "app.engine", "--threads", 4, env=dict(env, TRT_SHIM_OUTPUT_FILE=str(tmp / "t.trtrace")))
+    assert proc.returncode == 0, proc.stderr
+    for i in range(4):
+        assert (tmp / f"app.engine{i}").read_bytes() == (tmp / f"ref.engine{i}").read_bytes()
+    trtrace("verify", tmp / "t.trtrace")
+    summary = info(tmp / "t.trtrace")
+    assert summary["builds_ok"] == 4 and len(summary["networks"]) == 4
+    out = play(tmp / "t.trtrace", tmp / "replay.engine", "--check")
+    assert out.stdout.count("identical to capture") == 4, out.stdout
