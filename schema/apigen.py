@@ -482,8 +482,9 @@ def gen_capture(spec, cpp, ov):
             o.append(f"  virtual {cpp.type(m.ret)} {m.name}({cpp.params(m)}){' const' if m.const else ''} noexcept "
                      f"{{ return s{len(chain) - 1}.{m.name}({fwd}); }}")
         o.append(f"  Obj{itf.name}(void* real) : Object(real, &kIface{itf.name}) {{")
-        for lvl in range(len(chain)):
+        for lvl, name in enumerate(chain):
             o.append(f"    impl[{lvl}] = &s{lvl};")
+            o.append(f'    extendVtable(&s{lvl}, "{name}", {len(spec.interfaces[name].methods)}, {lvl});')
         o.append("  }")
         o.append("};")
         o.append(f'const Iface kIface{itf.name}{{"{itf.name}", {len(chain)}, {"true" if itf.name in spec.appowned else "false"}, api::k{itf.name}_destroy, '
@@ -641,26 +642,36 @@ def gen_replay(spec, cpp, ov):
 # ------------------------------------------------------------------------------------------------
 # conformance_gen.inc: conformance tests against the real library (tests/conformance)
 # ------------------------------------------------------------------------------------------------
-def _conf_value(spec, t: Type):
-    """(C++ local type, default sample expression) for a value the tests can make up, or None."""
+_CONF_SAMPLES = {   # per value type; the n-th round trip of that type in an interface takes the n-th
+    "bool": ["true"],   # (distinct values, so that two getters swapped in the spec are caught)
+    "f32": ["0.5f", "0.25f", "0.75f", "0.125f"], "f64": ["0.5", "0.25", "0.75"],
+    "i32": ["2", "1", "3", "4"], "i64": ["3", "2", "4", "5"], "u32": ["2u", "1u", "4u"],
+    "u64": ["uint64_t{1} << 20", "uint64_t{1} << 21"], "size": ["std::size_t{1} << 20", "std::size_t{1} << 21"],
+    "cstr": ['"trtrace"', '"trtrace1"', '"trtrace2"'],
+    "Dims64": ["Dims64{2, {3, 3}}", "Dims64{2, {1, 1}}", "Dims64{2, {2, 2}}", "Dims64{2, {1, 2}}", "Dims64{2, {2, 1}}"],
+    "Weights": ["sampleWeights()"], "Permutation": ["Permutation{{1, 0, 2, 3, 4, 5, 6, 7}}"],
+}
+
+
+def _conf_value(spec, t: Type, n: int = 0):
+    """(C++ local type, n-th sample expression) for a value the tests can make up, or None."""
     base = spec.resolve(t.base)
     if t.ptr:
         return None
     if t.base == "cstr":
-        return "char const*", '"trtrace"'
+        return "char const*", _CONF_SAMPLES["cstr"][n % 3]
     kind = spec.kind(t.base)
     if kind == "enum":
-        vals = spec.enums[base].values
-        return base, f"{base}::{vals[1][0] if len(vals) > 1 else vals[0][0]}"   # a non-first enumerator
+        vals = spec.enums[base].values   # non-first enumerators first (the first is often the default)
+        return base, f"{base}::{vals[1 + n % (len(vals) - 1)][0] if len(vals) > 1 else vals[0][0]}"
     if kind == "struct":
-        return {"Dims64": ("Dims64", "Dims64{2, {3, 3}}"), "Weights": ("Weights", "sampleWeights()"),
-                "Permutation": ("Permutation", "Permutation{{1, 0, 2, 3, 4, 5, 6, 7}}")}.get(base)
+        if base not in _CONF_SAMPLES:
+            return None
+        return base, _CONF_SAMPLES[base][n % len(_CONF_SAMPLES[base])]
     if kind != "scalar" or base in ("void", "ptr", "cptr"):
         return None
-    ctype = SCALARS[base]
-    default = {"bool": "true", "f32": "0.5f", "f64": "0.5", "i32": "2", "i64": "3", "u32": "2u",
-               "u64": "uint64_t{1} << 20", "size": "std::size_t{1} << 20"}.get(base, "1")
-    return ctype, default
+    samples = _CONF_SAMPLES.get(base, ["1"])
+    return SCALARS[base], samples[n % len(samples)]
 
 
 def _conf_same(spec, a: Type, b: Type):
@@ -693,6 +704,19 @@ def _conf_pairs(spec, itf):
             else:
                 continue
             break
+
+
+def _conf_mismatches(spec, itf):
+    """setX(v)/getX() -> r of one interface whose value types differ (e.g. f64 vs f32): a spec error."""
+    getters = {m.name: m for m in itf.methods}
+    paired = {s.name for s, _, _ in _conf_pairs(spec, itf)}
+    for s in itf.methods:
+        g = getters.get("get" + s.name[3:]) if s.name.startswith("set") else None
+        if g is None or s.name in paired or len(s.params) != len(g.params) + 1 or g.ret.base == "void":
+            continue
+        v = s.params[-1].type
+        if _conf_value(spec, v) and _conf_value(spec, g.ret) and not g.ret.ref and not _conf_same(spec, v, g.ret):
+            yield f"{itf.name}.{s.name} takes {v.text}, {g.name} returns {g.ret.text}"
 
 
 def _conf_key_sample(spec, m, p):
@@ -764,9 +788,14 @@ def gen_conformance(spec, cpp):
     o.append("// hand-written overrides; check() compares and notes setters that returned false.")
     for itf in itfs:
         o.append(f"inline void roundTrip(C{itf.name}& w) {{")
+        for bad in _conf_mismatches(spec, itf):
+            o.append(f'  ADD_FAILURE() << "spec: {bad}";')
+        nth = {}
         for s, g, j in _conf_pairs(spec, itf):
             key = f"{itf.name}.{s.name}"
-            vt, vd = _conf_value(spec, s.params[j].type)
+            vt, _ = _conf_value(spec, s.params[j].type)
+            vt, vd = _conf_value(spec, s.params[j].type, nth.get(vt, 0))
+            nth[vt] = nth.get(vt, 0) + 1
             o.append(f"  {{  // {s.name} / {g.name}")
             o.append(f'    constexpr std::string_view k = "{key}";')
             args = []

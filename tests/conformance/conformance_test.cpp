@@ -88,12 +88,17 @@ struct Override {
   const char* s = nullptr;    // strings
   std::optional<Dims64> d;    // dims
   const char* nocheck = nullptr;  // call setter and getter, do not compare: why
+  std::optional<int64_t> expectI;  // with nocheck: the getter returns this fixed value instead
+  const char* expectS = nullptr;
 };
 Override I(int64_t v) { Override o; o.i = v; return o; }
 Override F(double v) { Override o; o.f = v; return o; }
 Override S(const char* v) { Override o; o.s = v; return o; }
 Override D(Dims64 v) { Override o; o.d = v; return o; }
 Override NoCheck(const char* why) { Override o; o.nocheck = why; return o; }
+// The setter has no effect here (why); the getter must return `v`.
+Override Fixed(int64_t v, const char* why) { Override o; o.nocheck = why; o.expectI = v; return o; }
+Override FixedS(const char* v, const char* why) { Override o; o.nocheck = why; o.expectS = v; return o; }
 std::map<std::string_view, Override>& overrides();  // recipes section
 
 template <class T>
@@ -160,7 +165,20 @@ template <class A, class B>
 void check(std::string_view key, bool accepted, const A& got, const B& want) {
   auto it = overrides().find(key);
   if (it != overrides().end() && it->second.nocheck) {
-    unchecked().push_back(std::string(key) + ": " + it->second.nocheck);
+    const Override& o = it->second;
+    std::string fixed;
+    if constexpr (std::is_integral_v<A> || std::is_enum_v<A>) {
+      if (o.expectI) {
+        fixed = " (getter checked: " + std::to_string(*o.expectI) + ")";
+        EXPECT_EQ(static_cast<int64_t>(got), *o.expectI) << key << ": getter does not give the fixed value" << lib().logger.take();
+      }
+    } else if constexpr (std::is_same_v<A, char const*>) {
+      if (o.expectS) {
+        fixed = " (getter checked: \"" + std::string(o.expectS) + "\")";
+        EXPECT_TRUE(same(got, o.expectS)) << key << ": getter gives " << show(got) << lib().logger.take();
+      }
+    }
+    unchecked().push_back(std::string(key) + ": " + o.nocheck + fixed);
     lib().logger.take();
     return;
   }
@@ -310,9 +328,15 @@ void checkLayer(Ctx& ctx, CLayer l, const Made<I>& m, LayerType want) {
   LayerType got = l.getType();
   seenLayerTypes().insert(static_cast<int32_t>(got));
   EXPECT_EQ(static_cast<int>(got), static_cast<int>(want)) << "Layer.getType() through the level-0 V-pointer";
-  if (m.inputs >= 0) EXPECT_EQ(l.getNbInputs(), m.inputs) << "Layer.getNbInputs()";
-  if (m.outputs >= 0) EXPECT_EQ(l.getNbOutputs(), m.outputs) << "Layer.getNbOutputs()";
-  for (int i = 0; i < l.getNbOutputs(); ++i) EXPECT_NE(l.getOutput(i), nullptr) << "Layer.getOutput(" << i << ")";
+  if (m.inputs >= 0) {
+    EXPECT_EQ(l.getNbInputs(), m.inputs) << "Layer.getNbInputs()";
+  }
+  if (m.outputs >= 0) {
+    EXPECT_EQ(l.getNbOutputs(), m.outputs) << "Layer.getNbOutputs()";
+  }
+  for (int i = 0; i < l.getNbOutputs(); ++i) {
+    EXPECT_NE(l.getOutput(i), nullptr) << "Layer.getOutput(" << i << ")";
+  }
   for (int i = 0; i < m.inputs; ++i) (void)l.getInput(i);
   ctx.log.take();
 }
@@ -337,6 +361,26 @@ std::map<std::string_view, Override>& overrides() {
       {"OptimizationProfile.getNbShapeValues#inputName", S("x")},
       {"OptimizationProfile.setDimensions#select", I(0)},
       {"OptimizationProfile.setExtraMemoryTarget", F(0.5)},
+      {"TopKLayer.setIndicesType", I(8)},      // kINT64: only index types
+      {"NonZeroLayer.setIndicesType", I(8)},
+      {"NMSLayer.setIndicesType", I(8)},
+      {"Attention.setNormalizationQuantizeToType", I(6)},  // kFP8 or kINT8 only
+      {"QuantizeLayer.setToType", I(6)},       // kFP8 (made as kINT8)
+      {"DynamicQuantizeLayer.setBlockSize", I(32)},       // 16 or 32
+      {"DynamicQuantizeLayer.setScaleType", I(6)},        // kFP8 only
+      {"DynamicQuantizeLayer.setToType", I(6)},           // kFP4 or kFP8 (made as kFP4)
+      {"EinsumLayer.setEquation", S("ab,bc->ac")},
+      {"GridSampleLayer.setSampleMode", I(4)},            // kCLAMP, kFILL or kREFLECT
+      {"MoELayer.setQuantizationBlockShape", D(Dims64{4, {1, 1, 1, 32}})},  // rank 4
+      {"BuilderConfig.setFlags", I(1 << 5)},              // kDISABLE_TIMING_CACHE
+      {"BuilderConfig.setMemoryPoolLimit#pool", I(0)},    // kWORKSPACE (DLA pools: no DLA)
+      {"BuilderConfig.getMemoryPoolLimit#pool", I(0)},
+      {"BuilderConfig.setComputeCapability", I(80)},      // kSM80 (kCURRENT needs exactly one)
+      {"BuilderConfig.setRuntimePlatform", I(0)},         // Linux builds: kSAME_AS_BUILD only
+      {"BuilderConfig.setBuildRoute", FixedS("", "getAllBuildRoutes() is empty on this machine: every route is rejected")},
+      {"BuilderConfig.setDLACore", Fixed(-1, "no DLA: getDLACore() stays -1")},
+      {"BuilderConfig.setHardwareCompatibilityLevel",
+       Fixed(0, "unsupported in TensorRT-RTX: the library warns 'setHardwareCompatibilityLevel() is unsupported'")},
   };
   return o;
 }
@@ -551,6 +595,272 @@ Made<IAttentionOutputLayer> make(Ctx& c, Tag<IAttentionOutputLayer>) {
   return attentionPart<IAttentionOutputLayer>(c, LayerType::kATTENTION_OUTPUT);
 }
 
+
+// ---- extra(): calls needing real objects as arguments, alternative factories, checked results
+#define CONF_EXTRA(Name) void extra(Ctx& c, C##Name& w, Made<I##Name>& m)
+
+CONF_EXTRA(Builder) {
+  CBuilder b = w;
+  b.setErrorRecorder(nullptr);
+  EXPECT_EQ(b.getErrorRecorder(), nullptr);
+  EXPECT_EQ(b.getLogger(), static_cast<ILogger*>(&lib().logger)) << "Builder.getLogger() is the creation logger";
+  ITensor* in = c.x();
+  c.n().markOutput(*c.out(c.n().addActivation(*in, ActivationType::kRELU)));
+  (void)b.isNetworkSupported(*c.network, *c.cfg());
+  b.reset();
+  c.log.take();
+}
+
+CONF_EXTRA(NetworkDefinition) {
+  CNetworkDefinition n = w;
+  EXPECT_EQ(n.getNbInputs(), 1);
+  EXPECT_TRUE(CTensor(n.getInput(0)).isNetworkInput());
+  EXPECT_EQ(&n.getBuilder(), c.builder) << "NetworkDefinition.getBuilder()";
+  EXPECT_FALSE(n.hasImplicitBatchDimension());
+  n.setErrorRecorder(nullptr);
+  EXPECT_EQ(n.getErrorRecorder(), nullptr);
+  // outputs
+  ITensor* a = c.out(n.addIdentity(*n.getInput(0)));
+  n.markOutput(*a);
+  EXPECT_EQ(n.getNbOutputs(), 1);
+  EXPECT_EQ(n.getOutput(0), a);
+  n.unmarkOutput(*a);
+  EXPECT_EQ(n.getNbOutputs(), 0) << "NetworkDefinition.unmarkOutput";
+  ITensor* shape = c.out(n.addShape(*n.getInput(0)));
+  EXPECT_TRUE(n.markOutputForShapes(*shape)) << c.log.take();
+  EXPECT_TRUE(n.unmarkOutputForShapes(*shape)) << c.log.take();
+  // debug tensors
+  EXPECT_TRUE(n.markDebug(*a)) << c.log.take();
+  EXPECT_TRUE(n.isDebugTensor(*a));
+  EXPECT_TRUE(n.unmarkDebug(*a));
+  EXPECT_FALSE(n.isDebugTensor(*a));
+  EXPECT_TRUE(n.markUnfusedTensorsAsDebugTensors()) << c.log.take();
+  EXPECT_TRUE(n.unmarkUnfusedTensorsAsDebugTensors()) << c.log.take();
+  // weights names and refit marks
+  Weights wt = c.weights(DataType::kFLOAT, 4);
+  n.addConstant(Dims64{1, {4}}, wt);
+  EXPECT_TRUE(n.setWeightsName(wt, "conformance_w")) << c.log.take();
+  (void)n.markWeightsRefittable("conformance_w");
+  (void)n.areWeightsMarkedRefittable("conformance_w");
+  (void)n.unmarkWeightsRefittable("conformance_w");
+  // removeTensor: an unused input disappears from the inputs
+  ITensor* extraIn = c.input(DataType::kFLOAT, {2});
+  EXPECT_EQ(n.getNbInputs(), 2);
+  n.removeTensor(*extraIn);
+  EXPECT_EQ(n.getNbInputs(), 1) << "NetworkDefinition.removeTensor";
+  c.log.take();
+}
+
+CONF_EXTRA(BuilderConfig) {
+  CBuilderConfig k = w;
+  k.setFlag(BuilderFlag::kREFIT);
+  EXPECT_TRUE(k.getFlag(BuilderFlag::kREFIT)) << "BuilderConfig.setFlag/getFlag";
+  k.clearFlag(BuilderFlag::kREFIT);
+  EXPECT_FALSE(k.getFlag(BuilderFlag::kREFIT)) << "BuilderConfig.clearFlag";
+  ILayer* l = c.layer(c.n().addActivation(*c.x(), ActivationType::kRELU));
+  k.setDeviceType(l, DeviceType::kGPU);
+  EXPECT_TRUE(k.isDeviceTypeSet(l));
+  EXPECT_EQ(k.getDeviceType(l), DeviceType::kGPU);
+  k.resetDeviceType(l);
+  EXPECT_FALSE(k.isDeviceTypeSet(l)) << "BuilderConfig.resetDeviceType";
+  EXPECT_FALSE(k.canRunOnDLA(l));
+  // an optimization profile for a dynamic input
+  c.input(DataType::kFLOAT, {-1, 3});
+  const char* dyn = CTensor(c.n().getInput(c.n().getNbInputs() - 1)).getName();
+  IOptimizationProfile* p = c.b().createOptimizationProfile();
+  COptimizationProfile prof(p);
+  EXPECT_TRUE(prof.setDimensions(dyn, OptProfileSelector::kMIN, Dims64{2, {1, 3}}));
+  EXPECT_TRUE(prof.setDimensions(dyn, OptProfileSelector::kOPT, Dims64{2, {2, 3}}));
+  EXPECT_TRUE(prof.setDimensions(dyn, OptProfileSelector::kMAX, Dims64{2, {4, 3}}));
+  EXPECT_TRUE(prof.isValid());
+  int before = k.getNbOptimizationProfiles();
+  EXPECT_EQ(k.addOptimizationProfile(p), before) << c.log.take();
+  EXPECT_EQ(k.getNbOptimizationProfiles(), before + 1);
+  const char* plugins[] = {"libconformance_plugin.so"};
+  k.setPluginsToSerialize(plugins, 1);
+  EXPECT_EQ(k.getNbPluginsToSerialize(), 1);
+  EXPECT_TRUE(same(k.getPluginToSerialize(0), plugins[0])) << "BuilderConfig.getPluginToSerialize";
+  k.setProgressMonitor(nullptr);
+  EXPECT_EQ(k.getProgressMonitor(), nullptr);
+  k.reset();
+  EXPECT_EQ(k.getNbOptimizationProfiles(), 0) << "BuilderConfig.reset";
+  c.log.take();
+}
+
+CONF_EXTRA(OptimizationProfile) {
+  int64_t mn[2] = {1, 2}, opt[2] = {2, 3}, mx[2] = {4, 5};
+  EXPECT_TRUE(w.setShapeValuesV2("shape_in", OptProfileSelector::kMIN, mn, 2)) << c.log.take();
+  EXPECT_TRUE(w.setShapeValuesV2("shape_in", OptProfileSelector::kOPT, opt, 2)) << c.log.take();
+  EXPECT_TRUE(w.setShapeValuesV2("shape_in", OptProfileSelector::kMAX, mx, 2)) << c.log.take();
+  EXPECT_EQ(w.getNbShapeValues("shape_in"), 2);
+  const int64_t* got = w.getShapeValuesV2("shape_in", OptProfileSelector::kOPT);
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(got[0], 2);
+  EXPECT_EQ(got[1], 3);
+  c.log.take();
+}
+
+CONF_EXTRA(HostMemory) {
+  EXPECT_GT(w.size(), 0u) << "HostMemory.size()";
+  EXPECT_NE(w.data(), nullptr) << "HostMemory.data()";
+  EXPECT_EQ(w.type(), DataType::kINT8) << "HostMemory.type() (the Python bindings say INT8 too)";
+  delete reinterpret_cast<PublicRoot*>(m.obj);
+}
+
+CONF_EXTRA(Tensor) {
+  EXPECT_TRUE(w.isNetworkInput());
+  EXPECT_FALSE(w.isNetworkOutput());
+  EXPECT_EQ(w.getType(), DataType::kFLOAT);
+  EXPECT_FALSE(w.isShapeTensor());
+  EXPECT_FALSE(w.isExecutionTensor()) << "an input nothing consumes";
+  c.n().markOutput(*c.out(c.n().addActivation(*m.obj, ActivationType::kRELU)));
+  EXPECT_TRUE(w.isExecutionTensor()) << "an input that reaches an output";
+}
+
+CONF_EXTRA(Layer) {
+  ITensor* other = c.x();
+  w.setInput(0, *other);
+  EXPECT_EQ(w.getInput(0), other) << "Layer.setInput/getInput";
+  EXPECT_EQ(w.getOutputType(0), DataType::kFLOAT);
+}
+
+CONF_EXTRA(ScaleLayer) {
+  checkAlt(c, c.n().addScale(*c.x(), ScaleMode::kUNIFORM, c.weights(DataType::kFLOAT, 1), c.weights(DataType::kFLOAT, 1),
+                             c.weights(DataType::kFLOAT, 1)), 1, 1, "addScale");
+}
+CONF_EXTRA(GatherLayer) {
+  checkAlt(c, c.n().addGatherV2(*c.x(), *c.input(DataType::kINT32, {2}), GatherMode::kDEFAULT), 2, 1, "addGatherV2");
+}
+CONF_EXTRA(TopKLayer) {
+  ITopKLayer* l = c.n().addTopKV2(*c.x(), TopKOperation::kMIN, 2, 8u, DataType::kINT64);
+  checkAlt(c, l, 1, 2, "addTopKV2");
+  if (l) {
+    EXPECT_EQ(CTopKLayer(l).getIndicesType(), DataType::kINT64);
+  }
+}
+CONF_EXTRA(NonZeroLayer) {
+  INonZeroLayer* l = c.n().addNonZeroV2(*c.x(), DataType::kINT64);
+  checkAlt(c, l, 1, 1, "addNonZeroV2");
+  if (l) {
+    EXPECT_EQ(CNonZeroLayer(l).getIndicesType(), DataType::kINT64);
+  }
+}
+CONF_EXTRA(NMSLayer) {
+  INMSLayer* l = c.n().addNMSV2(*c.input(DataType::kFLOAT, {1, 10, 4}), *c.input(DataType::kFLOAT, {1, 10, 2}),
+                                *c.constant(DataType::kINT32, {}, 5), DataType::kINT64);
+  checkAlt(c, l, 3, 2, "addNMSV2");
+  if (l) {
+    EXPECT_EQ(CNMSLayer(l).getIndicesType(), DataType::kINT64);
+  }
+}
+CONF_EXTRA(DynamicQuantizeLayer) {
+  IDynamicQuantizeLayer* l = c.n().addDynamicQuantizeV2(*c.input(DataType::kHALF, {2, 32}), Dims64{2, {1, 16}},
+                                                        DataType::kFP4, DataType::kFP8);
+  checkAlt(c, l, 1, 2, "addDynamicQuantizeV2");
+  if (l) {
+    EXPECT_TRUE(same(CDynamicQuantizeLayer(l).getBlockShape(), Dims64{2, {1, 16}}));
+  }
+}
+CONF_EXTRA(NormalizationLayer) {
+  INormalizationLayer* l = c.n().addNormalizationV2(*c.x(), *c.input(DataType::kFLOAT, {1, 3, 1, 1}),
+                                                    *c.input(DataType::kFLOAT, {1, 3, 1, 1}), 0b1100u);
+  checkAlt(c, l, 3, 1, "addNormalizationV2");
+  if (l) {
+    EXPECT_TRUE(CNormalizationLayer(l).isV2()) << "NormalizationLayer.isV2() after addNormalizationV2";
+  }
+  EXPECT_FALSE(w.isV2()) << "NormalizationLayer.isV2() after addNormalization";
+}
+
+CONF_EXTRA(ResizeLayer) {
+  float scales[4] = {1.f, 1.f, 2.f, 2.f};
+  w.setScales(scales, 4);
+  EXPECT_EQ(w.getScales(0, nullptr), 4) << "ResizeLayer.getScales(0, null) gives the count" << c.log.take();
+  float got[4] = {};
+  EXPECT_EQ(w.getScales(4, got), 4);
+  EXPECT_EQ(std::memcmp(got, scales, sizeof got), 0) << "ResizeLayer.setScales/getScales";
+}
+
+CONF_EXTRA(RotaryEmbeddingLayer) {
+  ITensor* t = c.input(DataType::kHALF, {1, 2, 8, 16});
+  w.setInput(0, *t);
+  EXPECT_EQ(CLayer(m.obj).getInput(0), t) << "RotaryEmbeddingLayer.setInput";
+}
+
+CONF_EXTRA(KVCacheUpdateLayer) {
+  ITensor* lens = c.input(DataType::kINT32, {1});
+  (void)w.setUpdateLengths(lens);
+  EXPECT_EQ(w.getUpdateLengths(), lens) << "KVCacheUpdateLayer.setUpdateLengths" << c.log.take();
+}
+
+CONF_EXTRA(MoELayer) {
+  ITensor* g = c.input(DataType::kHALF, {2, 16, 32});
+  ITensor* u = c.input(DataType::kHALF, {2, 16, 32});
+  ITensor* d = c.input(DataType::kHALF, {2, 32, 16});
+  w.setGatedWeights(*g, *u, *d, MoEActType::kSILU);
+  EXPECT_EQ(w.getActivationType(), MoEActType::kSILU) << "MoELayer.setGatedWeights' activation" << c.log.take();
+  w.setGatedBiases(*c.input(DataType::kHALF, {2, 32}), *c.input(DataType::kHALF, {2, 32}),
+                   *c.input(DataType::kHALF, {2, 16}));
+  w.setQuantizationStatic(*c.input(DataType::kFLOAT, {}), DataType::kFP8);
+  // RTX 1.6 rejects it ("IMoELayer::setQuantizationDynamicDblQ: not supported yet"): the call is checked by that
+  // message naming the method (a wrong slot would name another method or crash).
+  w.setQuantizationDynamicDblQ(*c.input(DataType::kFLOAT, {}), DataType::kFP4, Dims64{4, {1, 1, 1, 16}}, DataType::kFP8);
+  EXPECT_NE(c.log.take().find("setQuantizationDynamicDblQ"), std::string::npos) << "MoELayer.setQuantizationDynamicDblQ";
+  w.setSwigluParams(7.f, 1.5f, 0.25f);
+  EXPECT_EQ(w.getSwigluParamLimit(), 7.f) << "MoELayer.setSwigluParams" << c.log.take();
+  EXPECT_EQ(w.getSwigluParamAlpha(), 1.5f);
+  EXPECT_EQ(w.getSwigluParamBeta(), 0.25f);
+  ITensor* h = c.input(DataType::kHALF, {1, 4, 16});
+  w.setInput(0, *h);
+  EXPECT_EQ(CLayer(m.obj).getInput(0), h) << "MoELayer.setInput" << c.log.take();
+  c.log.take();
+}
+
+CONF_EXTRA(Attention) {
+  EXPECT_EQ(w.getNbInputs(), 3);
+  EXPECT_EQ(w.getNbOutputs(), 1);
+  ITensor* q = c.input(DataType::kHALF, {1, 2, 8, 16});
+  EXPECT_TRUE(w.setInput(0, *q)) << c.log.take();
+  EXPECT_EQ(w.getInput(0), q) << "Attention.setInput/getInput";
+  EXPECT_TRUE(w.setCausalKind(CausalMaskKind::kNONE));  // a mask needs kNONE (the round trips set another)
+  ITensor* mask = c.input(DataType::kBOOL, {1, 2, 8, 8});
+  EXPECT_TRUE(w.setMask(*mask)) << c.log.take();
+  EXPECT_EQ(w.getMask(), mask) << "Attention.setMask/getMask";
+  ITensor* scale = c.constant(DataType::kFLOAT, {});
+  EXPECT_TRUE(w.setNormalizationQuantizeScale(*scale)) << c.log.take();
+  EXPECT_EQ(w.getNormalizationQuantizeScale(), scale);
+  ITensor* ql = c.input(DataType::kINT32, {1});
+  (void)w.setQueryLengths(ql);
+  EXPECT_EQ(w.getQueryLengths(), ql) << "Attention.setQueryLengths" << c.log.take();
+  ITensor* kvl = c.input(DataType::kINT32, {1});
+  (void)w.setKeyValueLengths(kvl);
+  EXPECT_EQ(w.getKeyValueLengths(), kvl) << "Attention.setKeyValueLengths" << c.log.take();
+  IAttention* a2 = c.n().addAttentionV2(*c.input(DataType::kHALF, {1, 2, 8, 16}), *c.input(DataType::kHALF, {1, 2, 8, 16}),
+                                        *c.input(DataType::kHALF, {1, 2, 8, 16}), AttentionNormalizationOp::kSOFTMAX,
+                                        CausalMaskKind::kLOWER_RIGHT);
+  ASSERT_NE(a2, nullptr) << "addAttentionV2" << c.log.take();
+  EXPECT_EQ(CAttention(a2).getCausalKind(), CausalMaskKind::kLOWER_RIGHT) << "addAttentionV2's causal kind";
+  c.log.take();
+}
+
+// Boundary layers lead back to their construct.
+CONF_EXTRA(LoopBoundaryLayer) { EXPECT_NE(w.getLoop(), nullptr); }
+CONF_EXTRA(RecurrenceLayer) { EXPECT_NE(w.getLoop(), nullptr); }
+CONF_EXTRA(TripLimitLayer) { EXPECT_EQ(w.getTripLimit(), TripLimit::kCOUNT); }
+CONF_EXTRA(LoopOutputLayer) { EXPECT_EQ(w.getLoopOutput(), LoopOutput::kLAST_VALUE); }
+CONF_EXTRA(IfConditionalBoundaryLayer) { EXPECT_NE(w.getConditional(), nullptr); }
+CONF_EXTRA(AttentionBoundaryLayer) { EXPECT_NE(w.getAttention(), nullptr); }
+CONF_EXTRA(Loop) {
+  ILayer* rec = c.findLayer(LayerType::kRECURRENCE);
+  ASSERT_NE(rec, nullptr);
+  EXPECT_EQ(CLoopBoundaryLayer(rec).getLoop(), m.obj) << "LoopBoundaryLayer.getLoop() is the loop";
+}
+CONF_EXTRA(IfConditional) {
+  ILayer* in = c.findLayer(LayerType::kCONDITIONAL_INPUT);
+  ASSERT_NE(in, nullptr);
+  EXPECT_EQ(CIfConditionalBoundaryLayer(in).getConditional(), m.obj) << "getConditional() is the conditional";
+}
+CONF_EXTRA(AttentionInputLayer) { EXPECT_NE(CAttentionBoundaryLayer(m.obj).getAttention(), nullptr); }
+#undef CONF_EXTRA
 }  // namespace trtrace::conf
 
 // ---- generated: one TEST per interface
