@@ -482,9 +482,8 @@ def gen_capture(spec, cpp, ov):
             o.append(f"  virtual {cpp.type(m.ret)} {m.name}({cpp.params(m)}){' const' if m.const else ''} noexcept "
                      f"{{ return s{len(chain) - 1}.{m.name}({fwd}); }}")
         o.append(f"  Obj{itf.name}(void* real) : Object(real, &kIface{itf.name}) {{")
-        for lvl, name in enumerate(chain):
+        for lvl in range(len(chain)):
             o.append(f"    impl[{lvl}] = &s{lvl};")
-            o.append(f'    extendVtable(&s{lvl}, "{name}", {len(spec.interfaces[name].methods)}, {lvl});')
         o.append("  }")
         o.append("};")
         o.append(f'const Iface kIface{itf.name}{{"{itf.name}", {len(chain)}, {"true" if itf.name in spec.appowned else "false"}, api::k{itf.name}_destroy, '
