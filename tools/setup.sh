@@ -11,7 +11,7 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 # --- Debian packages ---------------------------------------------------------------------------
 apt_pkgs=(cmake g++ make pkg-config python3-venv libflatbuffers-dev flatbuffers-compiler
           libzstd-dev libxxhash-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-          libsimdjson-dev clang libclang-rt-14-dev)
+          libsimdjson-dev clang libclang-rt-14-dev time)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

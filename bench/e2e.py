@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""End-to-end benchmarks of capture and replay (issue #8), driven by bench/run.sh.
+
+Runs bench/models/transformer.py (a real tensorrt_rtx app) alone, under our shim and under
+NVIDIA's shim; replays the traces with tensorrt_player (raw and compressed); times `trtrace
+convert` both ways when it exists; writes every measurement to one JSON file for bench/report.py.
+
+Wall time and peak RSS come from /usr/bin/time (the whole process, from exec to exit, so the
+shim's close at exit is included). Every figure is repeated --reps times (min and median kept).
+"""
+import argparse
+import json
+import os
+import pathlib
+import platform
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+MODEL = ROOT / "bench" / "models" / "transformer.py"
+
+# name, model args, reps override (None = --reps), replay it, build the engine
+FULL = [
+    ("calls-20k", ["--blocks", "400", "--hidden", "32", "--dtype", "fp32"], None, True),
+    ("fp32-1g", ["--blocks", "20", "--hidden", "1024", "--dtype", "fp32"], None, True),
+    ("fp16-1g-rep2", ["--blocks", "40", "--hidden", "1024", "--dtype", "fp16", "--repeat", "2"], None, True),
+    ("bf16-1g-rep2", ["--blocks", "40", "--hidden", "1024", "--dtype", "bf16", "--repeat", "2"], None, True),
+    ("fp32-8g", ["--blocks", "40", "--hidden", "2048", "--dtype", "fp32"], 1, True),
+]
+FULL_BUILD = ("fp32-400m-build", ["--blocks", "8", "--hidden", "1024", "--dtype", "fp32"])
+SMOKE = [
+    ("smoke-fp32", ["--blocks", "2", "--hidden", "64", "--dtype", "fp32"], None, True),
+    ("smoke-bf16-rep2", ["--blocks", "4", "--hidden", "64", "--dtype", "bf16", "--repeat", "2"], None, True),
+]
+SMOKE_BUILD = ("smoke-build", ["--blocks", "1", "--hidden", "64", "--dtype", "fp16"])
+TINY = ["--blocks", "1", "--hidden", "16", "--dtype", "fp32"]  # player RSS baseline
+
+
+def log(*a):
+    print("[e2e]", *a, file=sys.stderr, flush=True)
+
+
+class Env:
+    def __init__(self, build, work):
+        self.build = pathlib.Path(build).resolve()
+        self.work = pathlib.Path(work)
+        self.env = dict(os.environ)
+        self.python = self.env.get("TRTRACE_PYTHON") or sys.executable
+        self.trt_lib = self.env["TRTRACE_TRT_LIB"]
+        self.nv_shim = self.env.get("TRTRACE_NVIDIA_SHIM", "")
+        self.shim = str(self.build / "lib" / "libtensorrt_shim.so")
+        self.player = str(self.build / "bin" / "tensorrt_player")
+        self.trtrace = str(self.build / "bin" / "trtrace")
+
+    def timed(self, cmd, env=None, cwd=None):
+        """Runs cmd under /usr/bin/time; returns (wall_s, peak_rss_bytes, stdout)."""
+        tf = self.work / "time.txt"
+        full = ["/usr/bin/time", "-f", "%e %M", "-o", str(tf)] + cmd
+        e = dict(self.env)
+        e.update(env or {})
+        p = subprocess.run(full, env=e, cwd=cwd or self.work, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr[-2000:]}")
+        wall, rss = tf.read_text().split()[-2:]
+        return float(wall), int(rss) * 1024, p.stdout
+
+    def nv_env(self, json_path):
+        return {"LD_LIBRARY_PATH": f"{self.env['TRTRACE_TRT_LIBDIR']}:{self.env.get('TRTRACE_CUDA_STUB_DIR', '')}",
+                "TRT_SHIM_NVINFER_LIB_NAME": self.trt_lib, "TRT_SHIM_OUTPUT_JSON_FILE": str(json_path),
+                "LD_PRELOAD": self.nv_shim}
+
+
+def last_json(text):
+    for line in reversed(text.strip().splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise RuntimeError("no JSON line in output: " + text[-500:])
+
+
+def trace_parts(path):
+    """Bytes of a trace by part: calls (header, segments, footer, framing) and weights (blob blocks)."""
+    parts = {"calls": 64, "weights": 0}
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        off = 64
+        while off + 32 <= size:
+            f.seek(off)
+            magic, btype, _flags, payload = struct.unpack("<IHHQ", f.read(16))
+            if magic != 0x4B425254:
+                break
+            n = ((32 + payload + 7) // 8) * 8
+            parts["weights" if btype == 3 else "calls"] += n
+            off += n
+    return parts
+
+
+def stats(xs):
+    return {"min": min(xs), "median": statistics.median(xs), "all": xs}
+
+
+def rm(*paths):
+    for p in paths:
+        try:
+            os.unlink(p)
+        except FileNotFoundError:
+            pass
+
+
+def capture_model(E, name, margs, reps, build):
+    """App alone, + our shim, + NVIDIA's shim; reps runs each, interleaved."""
+    w = E.work
+    trace, nvjson, nvbin = w / f"{name}.trtrace", w / f"{name}.nv.json", w / f"{name}.nv.bin"
+    args = [E.python, str(MODEL)] + margs + ([] if build else ["--no-build"])
+    modes = ["alone", "ours"] + (["nvidia"] if E.nv_shim else [])
+    runs = {m: [] for m in modes}
+    app = None
+    for r in range(reps):
+        for m in modes:
+            rm(*{"ours": [trace], "nvidia": [nvjson, nvbin]}.get(m, []))
+            subprocess.run(["sync"])  # earlier runs' dirty pages are not this run's cost
+            env = {}
+            if m == "ours":
+                env = {"TRT_SHIM_OUTPUT_FILE": str(trace), "LD_PRELOAD": E.shim}
+            elif m == "nvidia":
+                env = E.nv_env(nvjson)
+            wall, rss, out = E.timed(args, env)
+            app = last_json(out)
+            written = 0
+            if m == "ours":
+                written = os.path.getsize(trace)
+            elif m == "nvidia":
+                written = os.path.getsize(nvjson) + os.path.getsize(nvbin)
+            runs[m].append({"wall_s": wall, "rss": rss, "written": written, "network_s": app["network_s"],
+                            "gen_s": app["gen_s"], "build_s": app["build_s"]})
+            log(f"{name} rep {r} {m}: {wall:.2f} s, {rss / 2**20:.0f} MiB, network {app['network_s']:.3f} s, "
+                f"wrote {written / 2**20:.1f} MiB")
+    res = {"name": name, "args": margs, "build": build, "reps": reps, "app": app, "runs": runs}
+    # Sizes of the last run's outputs (they stay for replay / conversion).
+    info = json.loads(subprocess.run([E.trtrace, "info", "--json", str(trace)], capture_output=True,
+                                     text=True, check=True).stdout)
+    res["trace"] = {"bytes": os.path.getsize(trace), "parts": trace_parts(trace), "calls": info["calls"],
+                    "weights": info["weights"]}
+    # The same trace, rewritten with every blob raw (the player's zero-copy case).
+    if "nvidia" in runs:
+        res["nvidia"] = {"json": os.path.getsize(nvjson), "bin": os.path.getsize(nvbin)}
+    return res, trace, nvjson, nvbin
+
+
+def player(E, trace, out_engine=None):
+    cmd = [E.player, "-j", str(trace), "--lib", E.trt_lib, "--json", "-q"]
+    if out_engine:
+        cmd += ["-o", str(out_engine), "--check"]
+    wall, rss, out = E.timed(cmd)
+    j = last_json(out)
+    return {"wall_s": wall, "rss": rss, "open_s": j["open_s"], "dispatch_s": j["dispatch_s"],
+            "build_s": j["build_s"], "calls": j["calls"],
+            "identical": all(n.get("vs_capture") == "identical" for n in j["networks"]) if out_engine else None}
+
+
+def replay_model(E, trace, reps, build):
+    res = {}
+    raw = trace.with_suffix(".raw.trtrace")
+    subprocess.run([E.trtrace, "rewrite", str(trace), str(raw), "--raw"], check=True, capture_output=True)
+    for kind, path in (("compressed", trace), ("raw", raw)):
+        runs = [player(E, path, E.work / "replay.engine" if build else None) for _ in range(reps)]
+        res[kind] = {"bytes": os.path.getsize(path), "runs": runs}
+        log(f"replay {path.name}: open {runs[0]['open_s'] * 1e3:.3f} ms, dispatch {runs[0]['dispatch_s']:.3f} s, "
+            f"build {runs[0]['build_s']:.3f} s, peak {runs[0]['rss'] / 2**20:.0f} MiB")
+    rm(raw, E.work / "replay.engine")
+    return res
+
+
+def convert_available(E):
+    p = subprocess.run([E.trtrace, "--help"], capture_output=True, text=True)
+    return any(line.split()[:1] == ["convert"] for line in p.stdout.splitlines())
+
+
+def convert_model(E, trace, nvjson, nvbin, reps):
+    res = {}
+    back = E.work / "conv.trtrace"
+    outjson = E.work / "conv.json"
+    for direction, src, dst, srcbytes in (
+            ("json_to_trace", nvjson, back, os.path.getsize(nvjson) + os.path.getsize(nvbin)),
+            ("trace_to_json", trace, outjson, os.path.getsize(trace))):
+        runs = []
+        for _ in range(reps):
+            rm(dst, outjson.with_suffix(".bin"))
+            wall, rss, _ = E.timed([E.trtrace, "convert", str(src), str(dst)])
+            runs.append({"wall_s": wall, "rss": rss})
+        res[direction] = {"input_bytes": srcbytes, "runs": runs}
+        log(f"convert {direction}: {runs[0]['wall_s']:.2f} s")
+    rm(back, outjson, outjson.with_suffix(".bin"))
+    return res
+
+
+def machine():
+    cpu = ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return {"cpu": cpu, "cores": os.cpu_count(), "mem_gib": round(mem / 2**30, 1),
+            "kernel": platform.release(), "date": time.strftime("%Y-%m-%d %H:%M %Z"), "host": platform.node()}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated model names (default: all)")
+    a = ap.parse_args()
+    work = pathlib.Path(a.work)
+    work.mkdir(parents=True, exist_ok=True)
+    E = Env(a.build, work)
+    models, build_model = (SMOKE, SMOKE_BUILD) if a.smoke else (FULL, FULL_BUILD)
+    if a.only:
+        keep = set(a.only.split(","))
+        models = [m for m in models if m[0] in keep]
+    reps = 1 if a.smoke else a.reps
+    out = {"machine": machine(), "smoke": a.smoke, "reps": reps, "nvidia_shim": bool(E.nv_shim),
+           "models": [], "errors": []}
+    t0 = time.time()
+
+    # Player RSS baseline: a tiny trace.
+    tiny = work / "tiny.trtrace"
+    E.timed([E.python, str(MODEL)] + TINY + ["--no-build"], {"TRT_SHIM_OUTPUT_FILE": str(tiny), "LD_PRELOAD": E.shim})
+    out["player_baseline"] = player(E, tiny)
+    rm(tiny)
+
+    conv = convert_available(E)
+    out["convert_available"] = conv
+    for name, margs, r, replay in models:
+        mreps = r or reps
+        res, trace, nvjson, nvbin = capture_model(E, name, margs, mreps, build=False)
+        if replay:
+            res["replay"] = replay_model(E, trace, mreps, build=False)
+        if conv and E.nv_shim and os.path.exists(nvjson):
+            try:
+                res["convert"] = convert_model(E, trace, nvjson, nvbin, mreps)
+            except Exception as e:  # the converter is work in progress elsewhere
+                out["errors"].append(f"convert {name}: {e}")
+                log(f"convert {name} failed: {e}")
+        rm(trace, nvjson, nvbin)
+        out["models"].append(res)
+        pathlib.Path(a.out).write_text(json.dumps(out, indent=1))
+
+    # Capture with the engine build, and replay with the build: player time vs the build itself.
+    name, margs = build_model
+    res, trace, nvjson, nvbin = capture_model(E, name, margs, reps, build=True)
+    res["replay"] = replay_model(E, trace, reps, build=True)
+    rm(trace, nvjson, nvbin)
+    out["build_model"] = res
+    out["elapsed_s"] = time.time() - t0
+    pathlib.Path(a.out).write_text(json.dumps(out, indent=1))
+    log(f"done in {out['elapsed_s']:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

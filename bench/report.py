@@ -1,0 +1,361 @@
+#!/usr/bin/env python3
+"""Renders bench/run.sh's results (micro.json from micro_bench, e2e.json from bench/e2e.py) into
+BENCHMARKS.md, between the markers <!-- bench:e2e begin --> ... <!-- bench:e2e end --> and
+<!-- bench:micro begin --> ... <!-- bench:micro end -->. Everything outside the markers (other
+engineers' sections, hand-written notes) is kept as it is; missing markers are appended.
+--check: fail unless every table has numbers (the smoke test's only assertion; no timing limits).
+"""
+import argparse
+import json
+import pathlib
+import re
+import statistics
+import sys
+
+GB = 1e9
+MiB = 2 ** 20
+
+
+def med(xs):
+    return statistics.median(xs)
+
+
+def fmt_s(xs):
+    return f"{min(xs):.2f} / {med(xs):.2f}"
+
+
+def fmt_bytes(b):
+    for unit, div in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if b >= div:
+            return f"{b / div:.2f} {unit}" if b < 10 * div else f"{b / div:.1f} {unit}"
+    return f"{b} B"
+
+
+def fmt_mib(b):
+    return f"{b / MiB:,.0f} MiB"
+
+
+# ------------------------------------------------------------------------------------------------
+# micro_bench
+# ------------------------------------------------------------------------------------------------
+def micro_rows(micro):
+    """{run_name: {'rate': [bytes/s per repetition], 'items': [...], 'counters': {...}}}"""
+    rows = {}
+    for b in micro.get("benchmarks", []):
+        if b.get("run_type") == "aggregate" or b.get("error_occurred"):
+            continue
+        r = rows.setdefault(b["run_name"], {"rate": [], "items": [], "counters": {}})
+        if "bytes_per_second" in b:
+            r["rate"].append(b["bytes_per_second"])
+        if "items_per_second" in b:
+            r["items"].append(b["items_per_second"])
+        for k in ("ratio", "bytes_per_call"):
+            if k in b:
+                r["counters"][k] = b[k]
+    return rows
+
+
+MICRO_WHAT = {
+    "BM_Memcpy": "memcpy 64 MiB, one core (**the limit**)",
+    "BM_XXH3_128": "XXH3-128 of 64 MiB (capture: the only work on the app's thread)",
+    "BM_ByteGroup/2": "byte grouping, 2-byte elements (writer, before zstd)",
+    "BM_ByteGroup/4": "byte grouping, 4-byte elements",
+    "BM_ByteUngroup/2": "byte un-grouping, 2-byte elements (reader)",
+    "BM_ByteUngroup/4": "byte un-grouping, 4-byte elements",
+    "BM_ZstdCompress/-1": "zstd level -1 on byte-grouped N(0,0.02) fp32, 4 MiB chunks",
+    "BM_ZstdCompress/1": "zstd level 1, same data (capture default)",
+    "BM_ZstdCompress/3": "zstd level 3, same data",
+    "BM_ZstdCompress/9": "zstd level 9, same data",
+    "BM_ZstdDecompress/1": "zstd decompression of the level-1 frames",
+    "BM_ZstdDecompress/3": "zstd decompression of the level-3 frames",
+    "BM_EncodeCalls": "call encode: beginCall + 4 args + ret + endCall",
+    "BM_DecodeCalls": "call decode: forEachCall reading 4 values",
+}
+
+
+def render_micro(micro, command):
+    rows = micro_rows(micro)
+    ctx = micro.get("context", {})
+    mem = rows.get("BM_Memcpy", {}).get("rate") or [0]
+    memcpy = med(mem)
+    out = [
+        "## Micro-benchmarks (`micro_bench`, Google Benchmark)",
+        "",
+        f"Run: {ctx.get('date', '?')}, {ctx.get('num_cpus', '?')} CPUs at {ctx.get('mhz_per_cpu', '?')} MHz "
+        f"(2 cores shared with other work: figures vary run to run). Command: `{command}` "
+        "(`build/bin/micro_bench --benchmark_repetitions=3`). Rates are the median (best) of the repetitions; "
+        "every rate is also given as a fraction of the single-core memcpy of the same run "
+        f"(**{memcpy / GB:.2f} GB/s**). Buffers are 64 MiB, beyond every cache.",
+        "",
+        "| benchmark | what | rate, median (best) | × memcpy | notes |",
+        "|---|---|---|---|---|",
+    ]
+    for name, r in rows.items():
+        note = []
+        if "ratio" in r["counters"]:
+            note.append(f"ratio {r['counters']['ratio']:.3f}")
+        if r["items"]:
+            note.append(f"{med(r['items']) / 1e6:.2f} M calls/s")
+        if "bytes_per_call" in r["counters"]:
+            note.append(f"{r['counters']['bytes_per_call']:.0f} B/call in the file")
+        rate = f"{med(r['rate']) / GB:.2f} GB/s ({max(r['rate']) / GB:.2f})" if r["rate"] else "-"
+        frac = f"{med(r['rate']) / memcpy:.2f}" if r["rate"] and memcpy else "-"
+        out.append(f"| {name} | {MICRO_WHAT.get(name, '')} | {rate} | {frac} | {', '.join(note)} |")
+    return "\n".join(out), rows, memcpy
+
+
+# ------------------------------------------------------------------------------------------------
+# end to end
+# ------------------------------------------------------------------------------------------------
+def ratios(num, den, key="wall_s"):
+    """Per-repetition ratios (run i of one mode over run i of the other), min / median."""
+    xs = [a[key] / b[key] for a, b in zip(num, den) if b[key] > 0]
+    return xs
+
+
+def render_e2e(e2e, memcpy, command):
+    m = e2e["machine"]
+    L = [
+        "## End to end: capture, trace size, replay, conversion (`bench/e2e.py`)",
+        "",
+        f"Machine: {m['cpu']}, {m['cores']} cores (**shared with other work**: timings vary run to run), "
+        f"{m['mem_gib']} GiB RAM, Linux {m['kernel']}, virtual disk. Date: {m['date']}. Command: `{command}` "
+        f"(bench/run.sh → micro_bench, bench/e2e.py, bench/report.py; {e2e['reps']} repetitions per figure except the "
+        f"8 GB model, run once; elapsed {e2e.get('elapsed_s', 0) / 60:.1f} min).",
+        "",
+        "App: `bench/models/transformer.py` (real `tensorrt_rtx` 1.6.1 Python app; N transformer-like blocks of "
+        "hidden size H, weights N(0, 0.02) from a seeded generator; `--repeat 2` = every block's weights appear "
+        "twice in separate buffers). Figures are min / median over the repetitions; ratios are taken within one "
+        "repetition (the runs of one repetition are back to back) and then the median is given.",
+        "",
+        "### Capture, excluding the engine build (`--no-build`: the network is built, every weight handed to "
+        "the library; the process's whole life is timed, incl. the shim's close at exit)",
+        "",
+        "| model | weights logical (unique) | app alone s | + our shim s | + NVIDIA shim s | ours / alone | "
+        "NVIDIA / alone | peak RSS alone / ours / NVIDIA | written: ours / NVIDIA | ingestion on the app thread |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    models = e2e["models"]
+    for r in models:
+        a, o, n = r["runs"]["alone"], r["runs"]["ours"], r["runs"].get("nvidia", [])
+        app = r["app"]
+        ro = ratios(o, a)
+        rn = ratios(n, a) if n else []
+        # Ingestion: weight bytes over the app's network-construction time under the shim (the
+        # weights are hashed and queued there; compression/writing run on the worker thread).
+        ing = [app["weight_bytes"] / x["network_s"] for x in o if x["network_s"] > 0]
+        ing_s = f"{med(ing) / GB:.2f} GB/s = {med(ing) / memcpy:.2f}× memcpy" if ing and memcpy else "-"
+        L.append(
+            f"| {r['name']} ({app['dtype']}, N={app['blocks']}, H={app['hidden']}) | {fmt_bytes(app['weight_bytes'])} "
+            f"({fmt_bytes(app['unique_weight_bytes'])}) | {fmt_s([x['wall_s'] for x in a])} | "
+            f"{fmt_s([x['wall_s'] for x in o])} | {fmt_s([x['wall_s'] for x in n]) if n else '-'} | "
+            f"{med(ro):.3f} | {med(rn):.3f} | " if rn else
+            f"| {r['name']} | {fmt_bytes(app['weight_bytes'])} | {fmt_s([x['wall_s'] for x in a])} | "
+            f"{fmt_s([x['wall_s'] for x in o])} | - | {med(ro):.3f} | - | ")
+        L[-1] += (f"{fmt_mib(med([x['rss'] for x in a]))} / {fmt_mib(med([x['rss'] for x in o]))} / "
+                  f"{fmt_mib(med([x['rss'] for x in n])) if n else '-'} | "
+                  f"{fmt_bytes(o[-1]['written'])} / {fmt_bytes(n[-1]['written']) if n else '-'} | {ing_s} |")
+
+    L += ["", "### Trace size vs NVIDIA's JSON+BIN (same app, same run)", "",
+          "| model | calls | calls part: ours / NVIDIA JSON | ratio | weights part: ours / NVIDIA BIN | ratio | "
+          "whole: ours / NVIDIA | dedup ratio | compression ratio |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in models:
+        t, nv = r["trace"], r.get("nvidia")
+        p = t["parts"]
+        w = t["weights"]
+        if nv:
+            L.append(f"| {r['name']} | {t['calls']:,} | {fmt_bytes(p['calls'])} / {fmt_bytes(nv['json'])} | "
+                     f"{p['calls'] / nv['json']:.3f} | {fmt_bytes(p['weights'])} / {fmt_bytes(nv['bin'])} | "
+                     f"{p['weights'] / max(1, nv['bin']):.3f} | {fmt_bytes(t['bytes'])} / {fmt_bytes(nv['json'] + nv['bin'])} | "
+                     f"{w['dedup_ratio']:.2f} | {w['compression_ratio']:.3f} |")
+        else:
+            L.append(f"| {r['name']} | {t['calls']:,} | {fmt_bytes(p['calls'])} / - | - | {fmt_bytes(p['weights'])} / - | - | "
+                     f"{fmt_bytes(t['bytes'])} / - | {w['dedup_ratio']:.2f} | {w['compression_ratio']:.3f} |")
+    L += ["", "Calls part = header, call-log segments, footer index and framing; weights part = blob blocks. "
+          "NVIDIA's calls part is the JSON (it also holds the inline weights of ≤ 8 elements); its BIN has no "
+          "content dedup (pointer dedup within one network only) and no compression."]
+
+    base = e2e.get("player_baseline", {}).get("rss", 0)
+    L += ["", "### Replay: open, decode + dispatch, memory (`tensorrt_player --json`; these traces hold no "
+          "build call, so the player's own work is measured alone)", "",
+          f"RSS growth = the player's peak RSS minus its peak RSS on a 1-block H=16 trace "
+          f"({fmt_mib(base)}: library + player). Raw = `trtrace rewrite --raw` of the same capture "
+          "(weights are views into the mapping); compressed = the capture as written (weights decoded into owned "
+          "buffers that live until the network is built).", "",
+          "| model | trace | size | open ms (min / med) | calls | dispatch s (min / med) | calls/s (median) | "
+          "peak RSS | RSS growth | growth / weight bytes |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in models:
+        rp = r.get("replay")
+        if not rp:
+            continue
+        wb = r["app"]["weight_bytes"]
+        for kind in ("raw", "compressed"):
+            x = rp[kind]
+            runs = x["runs"]
+            d = [y["dispatch_s"] for y in runs]
+            cps = [y["calls"] / y["dispatch_s"] for y in runs if y["dispatch_s"] > 0]
+            rss = med([y["rss"] for y in runs])
+            grow = max(0, rss - base)
+            L.append(f"| {r['name']} | {kind} | {fmt_bytes(x['bytes'])} | "
+                     f"{min(y['open_s'] for y in runs) * 1e3:.3f} / {med([y['open_s'] for y in runs]) * 1e3:.3f} | "
+                     f"{runs[0]['calls']:,} | {min(d):.3f} / {med(d):.3f} | {med(cps) / 1e6:.2f} M | {fmt_mib(rss)} | "
+                     f"{fmt_mib(grow)} | {grow / wb * 100:.1f}% |")
+
+    b = e2e.get("build_model")
+    if b:
+        app = b["app"]
+        a, o, n = b["runs"]["alone"], b["runs"]["ours"], b["runs"].get("nvidia", [])
+        L += ["", f"### With the engine build: {b['name']} ({app['dtype']}, N={app['blocks']}, H={app['hidden']}, "
+              f"{fmt_bytes(app['weight_bytes'])} of weights, engine {fmt_bytes(app['engine_bytes'])})", "",
+              "| | wall s (min / med) | peak RSS | engine build s (median) |", "|---|---|---|---|",
+              f"| app alone | {fmt_s([x['wall_s'] for x in a])} | {fmt_mib(med([x['rss'] for x in a]))} | {med([x['build_s'] for x in a]):.2f} |",
+              f"| app + our shim | {fmt_s([x['wall_s'] for x in o])} | {fmt_mib(med([x['rss'] for x in o]))} | {med([x['build_s'] for x in o]):.2f} |"]
+        if n:
+            L.append(f"| app + NVIDIA shim | {fmt_s([x['wall_s'] for x in n])} | {fmt_mib(med([x['rss'] for x in n]))} | {med([x['build_s'] for x in n]):.2f} |")
+        for kind in ("raw", "compressed"):
+            runs = b["replay"][kind]["runs"]
+            own = [y["open_s"] + y["dispatch_s"] for y in runs]
+            L.append(f"| player, {kind} trace | {fmt_s([y['wall_s'] for y in runs])} | {fmt_mib(med([y['rss'] for y in runs]))} | "
+                     f"{med([y['build_s'] for y in runs]):.2f} (player's own open + dispatch: {med(own):.3f} s = "
+                     f"{med(own) / max(1e-9, med([y['build_s'] for y in runs])) * 100:.1f}% of the build; engine "
+                     f"{'identical' if all(y['identical'] for y in runs) else 'DIFFERENT'} to the capture's) |")
+
+    conv = [(r["name"], r["convert"]) for r in models if r.get("convert")]
+    L += ["", "### Conversion (`trtrace convert`)", ""]
+    if conv:
+        L += ["| model | JSON+BIN → trace MB/s (min / med) | trace → JSON+BIN MB/s |", "|---|---|---|"]
+        for name, c in conv:
+            cells = []
+            for d in ("json_to_trace", "trace_to_json"):
+                rates = [c[d]["input_bytes"] / 1e6 / max(1e-3, y["wall_s"]) for y in c[d]["runs"]]
+                cells.append(f"{max(rates):.0f} / {med(rates):.0f}")
+            L.append(f"| {name} | {cells[0]} | {cells[1]} |")
+        L.append("\nMB/s = input bytes / the command's wall time.")
+    else:
+        L.append("Not measured: `trtrace convert` did not exist in this build when the benchmarks ran "
+                 "(it is being written).")
+    errs = e2e.get("errors") or []
+    if errs:
+        L += ["", "Errors during the run: " + "; ".join(errs)]
+    return "\n".join(L)
+
+
+def render_targets(e2e, rows, memcpy):
+    """Issue #8's targets against this run's figures."""
+    models = e2e["models"]
+    T = ["### Targets (issue #8) against this run", "", "| target | this run | met |", "|---|---|---|"]
+
+    def row(t, fig, ok):
+        T.append(f"| {t} | {fig} | {'yes' if ok else '**no**'} |")
+
+    heavy = [r for r in models if r["app"]["weight_bytes"] >= 5e8]
+    if heavy:
+        worst = max(heavy, key=lambda r: med(ratios(r["runs"]["ours"], r["runs"]["alone"])))
+        q = med(ratios(worst["runs"]["ours"], worst["runs"]["alone"]))
+        row("our capture ≤ 1.05× the app alone (no engine build)",
+            f"worst weight-heavy model {worst['name']}: {q:.3f}×; all: " +
+            ", ".join(f"{r['name']} {med(ratios(r['runs']['ours'], r['runs']['alone'])):.3f}" for r in models), q <= 1.05)
+        nvh = [r for r in heavy if r["runs"].get("nvidia")]
+        if nvh:
+            faster = all(med(ratios(r["runs"]["ours"], r["runs"]["nvidia"])) < 1 for r in nvh)
+            row("faster than NVIDIA's shim on a weight-heavy model", ", ".join(
+                f"{r['name']}: ours/NVIDIA {med(ratios(r['runs']['ours'], r['runs']['nvidia'])):.2f}" for r in nvh), faster)
+    callr = [(r["name"], r["trace"]["parts"]["calls"] / r["nvidia"]["json"]) for r in models if r.get("nvidia")]
+    if callr:
+        worst = max(x[1] for x in callr)
+        row("call log ≤ 0.1× NVIDIA's JSON", ", ".join(f"{n} {x:.3f}" for n, x in callr), worst <= 0.1)
+    ing = []
+    for r in models:
+        if r["app"]["weight_bytes"] >= 5e8:
+            xs = [r["app"]["weight_bytes"] / x["network_s"] for x in r["runs"]["ours"] if x["network_s"] > 0]
+            if xs:
+                ing.append((r["name"], med(xs) / memcpy))
+    if ing and memcpy:
+        row("weight ingestion ≥ 50% of memcpy bandwidth (app thread)", ", ".join(f"{n} {x * 100:.0f}%" for n, x in ing),
+            min(x for _, x in ing) >= 0.5)
+    big = max((r for r in models if r.get("replay")), key=lambda r: r["trace"]["bytes"], default=None)
+    if big:
+        o = min(min(y["open_s"] for y in big["replay"][k]["runs"]) for k in ("raw", "compressed"))
+        row("trace open < 1 ms for a 10 GB trace",
+            f"{o * 1e3:.3f} ms for {fmt_bytes(big['replay']['raw']['bytes'])} (raw) / "
+            f"{fmt_bytes(big['replay']['compressed']['bytes'])} (compressed) (open reads the header + footer only)", o < 1e-3)
+    disp = []
+    for r in models:
+        if r.get("replay"):
+            runs = r["replay"]["raw"]["runs"]
+            disp.append((r["name"], r["app"]["weight_bytes"], med([y["calls"] / y["dispatch_s"] for y in runs if y["dispatch_s"] > 0])))
+    if disp:
+        callsheavy = max(disp, key=lambda x: x[2])
+        row("dispatch ≥ 1M calls/s (decode + dispatch, raw trace)",
+            ", ".join(f"{n} {x / 1e6:.2f} M" for n, _, x in disp) +
+            (f"; call decode alone (micro_bench): {med(rows['BM_DecodeCalls']['items']) / 1e6:.1f} M/s" if rows.get("BM_DecodeCalls", {}).get("items") else ""),
+            callsheavy[2] >= 1e6)
+    base = e2e.get("player_baseline", {}).get("rss", 0)
+    grows = []
+    for r in models:
+        if r.get("replay") and r["app"]["weight_bytes"] >= 1e8:
+            rss = med([y["rss"] for y in r["replay"]["raw"]["runs"]])
+            grows.append((r["name"], max(0, rss - base) / r["app"]["weight_bytes"]))
+    if grows:
+        row("player RSS growth ≤ 5% of weight bytes (raw traces)", ", ".join(f"{n} {g * 100:.1f}%" for n, g in grows),
+            max(g for _, g in grows) <= 0.05)
+    return "\n".join(T)
+
+
+def replace_section(text, tag, body):
+    begin, end = f"<!-- bench:{tag} begin -->", f"<!-- bench:{tag} end -->"
+    block = f"{begin}\n{body}\n{end}"
+    pat = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
+    if pat.search(text):
+        return pat.sub(lambda _: block, text)
+    return text.rstrip("\n") + "\n\n" + block + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--micro", required=True)
+    ap.add_argument("--e2e", required=True)
+    ap.add_argument("--md", required=True)
+    ap.add_argument("--command", default="make bench")
+    ap.add_argument("--check", action="store_true")
+    a = ap.parse_args()
+    micro = json.loads(pathlib.Path(a.micro).read_text())
+    e2e = json.loads(pathlib.Path(a.e2e).read_text())
+    micro_md, rows, memcpy = render_micro(micro, a.command)
+    e2e_md = render_e2e(e2e, memcpy, a.command) + "\n\n" + render_targets(e2e, rows, memcpy)
+    md = pathlib.Path(a.md)
+    text = md.read_text() if md.exists() else "# Benchmarks\n"
+    text = replace_section(text, "e2e", e2e_md)
+    text = replace_section(text, "micro", micro_md)
+    md.write_text(text)
+    if a.check:
+        problems = []
+        if not memcpy:
+            problems.append("no memcpy figure")
+        for name in ("BM_XXH3_128", "BM_EncodeCalls", "BM_DecodeCalls"):
+            if name not in rows:
+                problems.append(f"no {name}")
+        if not e2e["models"] or not e2e.get("build_model"):
+            problems.append("no end-to-end results")
+        for r in e2e["models"]:
+            for mode, runs in r["runs"].items():
+                if not runs or any(x["wall_s"] <= 0 and x["rss"] <= 0 for x in runs):
+                    problems.append(f"{r['name']} {mode}: no numbers")
+            if r["trace"]["calls"] <= 0 or r["trace"]["bytes"] <= 0:
+                problems.append(f"{r['name']}: empty trace")
+            if r.get("replay") and any(y["calls"] != r["trace"]["calls"] for k in ("raw", "compressed") for y in r["replay"][k]["runs"]):
+                problems.append(f"{r['name']}: replay dispatched another number of calls")
+        b = e2e.get("build_model")
+        if b and not all(y["identical"] for k in ("raw", "compressed") for y in b["replay"][k]["runs"]):
+            problems.append("replayed engine differs from the capture's")
+        if "nan" in e2e_md.lower():
+            problems.append("NaN in the report")
+        if problems:
+            print("report.py: smoke check FAILED: " + "; ".join(problems), file=sys.stderr)
+            return 1
+        print(f"report.py: smoke check OK ({len(e2e['models'])} models, {len(rows)} micro-benchmarks)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
