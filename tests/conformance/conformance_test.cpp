@@ -617,6 +617,10 @@ CONF_EXTRA(NetworkDefinition) {
   EXPECT_TRUE(CTensor(n.getInput(0)).isNetworkInput());
   EXPECT_EQ(&n.getBuilder(), c.builder) << "NetworkDefinition.getBuilder()";
   EXPECT_FALSE(n.hasImplicitBatchDimension());
+  // 35-public-virtuals.api: INetworkDefinition's public vtable has getBuilder in slot 2 (after the destructor pair).
+  auto* pubVtbl = *reinterpret_cast<void* const* const*>(c.network);
+  EXPECT_EQ(reinterpret_cast<void* (*)(const void*)>(pubVtbl[2])(c.network), c.builder)
+      << "public INetworkDefinition vtable slot 2 (getBuilder)";
   n.setErrorRecorder(nullptr);
   EXPECT_EQ(n.getErrorRecorder(), nullptr);
   // outputs
@@ -653,6 +657,10 @@ CONF_EXTRA(NetworkDefinition) {
 
 CONF_EXTRA(BuilderConfig) {
   CBuilderConfig k = w;
+  // 35-public-virtuals.api: IBuilderConfig's public vtable has setAvgTimingIterations in slot 2.
+  auto* pubVtbl = *reinterpret_cast<void* const* const*>(m.obj);
+  reinterpret_cast<void (*)(void*, int32_t)>(pubVtbl[2])(m.obj, 7);
+  EXPECT_EQ(k.getAvgTimingIterations(), 7) << "public IBuilderConfig vtable slot 2 (setAvgTimingIterations)";
   k.setFlag(BuilderFlag::kREFIT);
   EXPECT_TRUE(k.getFlag(BuilderFlag::kREFIT)) << "BuilderConfig.setFlag/getFlag";
   k.clearFlag(BuilderFlag::kREFIT);
@@ -879,6 +887,16 @@ TEST(Conformance, LibraryVersion) {
   auto v = reinterpret_cast<Fn>(dlsym(lib().handle, "getInferLibVersion"));
   ASSERT_NE(v, nullptr) << "getInferLibVersion not exported by " << lib().path;
   EXPECT_EQ(v(), kLibraryVersionInt) << lib().path << " is not " << kLibraryName << " " << kLibraryVersion;
+  // 00-library.api: major/minor/patch/build entry points agree with the spec's version string.
+  int parts[4] = {};
+  ASSERT_EQ(std::sscanf(kLibraryVersion, "%d.%d.%d.%d", &parts[0], &parts[1], &parts[2], &parts[3]), 4);
+  const char* names[4] = {"getInferLibMajorVersion", "getInferLibMinorVersion", "getInferLibPatchVersion",
+                          "getInferLibBuildVersion"};
+  for (int i = 0; i < 4; ++i) {
+    auto f = reinterpret_cast<Fn>(dlsym(lib().handle, names[i]));
+    ASSERT_NE(f, nullptr) << names[i];
+    EXPECT_EQ(f(), parts[i]) << names[i];
+  }
 }
 
 class Report : public ::testing::Environment {
