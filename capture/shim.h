@@ -150,6 +150,10 @@ void Call::argArray(const T* p, int64_t n) {
   }
 }
 
+// Gives a recording object a vtable with extra trailing slots that record UNSUPPORTED and pass
+// through (methods the application knows but the spec does not; capture/unknown_slots.cpp).
+void extendVtable(void* shimObject, const char* iface, int methods, int level);
+
 // Wraps a real object returned outside a recorded call (entry points, overrides).
 Object* wrap(const void* real, const Iface& iface, Object* owner, uint32_t network);
 const Iface* findIface(std::string_view name);

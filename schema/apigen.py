@@ -482,8 +482,9 @@ def gen_capture(spec, cpp, ov):
             o.append(f"  virtual {cpp.type(m.ret)} {m.name}({cpp.params(m)}){' const' if m.const else ''} noexcept "
                      f"{{ return s{len(chain) - 1}.{m.name}({fwd}); }}")
         o.append(f"  Obj{itf.name}(void* real) : Object(real, &kIface{itf.name}) {{")
-        for lvl in range(len(chain)):
+        for lvl, name in enumerate(chain):
             o.append(f"    impl[{lvl}] = &s{lvl};")
+            o.append(f'    extendVtable(&s{lvl}, "{name}", {len(spec.interfaces[name].methods)}, {lvl});')
         o.append("  }")
         o.append("};")
         o.append(f'const Iface kIface{itf.name}{{"{itf.name}", {len(chain)}, {"true" if itf.name in spec.appowned else "false"}, api::k{itf.name}_destroy, '
@@ -860,10 +861,16 @@ def main():
     ap.add_argument("--spec", required=True, help="folder with *.api files (and ids.lock)")
     ap.add_argument("--out", help="output folder")
     ap.add_argument("--update-lock", action="store_true", help="append new ids to ids.lock")
+    ap.add_argument("--drop", action="append", default=[], metavar="Interface.method",
+                    help="leave a method out (tests: a shim that does not know a method the app calls)")
     args = ap.parse_args()
     spec_dir = pathlib.Path(args.spec)
     try:
         spec = apispec.load(spec_dir)
+        for key in args.drop:
+            itf_name, method = key.split(".", 1)
+            itf = spec.interfaces[itf_name]
+            itf.methods = [m for m in itf.methods if m.name != method]
         assign_ids(spec, spec_dir / "ids.lock", args.update_lock)
         cpp = Cpp(spec)
         ov = spec.overrides

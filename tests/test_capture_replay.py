@@ -199,3 +199,20 @@ def test_cpp_app_builders_on_several_threads(tmp):
     assert summary["builds_ok"] == 4 and len(summary["networks"]) == 4
     out = play(tmp / "t.trtrace", tmp / "replay.engine", "--check")
     assert out.stdout.count("identical to capture") == 4, out.stdout
+
+
+def test_method_outside_the_spec_passes_through_and_is_recorded_unsupported(tmp):
+    """A shim generated without Tensor.getDimensionName: the app's call goes through an extra
+    vtable slot to the real method (the app gets the real answer) and leaves an UNSUPPORTED record."""
+    from conftest import BUILD
+    lib, env = drop_in_dir(tmp)
+    (lib / "libtensorrt_rtx.so.1").unlink()
+    shutil.copy(BUILD / "lib" / "libtensorrt_shim_minus_one.so", lib / "libtensorrt_rtx.so.1")
+    proc = cpp_app(tmp / "app.engine", "--dimension-name", env=dict(env, TRT_SHIM_OUTPUT_FILE=str(tmp / "u.trtrace")))
+    assert proc.returncode == 0, proc.stderr
+    assert "dimension 0 of x: batch" in proc.stdout
+    dump = trtrace("dump", tmp / "u.trtrace").stdout
+    assert "[UNSUPPORTED Tensor slot 12]" in dump
+    stop = play(tmp / "u.trtrace", tmp / "r.engine", check=False)
+    assert stop.returncode == 2 and "UNSUPPORTED (Tensor slot 12)" in stop.stderr
+    play(tmp / "u.trtrace", tmp / "r.engine", "--skip-unsupported", "--check")

@@ -3,7 +3,9 @@
 // object's V-pointer, then the vtable method). It loads the library the way the documented
 // drop-in case describes: dlopen("libtensorrt_rtx.so.1") + dlsym.
 //
-//   cpp_app <out.engine> [--threads N]   (N builders on N threads, engines <out>0..N-1)
+//   cpp_app <out.engine> [--threads N | --dimension-name]
+//     --threads N: N builders on N threads, engines <out>0..N-1
+//     --dimension-name: also names and reads back dimension 0 of the input
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -46,6 +48,8 @@ abi::Dims64 dims(std::initializer_list<int64_t> d) {
 
 using CreateBuilder = void* (*)(void*, int32_t);
 
+bool gAskDimensionName = false;  // --dimension-name: also call ITensor::getDimensionName
+
 bool buildOne(CreateBuilder create, Logger& logger, int variant, const std::string& out) {
   auto* builder = static_cast<abi::IBuilder*>(create(&logger, abi::kLibraryVersionInt));
   if (!builder) return false;
@@ -63,6 +67,11 @@ bool buildOne(CreateBuilder create, Logger& logger, int variant, const std::stri
   abi::IActivationLayer* act = n->addActivation(*layer(conv)->getOutput(0), abi::ActivationType::kRELU);
   abi::ITensor* y = layer(act)->getOutput(0);
   impl(y)->setName("y");
+  if (gAskDimensionName) {
+    impl(x)->setDimensionName(0, "batch");
+    const char* name = impl(x)->getDimensionName(0);
+    std::printf("dimension 0 of x: %s\n", name ? name : "(null)");
+  }
   n->markOutput(*y);
   abi::IBuilderConfig* config = impl(builder)->createBuilderConfig();
   abi::IHostMemory* engine = impl(builder)->buildSerializedNetwork(*net, *config);
@@ -87,6 +96,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   int threads = argc >= 4 && std::strcmp(argv[2], "--threads") == 0 ? std::atoi(argv[3]) : 0;
+  gAskDimensionName = argc >= 3 && std::strcmp(argv[2], "--dimension-name") == 0;
   void* lib = dlopen("libtensorrt_rtx.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     std::fprintf(stderr, "cpp_app: %s\n", dlerror());
