@@ -115,6 +115,7 @@ Call::~Call() {
     } catch (const std::exception& e) {
       s.disable(e.what());
     }
+    s.afterCall();
   }
   if (s.config().dumpApi) {
     const api::ApiDesc* d = api::find(api_);

@@ -14,6 +14,7 @@
 
 #include "shim.h"
 #include "trtrace/api_table.h"
+#include "trtrace/convert.h"
 
 namespace trtrace::capture {
 namespace {
@@ -211,7 +212,21 @@ void Session::unregister(Object* o) {
   }
 }
 
-void Session::afterCall() {}
+void Session::exportJson() {
+  // TRT_SHIM_OUTPUT_JSON_FILE: NVIDIA's JSON+BIN pair, written whole from the trace at each flush
+  // point (the documented rule: the .json is overwritten each time; the .bin ends up the same as
+  // if appended). Written under temporary names and renamed, so a reader never sees half a file.
+  if (config_.outputJson.empty()) return;
+  try {
+    convert::traceToJson(path_, config_.outputJson);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "trtrace: error writing %s: %s\n", config_.outputJson.c_str(), e.what());
+  }
+}
+
+void Session::afterCall() {
+  if (config_.flushEveryCall && !config_.outputJson.empty() && writer()) exportJson();
+}
 
 void Session::drain() {
   if (Writer* w = writer()) {
@@ -224,6 +239,7 @@ void Session::afterBuild() {
   if (config_.flushOnBuild) {
     if (Writer* w = writer()) {
       try { w->flush(); } catch (const std::exception& e) { disable(e.what()); }
+      exportJson();
     }
   }
 }
@@ -240,10 +256,13 @@ void Session::close() {
   try {
     w->close();
     Writer::Stats s = w->stats();
+    exportJson();
+    std::string out = path_;
+    if (!config_.outputJson.empty()) out += " and " + config_.outputJson + " (+ " + convert::binPathFor(config_.outputJson) + ")";
     std::fprintf(stderr,
                  "trtrace: captured %llu calls, %u networks; weights %s logical, %s unique, %s stored -> %s\n",
                  static_cast<unsigned long long>(s.calls), networks_.load(), human(s.blobPutBytes).c_str(),
-                 human(s.uniqueBytes).c_str(), human(s.storedBytes).c_str(), path_.c_str());
+                 human(s.uniqueBytes).c_str(), human(s.storedBytes).c_str(), out.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trtrace: error closing %s: %s\n", path_.c_str(), e.what());
   }

@@ -46,7 +46,8 @@ class Session {
   void unregister(Object* o);
   uint32_t newNetworkId() { return ++networks_; }
 
-  void afterCall();           // flush-after-every-call policy
+  void afterCall();           // flush-after-every-call policy (JSON mode: rewrite the JSON+BIN)
+  void exportJson();          // TRT_SHIM_OUTPUT_JSON_FILE: the JSON+BIN pair from the trace
   void afterBuild();          // drain blobs (the app may free weights now) + flush-on-build policy
   void drain();               // every enqueued blob consumed
   void close();               // flush, footer, summary line (atexit)

@@ -122,3 +122,30 @@ def test_forked_child_writes_its_own_file(tmp):
     parent, child = info(tmp / "p.trtrace"), info(children[0])
     assert parent["builds"] == 1 and child["builds"] == 1
     assert "entry::createInferBuilder_INTERNAL" in parent["apis"]
+
+
+def test_output_json_file_alone_yields_the_documented_json_bin_pair(tmp):
+    """Existing scripts set only TRT_SHIM_OUTPUT_JSON_FILE: they get NVIDIA's JSON+BIN layout."""
+    from conftest import SHIM
+    env = {"LD_PRELOAD": str(SHIM), "TRT_SHIM_OUTPUT_JSON_FILE": str(tmp / "cap.json")}
+    run_app("build_cnn.py", "--out", tmp / "e", env=env)
+    doc = json.loads((tmp / "cap.json").read_text())
+    assert sorted(doc) == ["api_calls", "output_bin", "trt_version"]
+    assert doc["output_bin"] == "cap.bin" and doc["trt_version"] == 10601
+    calls = doc["api_calls"]
+    assert calls[0]["function"] == "createInferBuilder_INTERNAL"
+    assert [c["api_index"] for c in calls] == list(range(len(calls)))
+    conv = next(c for c in calls if c["function"] == "addConvolutionNd")
+    assert conv["kernelWeights"]["count"] == 216 and "offset" in conv["kernelWeights"]
+    assert conv["biasWeights"]["inline"] and len(conv["biasWeights"]["inline"]) == 8
+    # The BIN holds every non-inline weight once: 216 + 10 fp32 values and 8*8*8*10 fp16 values.
+    assert (tmp / "cap.bin").stat().st_size == 216 * 4 + 10 * 4 + 512 * 10 * 2
+
+
+def test_json_mode_flush_on_build_survives_a_kill(tmp):
+    from conftest import SHIM
+    env = {"LD_PRELOAD": str(SHIM), "TRT_SHIM_OUTPUT_JSON_FILE": str(tmp / "k.json"), "TRT_SHIM_FLUSH_ON_BUILD": "1"}
+    proc = run_app("build_cnn.py", "--out", tmp / "e", "--networks", 2, "--kill-after-builds", 1, env=env, check=False)
+    assert proc.returncode == -signal.SIGKILL
+    calls = json.loads((tmp / "k.json").read_text())["api_calls"]
+    assert sum(c["function"] == "buildSerializedNetwork" for c in calls) == 1
