@@ -1,0 +1,285 @@
+"""NVIDIA JSON+BIN <-> trace conversion (issue #7), against the real TensorRT-RTX library.
+
+1. NVIDIA's shim captures each test app -> `trtrace convert` -> tensorrt_player: the engines are
+   byte-identical to the app's (also with the JSON given to the player directly).
+2. Our trace -> JSON+BIN -> trace keeps every call and every blob hash (trace_diff oracle).
+3. Golden: our JSON+BIN of an app equals NVIDIA's JSON+BIN of the same app once what legitimately
+   varies is masked (the BIN's file name; random-weights seeds) -- docs/json-bin-layout.md §15.
+4. Bad input: one clear error line, non-zero exit, nothing left behind.
+Skips what needs NVIDIA's shim when it is not installed. NVIDIA's output lives in pytest's tmp only.
+"""
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(os.environ.get("TRTRACE_ROOT", pathlib.Path(__file__).resolve().parents[2]))
+BUILD = pathlib.Path(os.environ.get("TRTRACE_BUILD", ROOT / "build"))
+BIN = pathlib.Path(os.environ.get("TRTRACE_BIN", BUILD / "bin"))
+APPS = ROOT / "tests" / "apps"
+sys.path.insert(0, str(ROOT / "tests"))
+import nvidia_capture as nv  # noqa: E402
+
+TRTRACE = BIN / "trtrace"
+PLAYER = BIN / "tensorrt_player"
+SHIM = BUILD / "lib" / "libtensorrt_shim.so"
+TRACE_DIFF = BIN / "trace_diff"
+
+# name -> (app, args, extra capture environment)
+APPS_UNDER_TEST = {
+    "cnn": ("build_cnn.py", [], {}),
+    "onnx": ("build_onnx.py", [], {}),
+    "multi": ("build_cnn.py", ["--networks", "2"], {}),
+    "threads": ("build_cnn.py", ["--networks", "2", "--threads", "2"], {}),
+    "inline_all": ("build_cnn.py", [], {"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN": "100000"}),
+    "bin_only": ("build_cnn.py", ["--networks", "2"], {"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN": "0"}),
+}
+REPLAYABLE = ["cnn", "onnx", "multi", "threads", "inline_all", "bin_only"]
+GOLDEN = ["cnn", "onnx", "multi", "inline_all", "bin_only"]  # threads: interleaving differs per run
+
+
+def trt_lib():
+    return nv.setting("TRTRACE_TRT_LIB")
+
+
+def run(cmd, **kw):
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+
+
+def engines(prefix):
+    """{suffix: bytes} of the engine files an app or the player wrote for output `prefix`."""
+    p = pathlib.Path(prefix)
+    out = {}
+    for f in sorted(p.parent.glob(p.name + "*")):
+        suffix = f.name[len(p.name):]
+        if suffix == "" or suffix.isdigit():
+            out[suffix] = f.read_bytes()
+    return out
+
+
+@pytest.fixture(scope="module")
+def nvidia(tmp_path_factory):
+    """name -> (json path, app engine prefix): NVIDIA's capture of each app, made once."""
+    reason = nv.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    base = tmp_path_factory.mktemp("nvidia")
+    caps = {}
+    for name, (app, args, env) in APPS_UNDER_TEST.items():
+        d = base / name
+        d.mkdir()
+        eng = d / "app.engine"
+        js, binp, proc = nv.capture([APPS / app, "--out", eng, *args], d / "cap.json", env_extra=env, cwd=d)
+        assert proc.returncode == 0, f"{name}: app failed under NVIDIA's shim:\n{proc.stdout}\n{proc.stderr}"
+        assert js.exists() and binp.exists(), f"{name}: NVIDIA's shim wrote no capture"
+        caps[name] = (js, eng)
+    return caps
+
+
+def our_capture(tmp, name):
+    """Our shim's trace of an app (same TRT_SHIM_* settings as the NVIDIA capture)."""
+    app, args, env = APPS_UNDER_TEST[name]
+    trace = tmp / f"{name}.trtrace"
+    e = dict(os.environ, LD_PRELOAD=str(SHIM), TRT_SHIM_OUTPUT_FILE=str(trace), **env)
+    proc = run([sys.executable, APPS / app, "--out", tmp / f"{name}.app.engine", *args], env=e)
+    assert proc.returncode == 0, proc.stderr
+    return trace
+
+
+# ---- 1. NVIDIA capture -> trace -> player: the app's engine, byte for byte -----------------------
+@pytest.mark.parametrize("name", REPLAYABLE)
+def test_nvidia_capture_replays_identical(nvidia, tmp_path, name):
+    js, app_engine = nvidia[name]
+    want = engines(app_engine)
+    assert want, "the app wrote no engine"
+    trace = tmp_path / "conv.trtrace"
+    r = run([TRTRACE, "convert", js, trace])
+    assert r.returncode == 0, r.stderr
+    assert run([TRTRACE, "verify", trace]).returncode == 0
+    out = tmp_path / "replay.engine"
+    p = run([PLAYER, "-j", trace, "-o", out, "--lib", trt_lib(), "-q"])
+    assert p.returncode == 0, p.stdout + p.stderr
+    got = engines(out)
+    assert got.keys() == want.keys()
+    for k in want:
+        assert got[k] == want[k], f"engine {k or '(single)'} differs from the app's"
+
+
+@pytest.mark.parametrize("name", ["cnn", "multi"])
+def test_player_reads_nvidia_json_directly(nvidia, tmp_path, name):
+    js, app_engine = nvidia[name]
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    out = tmp_path / "replay.engine"
+    p = run([PLAYER, "-j", js, "-o", out, "--lib", trt_lib(), "-q"], env=dict(os.environ, TMPDIR=str(tmpdir)))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert engines(out) == engines(app_engine)
+    assert list(tmpdir.iterdir()) == [], "the player left its temporary trace behind"
+
+
+def test_failing_build_is_not_an_engine(nvidia, tmp_path):
+    """--fail: the build fails at replay too. NVIDIA's JSON does not record build outcomes, so the
+    player cannot tell 'failed as captured' (3) from a divergence (2); either way: no engine."""
+    reason = nv.unavailable_reason()
+    d = tmp_path / "fail"
+    d.mkdir()
+    js, _, proc = nv.capture([APPS / "build_cnn.py", "--out", d / "app.engine", "--fail"], d / "cap.json", cwd=d)
+    assert proc.returncode != 0 and js.exists(), reason
+    out = tmp_path / "replay.engine"
+    p = run([PLAYER, "-j", js, "-o", out, "--lib", trt_lib(), "-q"])
+    assert p.returncode in (2, 3), p.stdout + p.stderr
+    assert "build" in (p.stdout + p.stderr) and not engines(out)
+
+
+# ---- 2. trace -> JSON+BIN -> trace ---------------------------------------------------------------
+@pytest.mark.parametrize("name", ["cnn", "onnx", "multi", "threads", "inline_all", "bin_only"])
+def test_roundtrip_keeps_calls_and_blobs(tmp_path, name):
+    trace = our_capture(tmp_path, name)
+    # --all-calls: every call (destructors, IHostMemory calls too) goes through the JSON.
+    js, back = tmp_path / "all.json", tmp_path / "all.trtrace"
+    r = run([TRTRACE, "convert", "--all-calls", trace, js])
+    assert r.returncode == 0, r.stderr
+    r = run([TRTRACE, "convert", js, back])
+    assert r.returncode == 0, r.stderr
+    d = run([TRACE_DIFF, trace, back])
+    assert d.returncode == 0, d.stdout + d.stderr
+    # Default (NVIDIA's subset): every call NVIDIA's shim records is kept, identically.
+    js2, back2 = tmp_path / "nv.json", tmp_path / "nv.trtrace"
+    assert run([TRTRACE, "convert", trace, js2]).returncode == 0
+    assert run([TRTRACE, "convert", js2, back2]).returncode == 0
+    d = run([TRACE_DIFF, "--skip-unrecorded", trace, back2])
+    assert d.returncode == 0, d.stdout + d.stderr
+    # and the round-tripped trace still builds the app's engine(s)
+    out = tmp_path / "replay.engine"
+    p = run([PLAYER, "-j", back2, "-o", out, "--lib", trt_lib(), "-q"])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert engines(out) == engines(tmp_path / f"{name}.app.engine")
+
+
+def test_trace_to_json_text_is_json_dumps(tmp_path):
+    """Our writer's text is exactly Python's json.dumps(indent=4, sort_keys=True, ensure_ascii=False)."""
+    trace = our_capture(tmp_path, "onnx")
+    js = tmp_path / "x.json"
+    assert run([TRTRACE, "convert", "--all-calls", trace, js]).returncode == 0
+    text = js.read_text(encoding="utf-8")
+    assert text == json.dumps(json.loads(text), indent=4, sort_keys=True, ensure_ascii=False)
+    doc = json.loads(text)
+    assert sorted(doc) == ["api_calls", "output_bin", "trt_version"]
+    assert doc["output_bin"] == "x.bin" and doc["trt_version"] == 10601
+    assert [c["api_index"] for c in doc["api_calls"]] == list(range(len(doc["api_calls"])))
+
+
+# ---- 3. golden: ours vs NVIDIA's -----------------------------------------------------------------
+def mask(doc):
+    """What legitimately differs between two captures of one app: the BIN's file name (a path),
+    and the seed of random weights (NVIDIA writes 0, ours numbers them)."""
+    doc = json.loads(json.dumps(doc))
+    doc["output_bin"] = "<bin>"
+    for c in doc["api_calls"]:
+        for v in c.values():
+            if isinstance(v, dict) and "random" in v:
+                v["random"]["seed"] = "<seed>"
+    return doc
+
+
+@pytest.mark.parametrize("name", GOLDEN)
+def test_golden_equals_nvidia(nvidia, tmp_path, name):
+    nv_json, _ = nvidia[name]
+    trace = our_capture(tmp_path, name)
+    ours = tmp_path / "ours.json"
+    r = run([TRTRACE, "convert", trace, ours])
+    assert r.returncode == 0, r.stderr
+    a, b = nv.load(ours), nv.load(nv_json)
+    ma, mb = mask(a), mask(b)
+    if ma != mb:  # the first differing record, for the failure message
+        for x, y in zip(ma["api_calls"], mb["api_calls"]):
+            assert x == y
+        assert len(ma["api_calls"]) == len(mb["api_calls"])
+    assert ma == mb
+    assert nv.bin_of(a, ours).read_bytes() == nv.bin_of(b, nv_json).read_bytes(), "BIN differs"
+    # Text: identical once the BIN name is masked, except where nlohmann's double printing picks
+    # another shortest digit string than Python (both parse to the same double; §3).
+    ta = ours.read_text(encoding="utf-8").replace('"ours.bin"', '"<bin>"')
+    tb = nv_json.read_text(encoding="utf-8").replace('"cap.bin"', '"<bin>"')
+    la, lb = ta.split("\n"), tb.split("\n")
+    assert len(la) == len(lb)
+    for x, y in zip(la, lb):
+        if x != y:
+            assert float(x.strip().rstrip(",")) == float(y.strip().rstrip(",")), (x, y)
+
+
+# ---- 4. bad input --------------------------------------------------------------------------------
+@pytest.fixture
+def good_pair(tmp_path):
+    """A JSON+BIN pair written by our converter (no NVIDIA shim needed)."""
+    trace = our_capture(tmp_path, "cnn")
+    js = tmp_path / "in.json"
+    assert run([TRTRACE, "convert", trace, js]).returncode == 0
+    return js, tmp_path / "in.bin"
+
+
+def assert_clean_failure(proc, out_dir, before, expect):
+    assert proc.returncode != 0
+    err = proc.stderr.strip()
+    assert len(err.splitlines()) == 1, f"expected one error line, got:\n{err}"
+    assert expect in err, err
+    assert sorted(p.name for p in out_dir.iterdir()) == before, "output left behind"
+
+
+BAD_CASES = {
+    "truncated_json": (lambda js, b: js.write_bytes(js.read_bytes()[: len(js.read_bytes()) // 2]), "malformed JSON"),
+    "garbage": (lambda js, b: js.write_bytes(b"\x00\x01 not json"), "malformed JSON"),
+    "bad_record": (lambda js, b: js.write_text(js.read_text().replace('"api_index": 3,', '"api_index": 3,,', 1)), "malformed JSON"),
+    "no_api_calls": (lambda js, b: js.write_text('{"output_bin": "in.bin", "trt_version": 10601}'), "no \"api_calls\""),
+    "missing_bin": (lambda js, b: b.unlink(), "missing"),
+    "short_bin": (lambda js, b: b.write_bytes(b.read_bytes()[:100]), "past the end"),
+    "bad_offset": (lambda js, b: js.write_text(js.read_text().replace('"offset": 864', '"offset": 999999', 1)), "past the end"),
+    "negative_offset": (lambda js, b: js.write_text(js.read_text().replace('"offset": 864', '"offset": -8', 1)), "negative offset"),
+    "unknown_call": (lambda js, b: js.write_text(js.read_text().replace('"addActivation"', '"addFrobnicate"', 1)), "unknown call"),
+    "dangling_object": (lambda js, b: js.write_text(js.read_text().replace('"input": {\n                "object": 4', '"input": {\n                "object": 4000', 1)), "no earlier call returned"),
+    "inline_count": (lambda js, b: js.write_text(js.read_text().replace('"count": 8,', '"count": 9,', 1)), "inline"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CASES))
+def test_bad_json_input(good_pair, tmp_path, case):
+    js, binp = good_pair
+    edit, expect = BAD_CASES[case]
+    before_text = js.read_bytes()
+    edit(js, binp)
+    if case not in ("missing_bin", "short_bin", "no_api_calls", "garbage", "truncated_json"):
+        assert js.read_bytes() != before_text, "the edit did not apply"
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    r = run([TRTRACE, "convert", js, out_dir / "x.trtrace"])
+    assert r.stderr.startswith("trtrace: "), r.stderr
+    assert_clean_failure(r, out_dir, [], expect)
+    # the player: the same one error, exit 1, no engine, no temporary trace
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    p = run([PLAYER, "-j", js, "-o", out_dir / "e.engine", "--lib", trt_lib()], env=dict(os.environ, TMPDIR=str(tmpdir)))
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert_clean_failure(p, out_dir, [], expect)
+    assert list(tmpdir.iterdir()) == []
+
+
+def test_bad_trace_input(tmp_path):
+    trace = our_capture(tmp_path, "cnn")
+    data = bytearray(trace.read_bytes())
+    bad = tmp_path / "bad.trtrace"
+    bad.write_bytes(bytes(data[: len(data) // 2]))  # truncated
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    r = run([TRTRACE, "convert", bad, out_dir / "x.json"])
+    assert_clean_failure(r, out_dir, [], "truncated")
+
+
+def test_output_dir_missing(good_pair, tmp_path):
+    js, _ = good_pair
+    r = run([TRTRACE, "convert", js, tmp_path / "nodir" / "x.trtrace"])
+    assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "nodir").exists()
