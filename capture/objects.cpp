@@ -146,19 +146,6 @@ void Call::argDims(const abi::Dims64& d) {
   enc_->argDims({d.d, static_cast<size_t>(d.nbDims)});
 }
 
-// Bytes of `count` elements of a TensorRT data type (4-bit types pack two per byte).
-uint64_t weightBytes(abi::DataType t, int64_t count) {
-  if (count <= 0) return 0;
-  uint64_t n = static_cast<uint64_t>(count);
-  switch (t) {
-    case abi::DataType::kFLOAT: case abi::DataType::kINT32: return n * 4;
-    case abi::DataType::kHALF: case abi::DataType::kBF16: return n * 2;
-    case abi::DataType::kINT64: return n * 8;
-    case abi::DataType::kINT4: case abi::DataType::kFP4: return (n + 1) / 2;
-    default: return n;  // INT8, UINT8, BOOL, FP8, E8M0
-  }
-}
-
 static BlobHint hintFor(abi::DataType t) {
   switch (t) {
     case abi::DataType::kFLOAT: return BlobHint::F32;
@@ -173,7 +160,7 @@ void Call::argWeights(const abi::Weights& w) {
   Session& s = Session::get();
   const uint32_t dtype = static_cast<uint32_t>(w.type);
   const uint64_t count = w.count > 0 ? static_cast<uint64_t>(w.count) : 0;
-  const uint64_t bytes = weightBytes(w.type, w.count);
+  const uint64_t bytes = abi::weightBytes(w.type, w.count);
   if (!w.values || count == 0) {
     enc_->argWeightsInline(dtype, count, {});
   } else if (w.count <= s.config().inlineMax) {

@@ -136,13 +136,7 @@ abi::Dims64 Replayer::argDims(size_t i) {
 
 namespace {
 uint64_t bytesOf(uint32_t dtype, uint64_t count) {
-  switch (static_cast<abi::DataType>(dtype)) {
-    case abi::DataType::kFLOAT: case abi::DataType::kINT32: return count * 4;
-    case abi::DataType::kHALF: case abi::DataType::kBF16: return count * 2;
-    case abi::DataType::kINT64: return count * 8;
-    case abi::DataType::kINT4: case abi::DataType::kFP4: return (count + 1) / 2;
-    default: return count;
-  }
+  return abi::weightBytes(static_cast<abi::DataType>(dtype), static_cast<int64_t>(count));
 }
 
 // Deterministic stand-in values for weights the capture marked random: small, finite numbers of

@@ -253,6 +253,19 @@ def gen_abi(spec, cpp: Cpp):
     for itf in spec.interfaces.values():
         if not itf.abstract:
             o.append(f"template <> struct Level<I{itf.name}> {{ static constexpr int value = {itf.level}; using V = V{itf.name}; }};")
+    if spec.elementbits:
+        en = spec.elementbits_enum
+        o.append(f"// Bytes of `count` elements of a {en} (sub-byte types pack; the last byte is rounded up).")
+        o.append(f"constexpr uint64_t elementBits({en} t) {{")
+        o.append("  switch (t) {")
+        for n, bits in spec.elementbits.items():
+            o.append(f"    case {en}::{n}: return {bits};")
+        o.append("  }")
+        o.append("  return 0;  // a value this spec does not know")
+        o.append("}")
+        o.append(f"constexpr uint64_t weightBytes({en} t, int64_t count) {{")
+        o.append("  return count > 0 ? (static_cast<uint64_t>(count) * elementBits(t) + 7) / 8 : 0;")
+        o.append("}")
     o.append("")
     o.append("}  // namespace trtrace::abi")
     return "\n".join(o) + "\n"

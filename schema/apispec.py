@@ -115,6 +115,7 @@ class Spec:
     overrides: dict = dataclasses.field(default_factory=lambda: {"capture": set(), "replay": set()})
     appowned: set = dataclasses.field(default_factory=set)   # objects the application deletes
     publics: dict = dataclasses.field(default_factory=dict)  # interface -> public virtual method names
+    elementbits: dict = dataclasses.field(default_factory=dict)  # DataType enumerator -> bits per element
 
     def resolve(self, name):
         """Follows aliases to the underlying type name."""
@@ -292,6 +293,17 @@ def _parse_top(spec: Spec, line: str, where: str):
             raise SpecError("bad public: expected `public Interface.method`")
         spec.publics.setdefault(m.group(1), []).append(m.group(2))
         return None
+    if kw == "elementbits":
+        # elementbits DataType kFLOAT=32 kHALF=16 ...: storage bits of one element of each type
+        if len(words) < 3:
+            raise SpecError("bad elementbits: expected `elementbits Enum kX=bits ...`")
+        for item in words[2:]:
+            name, _, bits = item.partition("=")
+            if not bits.isdigit():
+                raise SpecError(f"bad elementbits entry '{item}'")
+            spec.elementbits[name] = int(bits)
+        spec.elementbits_enum = words[1]
+        return None
     if kw == "appowned":
         spec.appowned.update(words[1:])
         return None
@@ -375,6 +387,13 @@ def _finish(spec: Spec):
         for n in names:
             if not any(m.name == n for m in itf.methods):
                 raise SpecError(f"public {itf_name}.{n}: the interface has no such method")
+    if spec.elementbits:
+        e = spec.enums.get(getattr(spec, "elementbits_enum", ""))
+        if e is None:
+            raise SpecError("elementbits names an unknown enum")
+        missing = [n for n, _ in e.values if n not in spec.elementbits]
+        if missing:
+            raise SpecError(f"elementbits {e.name}: no size for {', '.join(missing)}")
     for i, e in enumerate(spec.enums.values()):
         e.type_id = i + 1
 
