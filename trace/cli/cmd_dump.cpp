@@ -6,6 +6,8 @@
 #include <string>
 
 #include "commands.h"
+#include "trtrace/api_abi.h"
+#include "trtrace/api_table.h"
 #include "trtrace/error.h"
 #include "trtrace/reader.h"
 
@@ -22,6 +24,17 @@ const char* statusName(CallStatus s) {
   return "?";
 }
 
+// Enum values by name (DataType::kHALF) when the trace is of the library this build's spec
+// describes (enum type ids are append-only, schema/api/ids.lock); otherwise as recorded.
+std::string valueText(const Reader& r, const ValueView& v) {
+  if (v.kind() == ValueKind::Enum && r.header().libraryName == abi::kLibraryName) {
+    auto type = api::enumName(v.typeId());
+    auto name = api::enumeratorName(v.typeId(), v.asI64());
+    if (!type.empty() && !name.empty()) return std::string(type) + "::" + std::string(name);
+  }
+  return v.toString();
+}
+
 std::string callLine(const Reader& r, const CallView& c) {
   char buf[128];
   snprintf(buf, sizeof buf, "#%" PRIu64 " t=%" PRIu64 " net=%u ", c.seq(), c.thread(), c.networkId());
@@ -33,10 +46,10 @@ std::string callLine(const Reader& r, const CallView& c) {
   for (size_t i = 0; i < c.argCount(); ++i) {
     if (i || c.receiver()) s += ", ";
     if (a && i < a->argNames.size()) s += std::string(a->argNames[i]) + "=";
-    s += c.arg(i).toString();
+    s += valueText(r, c.arg(i));
   }
   s += ")";
-  if (auto v = c.ret()) s += " -> " + v->toString();
+  if (auto v = c.ret()) s += " -> " + valueText(r, *v);
   s += std::string(" [") + statusName(c.status());
   if (c.status() == CallStatus::Unsupported)
     s += " " + std::string(c.unsupportedInterface()) + " slot " + std::to_string(c.unsupportedSlot());
