@@ -195,8 +195,7 @@ const Spec& Spec::get() {
     uint32_t n = 0;
     const api::ApiDesc* all = api::all(&n);
     for (uint32_t i = 0; i < n; ++i) {
-      std::string key = std::string(all[i].interface) + "::" + std::string(all[i].method);
-      sp.byName[key].push_back(&all[i]);
+      sp.byName[std::string(all[i].interface)][std::string(all[i].method)].push_back(&all[i]);
     }
     for (uint32_t id = 1; id < 4096; ++id) {
       std::string_view name = api::enumName(id);
@@ -207,14 +206,16 @@ const Spec& Spec::get() {
   return s;
 }
 
-std::vector<const api::ApiDesc*> Spec::lookup(std::string_view iface, std::string_view method) const {
-  std::string key = std::string(iface) + "::" + std::string(method);
-  auto it = byName.find(key);
-  return it == byName.end() ? std::vector<const api::ApiDesc*>{} : it->second;
+const std::vector<const api::ApiDesc*>& Spec::lookup(std::string_view iface, std::string_view method) const {
+  static const std::vector<const api::ApiDesc*> none;
+  auto it = byName.find(iface);
+  if (it == byName.end()) return none;
+  auto m = it->second.find(method);
+  return m == it->second.end() ? none : m->second;
 }
 
 uint32_t Spec::enumId(std::string_view name) const {
-  auto it = enums.find(std::string(name));
+  auto it = enums.find(name);
   return it == enums.end() ? 0 : it->second;
 }
 

@@ -58,11 +58,18 @@ void appendDouble(std::string& out, double v);
 
 // The spec: (interface, method) -> API ids (overloads), enum name -> type id.
 struct Spec {
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  template <class V>
+  using Map = std::unordered_map<std::string, V, Hash, std::equal_to<>>;
   static const Spec& get();
-  std::vector<const api::ApiDesc*> lookup(std::string_view iface, std::string_view method) const;
+  // The overloads of Interface::method; empty if unknown.
+  const std::vector<const api::ApiDesc*>& lookup(std::string_view iface, std::string_view method) const;
   uint32_t enumId(std::string_view name) const;  // 0 if unknown
-  std::unordered_map<std::string, std::vector<const api::ApiDesc*>> byName;
-  std::unordered_map<std::string, uint32_t> enums;
+  Map<Map<std::vector<const api::ApiDesc*>>> byName;
+  Map<uint32_t> enums;
 };
 
 // A parameter whose value is the length of the array parameter just before it (nbInputs after

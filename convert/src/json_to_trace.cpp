@@ -13,6 +13,9 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <algorithm>
+
+#include "trtrace/hash.h"
 
 #include "common.h"
 #include "trtrace/api_abi.h"
@@ -178,7 +181,7 @@ class Converter {
   void open(Scanner& s);
   void convertCalls(Scanner& s);
   void convertRecord(object o);
-  uint64_t handleOf(int64_t nvId, const char* what);
+  uint64_t handleOf(int64_t nvId, std::string_view what);
   uint32_t networkOfArg(const object& o, const api::ApiDesc& d);
   void decode(const api::ApiDesc& d, uint32_t i, const object& o, std::string_view name, Arg& a, uint32_t net);
   void decodeWeights(element e, Arg& a, uint32_t net, std::string_view name);
@@ -201,11 +204,21 @@ class Converter {
   uint64_t pendingBlobBytes_ = 0;
 
   // State that mirrors the capture shim's: handles in creation order, network ids.
-  std::unordered_map<int64_t, uint64_t> handles_;  // NVIDIA object id -> trace handle
-  std::unordered_map<uint64_t, uint32_t> netOf_;   // trace handle -> network id
+  // NVIDIA ids are dense from 0 (one counter, in return order), trace handles dense from 1: vectors.
+  std::vector<uint64_t> handles_;  // NVIDIA object id -> trace handle (0 = none yet)
+  std::vector<uint32_t> netOf_;    // trace handle -> network id
   uint64_t nextHandle_ = 0;
   uint32_t networks_ = 0;
-  std::unordered_map<std::string, uint64_t> seen_;  // (receiver, api, args) -> handle returned
+  // XXH3 of (receiver, api, args) of getters/creators -> the handle they returned
+  std::unordered_map<uint64_t, uint64_t> seen_;
+  std::string key_;
+  uint64_t newHandle(uint32_t net) {
+    ++nextHandle_;
+    if (netOf_.size() <= nextHandle_) netOf_.resize(std::max<size_t>(nextHandle_ + 1, netOf_.size() * 2), 0);
+    netOf_[nextHandle_] = net;
+    return nextHandle_;
+  }
+  uint32_t netOf(uint64_t h) const { return h < netOf_.size() ? netOf_[h] : 0; }
   std::unordered_map<uint32_t, std::vector<std::optional<WeightsInfo>>> weights_;  // per network, by id
   std::vector<Arg> args_;
   std::vector<std::string_view> keys_;
@@ -359,11 +372,10 @@ int64_t Converter::getInt(element e, std::string_view what) {
   fail("'" + std::string(what) + "' is not an integer");
 }
 
-uint64_t Converter::handleOf(int64_t nvId, const char* what) {
-  auto it = handles_.find(nvId);
-  if (it == handles_.end())
+uint64_t Converter::handleOf(int64_t nvId, std::string_view what) {
+  if (nvId < 0 || static_cast<uint64_t>(nvId) >= handles_.size() || !handles_[static_cast<size_t>(nvId)])
     fail(std::string(what) + " is object " + std::to_string(nvId) + ", which no earlier call returned");
-  return it->second;
+  return handles_[static_cast<size_t>(nvId)];
 }
 
 // The network a call belongs to when its receiver has none (Builder calls): the first object
@@ -375,10 +387,8 @@ uint32_t Converter::networkOfArg(const object& o, const api::ApiDesc& d) {
     if (o.at_key(d.args[i]).get(e) != simdjson::SUCCESS) continue;
     int64_t id;
     if (e.at_key("object").get_int64().get(id) != simdjson::SUCCESS) continue;
-    auto h = handles_.find(id);
-    if (h == handles_.end()) continue;
-    auto n = netOf_.find(h->second);
-    if (n != netOf_.end() && n->second) return n->second;
+    if (id < 0 || static_cast<uint64_t>(id) >= handles_.size()) continue;
+    if (uint32_t n = netOf(handles_[static_cast<size_t>(id)])) return n;
   }
   return 0;
 }
@@ -391,7 +401,7 @@ void Converter::convertRecord(object o) {
   if (o.at_key("function").get_string().get(fn) != simdjson::SUCCESS) fail("no \"function\" string");
   int64_t objectId = -1;
   if (o.at_key("object").get(e) == simdjson::SUCCESS) objectId = getInt(e, "object");
-  std::vector<const api::ApiDesc*> cands = spec_.lookup(cls.empty() ? "entry" : cls, fn);
+  const std::vector<const api::ApiDesc*>& cands = spec_.lookup(cls.empty() ? "entry" : cls, fn);
   if (cands.empty())
     fail("unknown call " + std::string(cls) + "::" + std::string(fn) + " (not in the API spec of " + abi::kLibraryName +
              " " + abi::kLibraryVersion + ")", Error::Kind::Usage);
@@ -422,10 +432,7 @@ void Converter::convertRecord(object o) {
 
   const uint64_t receiver = objectId < 0 ? 0 : handleOf(objectId, "the receiver");
   uint32_t net = 0;
-  if (receiver) {
-    auto it = netOf_.find(receiver);
-    if (it != netOf_.end()) net = it->second;
-  }
+  if (receiver) net = netOf(receiver);
   if (!net) net = networkOfArg(o, *d);
 
   if (args_.size() < d->nargs) args_.resize(d->nargs);
@@ -437,27 +444,36 @@ void Converter::convertRecord(object o) {
   element r;
   const bool hasReturn = o.at_key("return").get(r) == simdjson::SUCCESS;
   if (d->ret.starts_with("handle:") || hasReturn) {  // entry points' results are "foreign" (void*)
-    // Key of "the same call again" (getOutput(0) twice): NVIDIA writes no return the second time.
-    std::string key;
-    key.append(reinterpret_cast<const char*>(&receiver), 8).append(reinterpret_cast<const char*>(&d->id), 4);
-    for (uint32_t i = 0; i < d->nargs; ++i) {
-      const Arg& a = args_[i];
-      key.push_back(static_cast<char>(a.k));
-      key.append(reinterpret_cast<const char*>(&a.i), 8).append(reinterpret_cast<const char*>(&a.u), 8);
-      key.append(a.s);
-      for (int64_t x : a.ints) key.append(reinterpret_cast<const char*>(&x), 8);
-      for (uint64_t x : a.hs) key.append(reinterpret_cast<const char*>(&x), 8);
+    // "The same call again" (getOutput(0) twice) returns a known object: NVIDIA writes no return.
+    // Only getters and creators can do that (add* always make a new object).
+    const bool memo = d->method.starts_with("get") || d->method.starts_with("create");
+    uint64_t key = 0;
+    if (memo) {
+      key_.clear();
+      key_.append(reinterpret_cast<const char*>(&receiver), 8).append(reinterpret_cast<const char*>(&d->id), 4);
+      for (uint32_t i = 0; i < d->nargs; ++i) {
+        const Arg& a = args_[i];
+        key_.push_back(static_cast<char>(a.k));
+        key_.append(reinterpret_cast<const char*>(&a.i), 8).append(reinterpret_cast<const char*>(&a.u), 8);
+        key_.append(a.s);
+        for (int64_t x : a.ints) key_.append(reinterpret_cast<const char*>(&x), 8);
+        for (uint64_t x : a.hs) key_.append(reinterpret_cast<const char*>(&x), 8);
+      }
+      key = hash128(key_.data(), key_.size()).lo;
     }
+    const uint32_t resultNet = d->id == api::kBuilder_createNetworkV2 ? 0 : net;
     uint64_t h = 0;
-    int64_t nvId = -1;
     if (hasReturn) {
       element ro;
       if (r.at_key("object").get(ro) != simdjson::SUCCESS) fail("\"return\" without \"object\"");
-      nvId = getInt(ro, "return.object");
-      h = ++nextHandle_;
-      handles_[nvId] = h;
+      const int64_t nvId = getInt(ro, "return.object");
+      if (nvId < 0 || nvId > (int64_t(1) << 40)) fail("\"return\" object id " + std::to_string(nvId) + " out of range");
+      h = newHandle(resultNet);
+      if (handles_.size() <= static_cast<size_t>(nvId))
+        handles_.resize(std::max<size_t>(static_cast<size_t>(nvId) + 1, handles_.size() * 2), 0);
+      handles_[static_cast<size_t>(nvId)] = h;
     } else {
-      auto it = seen_.find(key);
+      auto it = memo ? seen_.find(key) : seen_.end();
       if (it != seen_.end() && !d->method.starts_with("create")) {
         h = it->second;  // a known object returned again
       } else {
@@ -465,16 +481,12 @@ void Converter::convertRecord(object o) {
         // a deleted one (createBuilderConfig after delete: later records use the old id), or a
         // known object reached another way (getInput of a network input). A fresh handle binds
         // whatever the replay returns.
-        h = ++nextHandle_;
-        if (it != seen_.end()) {
-          for (auto& [id, hh] : handles_)
-            if (hh == it->second) hh = h;
-        }
+        h = newHandle(resultNet);
+        if (it != seen_.end()) std::replace(handles_.begin(), handles_.end(), it->second, h);
       }
     }
-    seen_[key] = h;
-    if (d->id == api::kBuilder_createNetworkV2 && !netOf_.count(h)) netOf_[h] = ++networks_;
-    else if (!netOf_.count(h)) netOf_[h] = net;
+    if (memo) seen_[key] = h;
+    if (d->id == api::kBuilder_createNetworkV2 && !netOf(h)) netOf_[h] = ++networks_;
     enc.retHandle(h);
   }
   enc.endCall();
@@ -541,14 +553,14 @@ void Converter::decode(const api::ApiDesc& d, uint32_t i, const object& o, std::
     if (!present) return;
     element id;
     if (e.at_key("object").get(id) != simdjson::SUCCESS) fail("argument \"" + std::string(name) + "\" is not {\"object\": N}");
-    a.k = K::Handle, a.u = handleOf(getInt(id, name), ("argument \"" + std::string(name) + "\"").c_str());
+    a.k = K::Handle, a.u = handleOf(getInt(id, name), name);
   } else if (kind.starts_with("handles:")) {
     if (!present) return;
     a.k = K::Handles;
     for (element x : ensureArray()) {
       element id;
       if (x.at_key("object").get(id) != simdjson::SUCCESS) fail("argument \"" + std::string(name) + "\": an element is not {\"object\": N}");
-      a.hs.push_back(handleOf(getInt(id, name), ("argument \"" + std::string(name) + "\"").c_str()));
+      a.hs.push_back(handleOf(getInt(id, name), name));
     }
     a.length = a.hs.size();
   } else if (kind == "array:f32") {
