@@ -115,6 +115,9 @@ Config Config::fromEnv() {
   c.flushEveryCall = envBool("TRT_SHIM_FLUSH_AFTER_EVERY_CALL", false);
   c.flushOnBuild = envBool("TRT_SHIM_FLUSH_ON_BUILD", false);
   c.ignoreVersion = envBool("TRTRACE_IGNORE_VERSION", false);
+  c.zstdLevel = static_cast<int>(std::min<int64_t>(envInt("TRTRACE_ZSTD_LEVEL", c.zstdLevel), 22));
+  c.workers = static_cast<int>(std::min<int64_t>(envInt("TRTRACE_CAPTURE_WORKERS", c.workers), 64));
+  c.queueMiB = envInt("TRTRACE_CAPTURE_QUEUE_MB", c.queueMiB);
   return c;
 }
 
@@ -138,6 +141,9 @@ void Session::open() {
   path_ = config_.tracePath();
   WriterOptions o;
   o.path = path_;
+  o.zstdLevel = config_.zstdLevel;
+  o.workerThreads = config_.workers;
+  o.queueBytes = config_.queueMiB > 0 ? static_cast<uint64_t>(config_.queueMiB) << 20 : UINT64_MAX;
   o.flush = config_.flushEveryCall ? FlushPolicy::EveryCall
             : config_.flushOnBuild ? FlushPolicy::OnBuild
                                    : FlushPolicy::AtClose;

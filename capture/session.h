@@ -27,6 +27,14 @@ struct Config {
   bool flushEveryCall = false;  // TRT_SHIM_FLUSH_AFTER_EVERY_CALL
   bool flushOnBuild = false;    // TRT_SHIM_FLUSH_ON_BUILD
   bool ignoreVersion = false;   // TRTRACE_IGNORE_VERSION: capture a library version the spec does not describe
+  // Weight storage (BENCHMARKS.md, "Hot spots fixed"): zstd level 1 is faster than 3 and compresses
+  // byte-grouped weights as well; 0 stores every blob raw. Workers compress/write off the app's thread.
+  int zstdLevel = 1;            // TRTRACE_ZSTD_LEVEL
+  int workers = 2;              // TRTRACE_CAPTURE_WORKERS
+  // Bytes of weights queued (pointers only: zero-copy) before a call waits for the workers; 0 = no
+  // limit. TensorRT requires weights to stay valid until the build, and the queue drains at every
+  // build and when a network is destroyed, so the app's thread need not wait for compression.
+  int64_t queueMiB = 0;         // TRTRACE_CAPTURE_QUEUE_MB
   std::string tracePath() const;  // where the binary trace goes
   static Config fromEnv();        // bad values: one warning line each, default kept
 };

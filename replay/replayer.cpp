@@ -78,10 +78,10 @@ void Replayer::run(const std::function<void(const NetworkResult&, const void*)>&
               " for this player (" + abi::kLibraryName + " " + abi::kLibraryVersion + ")");
     }
     auto t0 = Clock::now();
-    const double buildBefore = stats_.buildSeconds;
+    const double buildBefore = stats_.buildSeconds, outputBefore = stats_.outputSeconds;
     fn(*this);
-    stats_.dispatchSeconds +=
-        std::chrono::duration<double>(Clock::now() - t0).count() - (stats_.buildSeconds - buildBefore);
+    stats_.dispatchSeconds += std::chrono::duration<double>(Clock::now() - t0).count() -
+                              (stats_.buildSeconds - buildBefore) - (stats_.outputSeconds - outputBefore);
     ++stats_.calls;
     return true;
   });
@@ -296,7 +296,11 @@ void Replayer::forgetArg(size_t i) {
 
 void Replayer::buildDone(NetworkResult result, const void* engine) {
   stats_.buildSeconds += result.buildSeconds;
-  if (onEngine_) onEngine_(result, engine);
+  if (onEngine_) {
+    auto t0 = std::chrono::steady_clock::now();
+    onEngine_(result, engine);
+    stats_.outputSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
   // The weights of this build may go now: raw blobs were views, the rest owned buffers.
   for (auto it = weights_.begin(); it != weights_.end();) {
     auto& nets = it->second.networks;

@@ -104,6 +104,7 @@ class Replayer {
   struct Stats {
     uint64_t calls = 0, skipped = 0, scalarMismatches = 0;
     double dispatchSeconds = 0, buildSeconds = 0;
+    double outputSeconds = 0;  // in the engine callback (the player writes the engine file): not dispatch
   };
   const Stats& stats() const { return stats_; }
 

@@ -145,6 +145,9 @@ def main():
         "gen_s": round(t_gen, 6), "network_s": round(t_net, 6), "build_s": round(t_build, 6),
         "engine_bytes": engine_size,
     }))
+    # TensorRT reads weights until the build; the capture shim until the network is destroyed:
+    # the network goes first, then the weights.
+    del net, builder
     del keep
     return 0
 

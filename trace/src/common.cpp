@@ -58,14 +58,31 @@ format::BlockHeader makeBlockHeader(format::BlockType type, uint64_t payloadSize
   return h;
 }
 
+// Specialised per element size: one pass over the interleaved side with K output (input) streams,
+// vectorised by the compiler (the generic loop with a run-time K ran at ~0.3x memcpy).
+template <unsigned K>
+__attribute__((optimize("O3"))) static void groupK(const std::byte* __restrict src, std::byte* __restrict dst, size_t m) {
+  for (size_t i = 0; i < m; ++i)
+    for (unsigned b = 0; b < K; ++b) dst[b * m + i] = src[i * K + b];
+}
+template <unsigned K>
+__attribute__((optimize("O3"))) static void ungroupK(const std::byte* __restrict src, std::byte* __restrict dst, size_t m) {
+  for (size_t i = 0; i < m; ++i)
+    for (unsigned b = 0; b < K; ++b) dst[i * K + b] = src[b * m + i];
+}
+
 void byteGroup(const std::byte* src, std::byte* dst, size_t n, unsigned k) {
   const size_t m = n / k;
+  if (k == 2) return groupK<2>(src, dst, m);
+  if (k == 4) return groupK<4>(src, dst, m);
   for (unsigned b = 0; b < k; ++b)
     for (size_t i = 0; i < m; ++i) dst[b * m + i] = src[i * k + b];
 }
 
 void byteUngroup(const std::byte* src, std::byte* dst, size_t n, unsigned k) {
   const size_t m = n / k;
+  if (k == 2) return ungroupK<2>(src, dst, m);
+  if (k == 4) return ungroupK<4>(src, dst, m);
   for (unsigned b = 0; b < k; ++b)
     for (size_t i = 0; i < m; ++i) dst[i * k + b] = src[b * m + i];
 }
