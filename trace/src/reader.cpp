@@ -40,6 +40,10 @@ bool allZero(const std::byte* p, uint64_t n) {
   return true;
 }
 
+// The writer's chunk size is at most 1 GiB (WriterOptions::chunkBytes); a larger one is damage
+// (and would make the decoder allocate up to 4 GiB per chunk on the word of one record).
+constexpr uint64_t kMaxChunkRawSize = uint64_t(1) << 30;
+
 // Structural checks of a blob block (record, chunk table, raw alignment). "" when fine.
 std::string checkBlobPayload(const std::byte* base, uint64_t at, const F::BlockHeader& h) {
   if (h.payloadSize < sizeof(F::BlobRecord) || h.checkedSize < sizeof(F::BlobRecord))
@@ -60,7 +64,9 @@ std::string checkBlobPayload(const std::byte* base, uint64_t at, const F::BlockH
   }
   if (r.encoding != uint16_t(F::BlobEncoding::Zstd)) return "blob record: unknown encoding";
   if (r.transform > uint16_t(F::BlobTransform::ByteGroup4)) return "blob record: unknown transform";
-  if (r.chunkRawSize == 0 || r.chunkCount != (r.rawSize + r.chunkRawSize - 1) / r.chunkRawSize)
+  if (r.chunkRawSize == 0 || r.chunkRawSize > kMaxChunkRawSize)
+    return "blob record: chunk size out of range";
+  if (r.chunkCount != (r.rawSize + r.chunkRawSize - 1) / r.chunkRawSize)
     return "blob record: chunk count does not match";
   const auto* table = reinterpret_cast<const F::ChunkEntry*>(base + at + sizeof h + sizeof r);
   for (uint32_t c = 0; c < r.chunkCount; ++c) {
@@ -277,14 +283,18 @@ struct Reader::Impl {
     const std::byte* data = base + bi.offset + sizeof(F::BlockHeader) + r.dataOffset;
     const auto* table = reinterpret_cast<const F::ChunkEntry*>(base + bi.offset + sizeof(F::BlockHeader) + sizeof r);
     const unsigned k = detail::transformElementSize(static_cast<F::BlobTransform>(r.transform));
-    std::vector<std::byte> out(dest ? 0 : r.chunkRawSize), grouped(k > 1 ? r.chunkRawSize : 0);
+    // Scratch for one chunk, never larger than the blob (a tiny blob may declare a huge chunk size).
+    const uint64_t chunkMax = std::min<uint64_t>(r.chunkRawSize, r.rawSize);
+    std::unique_ptr<std::byte[]> out, grouped;
+    if (!dest) out = std::make_unique_for_overwrite<std::byte[]>(chunkMax);
+    if (k > 1) grouped = std::make_unique_for_overwrite<std::byte[]>(chunkMax);
     std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
     for (uint32_t c = 0; c < r.chunkCount; ++c) {
       F::ChunkEntry e;
       std::memcpy(&e, table + c, sizeof e);
       uint64_t off = uint64_t(c) * r.chunkRawSize, n = std::min<uint64_t>(r.chunkRawSize, r.rawSize - off);
-      std::byte* dst = dest ? dest + off : out.data();
-      std::byte* stage = k > 1 ? grouped.data() : dst;
+      std::byte* dst = dest ? dest + off : out.get();
+      std::byte* stage = k > 1 ? grouped.get() : dst;
       const std::byte* src = data + e.offset;
       if (e.flags & 1) {
         size_t z = ZSTD_decompressDCtx(dctx.get(), stage, n, src, e.storedSize);
@@ -320,7 +330,28 @@ struct Reader::Impl {
                                             std::to_string(bi->offset) + ": index and record disagree");
     if (r.encoding == uint16_t(F::BlobEncoding::Raw))
       return BlobView::mapped({base + bi->dataOffset, r.rawSize});  // zero-copy into the mapping
-    auto buf = std::make_unique_for_overwrite<std::byte[]>(r.rawSize);
+    // Before allocating rawSize bytes: every chunk must declare the size the record says, so
+    // the allocation is what the stored data really decodes to, not one record's say-so.
+    const auto* table = reinterpret_cast<const F::ChunkEntry*>(base + bi->offset + sizeof(F::BlockHeader) + sizeof r);
+    const std::byte* data = base + bi->dataOffset;
+    for (uint32_t c = 0; c < r.chunkCount; ++c) {
+      F::ChunkEntry e;
+      std::memcpy(&e, table + c, sizeof e);
+      uint64_t n = std::min<uint64_t>(r.chunkRawSize, r.rawSize - uint64_t(c) * r.chunkRawSize);
+      bool fits = (e.flags & 1) ? [&] {
+        unsigned long long z = ZSTD_getFrameContentSize(data + e.offset, e.storedSize);
+        return z == ZSTD_CONTENTSIZE_UNKNOWN || z == n;
+      }() : e.storedSize == n;
+      if (!fits)
+        throw Error(Error::Kind::Corrupt, path + ": " + blobName(ref) + " at offset " + std::to_string(bi->offset) +
+                                              ": chunk " + std::to_string(c) + " does not hold the size the record says");
+    }
+    std::unique_ptr<std::byte[]> buf;
+    try {
+      buf = std::make_unique_for_overwrite<std::byte[]>(r.rawSize);
+    } catch (const std::bad_alloc&) {
+      throw Error(Error::Kind::Io, path + ": " + blobName(ref) + ": cannot allocate " + std::to_string(r.rawSize) + " bytes");
+    }
     decode(*bi, buf.get(), nullptr);
     return BlobView::owned(std::move(buf), r.rawSize);
   }

@@ -122,7 +122,10 @@ struct Writer::Impl {
   bool segmentsCopied = false;             // appendSegment() used
 
   std::mutex encMu;
-  std::vector<std::unique_ptr<CallEncoder>> freeEncoders;
+  // Every encoder handed out, owned here: one abandoned between beginCall and endCall (the caller
+  // threw) is freed with the writer instead of leaking. freeEncoders: those ready for reuse.
+  std::vector<std::unique_ptr<CallEncoder>> encoders;
+  std::vector<CallEncoder*> freeEncoders;
 
   // Blobs: dedup set and the bounded queue.
   std::mutex blobMu;
@@ -519,7 +522,8 @@ Writer::~Writer() {
     if (t.joinable()) t.join();
   if (impl_->fd >= 0) ::close(impl_->fd);
   std::lock_guard g(impl_->encMu);
-  for (auto& e : impl_->freeEncoders) e.reset();
+  impl_->freeEncoders.clear();
+  impl_->encoders.clear();
 }
 
 void Writer::describeApi(uint32_t apiId, std::string_view iface, std::string_view method,
@@ -569,17 +573,19 @@ BlobRef Writer::putBlob(const void* data, uint64_t bytes, BlobHint hint) {
 void Writer::drainBlobs() { impl_->drain(); }
 
 CallEncoder& Writer::beginCall(uint32_t apiId, uint64_t receiver, uint32_t networkId) {
-  std::unique_ptr<CallEncoder> e;
+  CallEncoder* e = nullptr;
   {
     std::lock_guard g(impl_->encMu);
     if (!impl_->freeEncoders.empty()) {
-      e = std::move(impl_->freeEncoders.back());
+      e = impl_->freeEncoders.back();
       impl_->freeEncoders.pop_back();
+    } else {
+      impl_->encoders.push_back(std::make_unique<CallEncoder>(this));
+      e = impl_->encoders.back().get();
     }
   }
-  if (!e) e = std::make_unique<CallEncoder>(this);
   e->impl_->reset(apiId, receiver, networkId);
-  return *e.release();  // owned by the caller until endCall() returns it to the pool
+  return *e;  // used by the caller until endCall() returns it to the pool
 }
 
 void Writer::appendSegment(std::span<const std::byte> bytes) {

@@ -1,0 +1,158 @@
+// fuzz_seedgen OUTDIR: writes seed inputs for the fuzz targets, made by the real writer:
+//   OUTDIR/trace_reader/  closed traces, an unclosed (crashed) one, cut ones
+//   OUTDIR/blob_decoder/  the payload of every blob block of those traces (raw data re-aligned
+//                         for the fuzz_blob_decoder framing)
+// The JSON seeds come from real captures (tests/fuzz/make_json_seeds.sh, committed in corpus/).
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fuzz_util.h"
+#include "internal.h"
+
+namespace F = trtrace::format;
+using namespace trtrace;
+
+namespace {
+
+std::vector<uint8_t> slurp(const std::string& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+void spit(const std::string& p, const uint8_t* d, size_t n) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(d), static_cast<std::streamsize>(n));
+}
+
+std::vector<std::byte> floats(size_t n, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> d(0.f, 0.05f);
+  std::vector<std::byte> v(n * 4);
+  for (size_t i = 0; i < n; ++i) { float f = d(g); std::memcpy(v.data() + 4 * i, &f, 4); }
+  return v;
+}
+std::vector<std::byte> halves(size_t n, uint32_t seed) {  // fp16-like: few distinct high bytes
+  std::mt19937 g(seed);
+  std::vector<std::byte> v(n * 2);
+  for (size_t i = 0; i < n; ++i) { v[2 * i] = std::byte(g()); v[2 * i + 1] = std::byte(0x3c + (g() & 3)); }
+  return v;
+}
+
+// Every value kind, raw and compressed blobs (both byte groupings, several chunks), a build
+// result with errors, an unsupported call; `close` false leaves it as a crash would.
+void writeTrace(const std::string& path, FlushPolicy flush, bool close, int seed) {
+  WriterOptions o;
+  o.path = path;
+  o.workerThreads = 0;
+  o.chunkBytes = 4096;
+  o.flush = flush;
+  HeaderInfo h;
+  h.producer = "fuzz_seedgen";
+  h.producerVersion = "1";
+  h.libraryName = "libtensorrt_rtx.so.1";
+  h.libraryVersion = "1.6.1";
+  h.settings = {{"TRT_SHIM_FLUSH_ON_BUILD", "1"}};
+  h.host = "seed";
+  h.pid = 7;
+  h.startTimeNs = 1;
+  auto w = Writer::create(o, h);
+  std::string_view args[] = {"a", "b", "c"};
+  w->describeApi(1, "INetworkDefinition", "addConstant", args);
+  w->describeApi(2, "IBuilder", "buildSerializedNetwork", {});
+  w->describeApi(3, "ILayer", "setName", args);
+  auto f32 = floats(1100, seed), f16 = halves(2100, seed + 1);
+  std::vector<std::byte> raw(500);
+  std::mt19937 g(seed);
+  for (auto& b : raw) b = std::byte(g());
+  auto r32 = w->putBlob(f32.data(), f32.size(), BlobHint::F32);
+  auto r16 = w->putBlob(f16.data(), f16.size(), BlobHint::F16);
+  auto rr = w->putBlob(raw.data(), raw.size(), BlobHint::None);
+  int64_t dims[] = {1, 3, 16, 16};
+  float fl[] = {1.5f, -2.f};
+  uint64_t hs[] = {0x10, 0x20};
+  std::byte bytes[] = {std::byte{1}, std::byte{2}, std::byte{3}};
+  w->beginCall(1, 0x10, 1).argDims(dims).argWeightsBlob(0, 1100, r32).retHandle(0x20, 4).endCall();
+  w->beginCall(1, 0x10, 1).argDims(dims).argWeightsBlob(1, 2100, r16).retHandle(0x21, 4).endCall();
+  w->beginCall(1, 0x10, 1).argI64Array(dims).argWeightsBlob(2, 500, rr).retHandle(0x22).endCall();
+  w->beginCall(3, 0x20, 1).argString("conv1").argBool(true).argEnum(5, 2).endCall();
+  w->beginCall(3, 0x21, 1).argF32(0.5f).argF64(1e-3).argU64(7).argI64(-1).retNull().endCall();
+  w->beginCall(3, 0x22, 1).argHandleArray(hs).argF32Array(fl).argBytes(bytes).endCall();
+  w->beginCall(1, 0x10, 1).argWeightsInline(0, 2, std::span(bytes, 2)).argWeightsRandom(0, 1000, 9).endCall();
+  w->beginCall(3, 0x22, 1).unsupported("IConvolutionLayer", 17).endCall();
+  w->beginCall(3, 0x22, 1).status(CallStatus::Exception).message("boom").endCall();
+  std::string errs[] = {"shape mismatch", "second"};
+  w->beginCall(2, 0x30, 1).argHandle(0x10).buildResult(false, 0, Hash128{}, errs).retNull().endCall();
+  w->beginCall(2, 0x30, 2).argHandle(0x11).buildResult(true, 4096, Hash128{1, 2}).retHandle(0x40).endCall();
+  if (close) {
+    w->close();
+  } else {
+    w->flush();
+    auto bytes = slurp(path);  // the unclosed file, as a crash would leave it
+    w.reset();
+    spit(path, bytes.data(), bytes.size());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: fuzz_seedgen OUTDIR\n");
+    return 1;
+  }
+  namespace fs = std::filesystem;
+  fs::path out = argv[1];
+  fs::create_directories(out / "trace_reader");
+  fs::create_directories(out / "blob_decoder");
+  fs::create_directories(out / "json_reader");  // its seeds are real captures: corpus/json_reader
+  std::vector<std::string> traces;
+  auto t = [&](const char* name) { traces.push_back((out / "trace_reader" / name).string()); return traces.back(); };
+  writeTrace(t("closed_atclose.trtrace"), FlushPolicy::AtClose, true, 1);
+  writeTrace(t("closed_everycall.trtrace"), FlushPolicy::EveryCall, true, 2);
+  writeTrace(t("unclosed_everycall.trtrace"), FlushPolicy::EveryCall, false, 3);
+  writeTrace(t("unclosed_onbuild.trtrace"), FlushPolicy::OnBuild, false, 4);
+  {  // cuts of a closed trace: inside a block, and just before the footer
+    auto full = slurp(traces[0]);
+    spit((out / "trace_reader" / "cut_half.trtrace").string(), full.data(), full.size() / 2);
+    spit((out / "trace_reader" / "cut_end.trtrace").string(), full.data(), full.size() - 7);
+  }
+  // Blob payloads, framed the way fuzz_blob_decoder frames its input.
+  const uint64_t pre = fz::blobPrefix().size();
+  int n = 0;
+  for (auto& p : traces) {
+    auto b = slurp(p);
+    uint64_t pos = sizeof(F::FileHeader);
+    while (pos + sizeof(F::BlockHeader) <= b.size()) {
+      F::BlockHeader h;
+      std::memcpy(&h, b.data() + pos, sizeof h);
+      if (h.magic != F::kBlockMagic || h.payloadSize > b.size() - pos - sizeof h) break;
+      const uint8_t* pl = b.data() + pos + sizeof h;
+      if (h.type == uint16_t(F::BlockType::Blob)) {
+        F::BlobRecord r;
+        std::memcpy(&r, pl, sizeof r);
+        std::vector<uint8_t> seed;
+        if (r.encoding == uint16_t(F::BlobEncoding::Raw)) {
+          uint64_t d = sizeof r;
+          while ((pre + sizeof(F::BlockHeader) + d) % F::kBlobAlign) ++d;
+          F::BlobRecord r2 = r;
+          r2.dataOffset = d;
+          seed.resize(d);
+          std::memcpy(seed.data(), &r2, sizeof r2);
+          seed.insert(seed.end(), pl + r.dataOffset, pl + r.dataOffset + r.storedSize);
+        } else {
+          seed.assign(pl, pl + h.payloadSize);
+        }
+        spit((out / "blob_decoder" / ("blob" + std::to_string(n++))).string(), seed.data(), seed.size());
+      }
+      pos = F::alignUp(pos + sizeof h + h.payloadSize, F::kBlockAlign);
+    }
+  }
+  std::printf("fuzz_seedgen: %zu traces, %d blob payloads in %s\n", traces.size() + 2, n, out.c_str());
+  return 0;
+}
