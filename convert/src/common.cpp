@@ -71,7 +71,7 @@ MappedFile::~MappedFile() {
 void MappedFile::release(size_t upTo) {
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   upTo = std::min(upTo, size_) / page * page;
-  if (!base_ || upTo <= released_ + (64u << 20)) return;  // in steps of 64 MiB
+  if (!base_ || upTo <= released_ + (16u << 20)) return;  // in steps of 16 MiB
   ::madvise(base_ + released_, upTo - released_, MADV_DONTNEED);
   released_ = upTo;
 }

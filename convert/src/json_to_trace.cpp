@@ -490,7 +490,7 @@ void Converter::convertRecord(object o) {
     enc.retHandle(h);
   }
   enc.endCall();
-  if (pendingBlobBytes_ > (256u << 20)) {
+  if (pendingBlobBytes_ > (64u << 20)) {  // bounded: the BIN pages hashed so far leave the RSS
     writer_->drainBlobs();
     bin_->release(bin_->size());
     pendingBlobBytes_ = 0;

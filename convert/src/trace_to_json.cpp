@@ -2,6 +2,9 @@
 // (docs/json-bin-layout.md §3, §13): json.dumps(indent=4, sort_keys=True, ensure_ascii=False),
 // no trailing newline; object ids from one counter in order of first return; Weights ids per
 // network in order of first use, {"id": N} for a repeated use; BIN = raw bytes in first-use order.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -164,16 +167,22 @@ Stats traceToJson(const std::string& tracePath, const std::string& jsonPath, con
   Output json(outputs.add(jsonPath), "JSON");
   Output bin(outputs.add(binPath), "BIN");
 
-  std::unordered_map<uint64_t, int64_t> ids;  // trace handle -> NVIDIA object id
+  // Trace handle -> NVIDIA object id + 1 (0 = none yet); handles are dense from 1.
+  std::vector<int64_t> ids;
   int64_t nextId = 0;
+  auto slot = [&](uint64_t h) -> int64_t& {
+    if (h >= ids.size()) ids.resize(std::max<size_t>(h + 1, ids.size() * 2), 0);
+    return ids[h];
+  };
   auto idOf = [&](uint64_t h) {
-    auto it = ids.find(h);
-    if (it != ids.end()) return it->second;
-    return ids[h] = nextId++;  // an object no recorded call returned: first sight
+    int64_t& s = slot(h);
+    if (!s) s = ++nextId;  // an object no recorded call returned: first sight
+    return s - 1;
   };
   std::unordered_map<uint32_t, std::map<WeightsKey, int64_t>> weightIds;  // per network
   std::unordered_map<uint32_t, int64_t> nextWeightId;
   int64_t trtVersion = -1;
+  uint64_t releasedAt = 0;
   std::unordered_set<uint32_t> networks;
   uint64_t index = 0;
   std::string out = "{\n    \"api_calls\": [";
@@ -313,17 +322,28 @@ Stats traceToJson(const std::string& tracePath, const std::string& jsonPath, con
       fields.emplace_back(std::string(d->args[i]), std::move(n));
     }
     if (auto r = c.ret(); r && r->kind() == ValueKind::Handle && r->asU64() &&
-                          (opt.allCalls || d->ret != "handle:HostMemory") && !ids.count(r->asU64())) {
-      const int64_t id = nextId++;
-      ids[r->asU64()] = id;
-      fields.emplace_back("return", Node::ref(id));
+                          (opt.allCalls || d->ret != "handle:HostMemory") && !slot(r->asU64())) {
+      slot(r->asU64()) = ++nextId;
+      fields.emplace_back("return", Node::ref(nextId - 1));
     }
+    // After a build its network's weights table goes (bounded memory over many networks); a later
+    // repeat in that network would just be written again under a new id.
+    if (d->id == api::kBuilder_buildSerializedNetwork) weightIds.erase(net);
     Node rec = Node::object();
     rec.obj = std::move(fields);
     out += index ? ",\n        " : "\n        ";
     render(out, rec, 8);
     fields = std::move(rec.obj);
     ++index;
+    if (bin.bytes() - releasedAt > (64u << 20) || (index & 0x3ffff) == 0) {
+      // Bounded memory: drop the trace pages read so far from the RSS (re-read if needed again).
+      releasedAt = bin.bytes();
+      auto m = reader->mapping();
+      const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+      uintptr_t lo = (reinterpret_cast<uintptr_t>(m.data()) + page - 1) / page * page;
+      uintptr_t hi = (reinterpret_cast<uintptr_t>(m.data()) + m.size()) / page * page;
+      if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+    }
     if (out.size() > (1u << 20)) {
       json.write(out);
       out.clear();
