@@ -15,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <string_view>
 #include <string>
 
 #include "replayer.h"
@@ -77,12 +78,17 @@ void* loadLibrary(const std::string& requested, std::string& used) {
   throw Error(Error::Kind::Usage, "cannot load the TensorRT-RTX library (" + errors + "); pass --lib PATH");
 }
 
-bool isTrace(const std::string& path) {
+// Detection by content: a JSON document (first non-blank byte '{') goes through convert/; anything
+// else is opened as a trace, whose reader names what is wrong with it (magic, version, ...).
+bool isJson(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(Error::Kind::Io, path + ": cannot open (" + std::strerror(errno) + ")");
-  char magic[8] = {};
-  f.read(magic, 8);
-  return std::memcmp(magic, "TRTRACE", 8) == 0;
+  char buf[4096];
+  f.read(buf, sizeof buf);
+  std::string_view head(buf, static_cast<size_t>(f.gcount()));
+  if (head.substr(0, 3) == "\xEF\xBB\xBF") head.remove_prefix(3);  // UTF-8 byte order mark
+  size_t i = head.find_first_not_of(" \t\r\n");
+  return i != std::string_view::npos && head[i] == '{';
 }
 
 struct TempTrace {
@@ -134,7 +140,7 @@ int main(int argc, char** argv) {
     auto t0 = Clock::now();
     // NVIDIA JSON+BIN input: converted (convert/) to a temporary trace, removed when done.
     TempTrace converted;
-    if (!isTrace(capture)) {
+    if (isJson(capture)) {
       const char* dir = std::getenv("TMPDIR");
       converted.path = std::string(dir && *dir ? dir : "/tmp") + "/tensorrt_player." + std::to_string(getpid()) + ".trtrace";
       convert::jsonToTrace(capture, converted.path);

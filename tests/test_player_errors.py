@@ -23,7 +23,7 @@ def test_missing_capture_file(tmp):
 def test_wrong_magic(tmp):
     proc = replay_of(tmp, b"GARBAGE!" + bytes(100))
     assert proc.returncode == 1
-    assert "bad.trtrace" in proc.stderr and "not a trtrace trace" in proc.stderr
+    assert "bad.trtrace" in proc.stderr and "not a trtrace file (bad magic)" in proc.stderr
     assert not (tmp / "out.engine").exists()
 
 

@@ -76,6 +76,10 @@ void MappedFile::release(size_t upTo) {
   released_ = upTo;
 }
 
+void MappedFile::releaseAll() {
+  if (base_ && size_) ::madvise(base_, size_, MADV_DONTNEED);
+}
+
 std::string PendingOutputs::add(const std::string& finalPath) {
   std::string tmp = finalPath + ".tmp." + std::to_string(::getpid());
   files_.emplace_back(tmp, finalPath);

@@ -25,6 +25,8 @@ class MappedFile {
   size_t size() const { return size_; }
   // Drops the pages of [0, upTo) from this process (bounded resident memory on big inputs).
   void release(size_t upTo);
+  // Drops every page of the mapping (they are read again from the file if touched later).
+  void releaseAll();
 
  private:
   char* base_ = nullptr;

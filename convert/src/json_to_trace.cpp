@@ -492,7 +492,7 @@ void Converter::convertRecord(object o) {
   enc.endCall();
   if (pendingBlobBytes_ > (64u << 20)) {  // bounded: the BIN pages hashed so far leave the RSS
     writer_->drainBlobs();
-    bin_->release(bin_->size());
+    bin_->releaseAll();
     pendingBlobBytes_ = 0;
   }
 }

@@ -45,7 +45,8 @@ inline volatile uint64_t sink;
 // Every accessor of a value; results are folded into `sink` so nothing is optimised away.
 inline void touch(const trtrace::ValueView& v) {
   uint64_t h = static_cast<uint64_t>(v.kind());
-  h += v.asBool() + static_cast<uint64_t>(v.asI64()) + v.asU64() + static_cast<uint64_t>(v.asF64());
+  double f = v.asF64();
+  h += v.asBool() + static_cast<uint64_t>(v.asI64()) + v.asU64() + (f == f && f > 0);
   h += v.asString().size() + v.typeId() + v.ints().size() + v.floats().size() + v.handles().size();
   h += v.bytes().size() + v.dtype() + v.count() + v.blob().length + v.seed();
   for (auto x : v.ints()) h += static_cast<uint64_t>(x);
