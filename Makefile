@@ -1,10 +1,18 @@
 # Entry points: `make demo` (capture -> replay of a real network) and `make test`.
 # Each target installs what is missing (tools/setup.sh is idempotent) and builds first.
+#   make test         the whole suite three ways: normal build, ASan+UBSan build, short libFuzzer run
+#   make check        the normal build's suite only (the quick loop while developing)
+#   make fuzz         the libFuzzer targets for FUZZ_SECONDS each (FUZZ_JOBS processes per target)
 BUILD ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+FUZZ_SECONDS ?= 600
+FUZZ_JOBS ?= 1
+FUZZ_TARGETS = fuzz_seedgen fuzz_trace_reader fuzz_blob_decoder fuzz_json_reader
 
-.PHONY: setup build test demo bench clean
+.PHONY: setup build check test sanitize fuzz fuzz-build demo bench clean
 setup:
 	@bash tools/setup.sh
 
@@ -12,8 +20,29 @@ build: setup
 	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
-test: build
+check: build
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+# The same suite on an AddressSanitizer + UndefinedBehaviorSanitizer build (tests preload the
+# sanitizer runtime into Python apps that load the shim; see tests/conftest.py).
+sanitize: setup
+	@cmake -S . -B $(ASAN_BUILD) -DTRTRACE_SANITIZE=address,undefined $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(ASAN_BUILD) -j$(JOBS)
+	@cd $(ASAN_BUILD) && TRTRACE_ASAN_RUNTIME=$$($(CXX) -print-file-name=libasan.so) \
+	  ASAN_OPTIONS=strict_string_checks=1:detect_stack_use_after_return=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
+	  UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j$(JOBS)
+
+fuzz-build: setup
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DTRTRACE_FUZZ=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j$(JOBS) --target $(FUZZ_TARGETS)
+
+fuzz: fuzz-build
+	@bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_JOBS)
+
+test: check
+	@$(MAKE) --no-print-directory sanitize
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20 FUZZ_JOBS=1
 
 demo: build
 	@bash tools/demo.sh $(BUILD)
@@ -22,4 +51,4 @@ bench: build
 	@bash bench/run.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

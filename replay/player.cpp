@@ -78,14 +78,17 @@ void* loadLibrary(const std::string& requested, std::string& used) {
   throw Error(Error::Kind::Usage, "cannot load the TensorRT-RTX library (" + errors + "); pass --lib PATH");
 }
 
-// Detection by content: a JSON document (first non-blank byte '{') goes through convert/; anything
-// else is opened as a trace, whose reader names what is wrong with it (magic, version, ...).
+// Detection by content: the trace magic means a trace; a JSON document (first non-blank byte '{')
+// or a file named *.json goes through convert/ (whose errors name the JSON fault); anything else is
+// opened as a trace, whose reader names what is wrong with it (magic, version, ...).
 bool isJson(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(Error::Kind::Io, path + ": cannot open (" + std::strerror(errno) + ")");
   char buf[4096];
   f.read(buf, sizeof buf);
   std::string_view head(buf, static_cast<size_t>(f.gcount()));
+  if (head.substr(0, 8) == std::string_view("TRTRACE\0", 8)) return false;
+  if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) return true;
   if (head.substr(0, 3) == "\xEF\xBB\xBF") head.remove_prefix(3);  // UTF-8 byte order mark
   size_t i = head.find_first_not_of(" \t\r\n");
   return i != std::string_view::npos && head[i] == '{';

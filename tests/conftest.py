@@ -12,6 +12,29 @@ BIN = pathlib.Path(os.environ.get("TRTRACE_BIN", BUILD / "bin"))
 APPS = ROOT / "tests" / "apps"
 
 
+# Sanitizer runs (`make sanitize`): the shim is built with ASan+UBSan, so every process that loads it
+# needs the sanitizer runtime first in the link order. TRTRACE_ASAN_RUNTIME names that runtime; every
+# child process this suite starts gets it at the head of LD_PRELOAD (one place, for all tests), and
+# leak checks off for Python (the interpreter's own allocations at exit are not ours to judge; our
+# C++ tools are leak-checked, with the library's own leaks suppressed in tests/lsan.supp).
+ASAN_RUNTIME = os.environ.get("TRTRACE_ASAN_RUNTIME", "")
+if ASAN_RUNTIME:
+    _popen_init = subprocess.Popen.__init__
+
+    def _sanitized_popen_init(self, args, *a, **kw):
+        env = dict(kw.get("env") or os.environ)
+        preload = env.get("LD_PRELOAD", "")
+        if ASAN_RUNTIME not in preload.split(":"):
+            env["LD_PRELOAD"] = ":".join(p for p in (ASAN_RUNTIME, preload) if p)
+        program = args[0] if isinstance(args, (list, tuple)) else str(args).split()[0]
+        if os.path.basename(str(program)).startswith("python"):
+            env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+        kw["env"] = env
+        _popen_init(self, args, *a, **kw)
+
+    subprocess.Popen.__init__ = _sanitized_popen_init
+
+
 def trt_lib_dir():
     import tensorrt_rtx_libs  # the wheel that carries libtensorrt_rtx.so.1
     return pathlib.Path(tensorrt_rtx_libs.__file__).parent
