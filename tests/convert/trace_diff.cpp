@@ -57,21 +57,33 @@ int main(int argc, char** argv) {
   }
   try {
     auto a = Reader::open(files[0]), b = Reader::open(files[1]);
-    std::vector<CallView> ca, cb;
-    a->forEachCall([&](const CallView& c) {
-      const api::ApiDesc* d = api::find(c.apiId());
-      if (skipUnrecorded && d && (d->method == "~" || d->interface == "HostMemory")) return true;
-      ca.push_back(c);
-      return true;
-    });
-    b->forEachCall([&](const CallView& c) { cb.push_back(c); return true; });
+    // Both logs walked side by side, one segment of each in memory (views live until next()).
+    CallCursor curA(*a), curB(*b);
+    auto nextA = [&]() -> const CallView* {
+      for (const CallView* c; (c = curA.next());) {
+        const api::ApiDesc* d = api::find(c->apiId());
+        if (skipUnrecorded && d && (d->method == "~" || d->interface == "HostMemory")) continue;
+        return c;
+      }
+      return nullptr;
+    };
     int problems = 0;
     auto report = [&](size_t i, const std::string& what) {
       if (++problems <= 20) std::printf("call %zu: %s\n", i, what.c_str());
     };
-    if (ca.size() != cb.size()) report(0, "call counts differ: " + std::to_string(ca.size()) + " vs " + std::to_string(cb.size()));
-    for (size_t i = 0; i < std::min(ca.size(), cb.size()); ++i) {
-      const CallView &x = ca[i], &y = cb[i];
+    size_t na = 0, nb = 0;
+    for (size_t i = 0;; ++i) {
+      const CallView* px = nextA();
+      const CallView* py = curB.next();
+      na += px != nullptr;
+      nb += py != nullptr;
+      if (!px || !py) {
+        while (px && nextA()) ++na;
+        while (py && curB.next()) ++nb;
+        if (na != nb) report(0, "call counts differ: " + std::to_string(na) + " vs " + std::to_string(nb));
+        break;
+      }
+      const CallView &x = *px, &y = *py;
       const api::ApiDesc* d = api::find(x.apiId());
       std::string name = d ? std::string(d->interface) + "::" + std::string(d->method) : "?";
       if (x.apiId() != y.apiId()) { report(i, "API " + name + " vs id " + std::to_string(y.apiId())); continue; }
@@ -95,7 +107,7 @@ int main(int argc, char** argv) {
       std::printf("trace_diff: %d differences\n", problems);
       return 1;
     }
-    std::printf("trace_diff: %zu calls and %zu blobs identical\n", ca.size(), ba.size());
+    std::printf("trace_diff: %zu calls and %zu blobs identical\n", na, ba.size());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trace_diff: %s\n", e.what());

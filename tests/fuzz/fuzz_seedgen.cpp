@@ -45,9 +45,12 @@ std::vector<std::byte> halves(size_t n, uint32_t seed) {  // fp16-like: few dist
 }
 
 // Every value kind, raw and compressed blobs (both byte groupings, several chunks), a build
-// result with errors, an unsupported call; `close` false leaves it as a crash would.
-void writeTrace(const std::string& path, FlushPolicy flush, bool close, int seed) {
+// result with errors, an unsupported call; `close` false leaves it as a crash would. Call-log
+// segments are zstd-compressed where that pays (logLevel 0: all raw, so that mutations reach the
+// FlatBuffers Verifier directly).
+void writeTrace(const std::string& path, FlushPolicy flush, bool close, int seed, int logLevel = 3) {
   WriterOptions o;
+  o.logZstdLevel = logLevel;
   o.path = path;
   o.workerThreads = 0;
   o.chunkBytes = 4096;
@@ -117,6 +120,7 @@ int main(int argc, char** argv) {
   writeTrace(t("closed_everycall.trtrace"), FlushPolicy::EveryCall, true, 2);
   writeTrace(t("unclosed_everycall.trtrace"), FlushPolicy::EveryCall, false, 3);
   writeTrace(t("unclosed_onbuild.trtrace"), FlushPolicy::OnBuild, false, 4);
+  writeTrace(t("closed_atclose_rawlog.trtrace"), FlushPolicy::AtClose, true, 5, 0);
   {  // cuts of a closed trace: inside a block, and just before the footer
     auto full = slurp(traces[0]);
     spit((out / "trace_reader" / "cut_half.trtrace").string(), full.data(), full.size() / 2);

@@ -54,19 +54,26 @@ Command addInfo(CLI::App& app) {
     });
     uint64_t unique = 0, stored = 0, compressed = 0;
     for (auto& b : r->blobs()) { unique += b.ref.length; stored += b.storedSize; compressed += b.compressed; }
+    uint64_t logStored = 0, logCompressed = 0;  // call-log segment payloads (block headers only)
+    for (size_t i = 0; i < r->segmentCount(); ++i) {
+      auto si = r->segmentInfo(i);
+      logStored += si.storedSize;
+      logCompressed += si.compressed;
+    }
     double dedup = unique ? double(logical) / double(unique) : 1.0;
     double ratio = stored ? double(unique) / double(stored) : 1.0;
     auto& h = r->header();
     if (*json) {
       std::printf("{\"path\":%s,\"closed\":%s,\"truncated_at\":%s,\"producer\":%s,\"producer_version\":%s,"
                   "\"library\":%s,\"library_version\":%s,\"host\":%s,\"pid\":%" PRIu64 ",\"format\":\"%u.%u\","
-                  "\"calls\":%" PRIu64 ",\"segments\":%zu,\"builds\":%" PRIu64 ",\"builds_ok\":%" PRIu64 ",\"apis\":{",
+                  "\"calls\":%" PRIu64 ",\"segments\":%zu,\"segments_compressed\":%" PRIu64
+                  ",\"call_log_stored_bytes\":%" PRIu64 ",\"builds\":%" PRIu64 ",\"builds_ok\":%" PRIu64 ",\"apis\":{",
                   jsonString(*path).c_str(), r->closedCleanly() ? "true" : "false",
                   r->truncatedAt() ? std::to_string(*r->truncatedAt()).c_str() : "null",
                   jsonString(h.producer).c_str(), jsonString(h.producerVersion).c_str(),
                   jsonString(h.libraryName).c_str(), jsonString(h.libraryVersion).c_str(),
                   jsonString(h.host).c_str(), h.pid, h.formatMajor, h.formatMinor, calls, r->segmentCount(),
-                  builds, buildsOk);
+                  logCompressed, logStored, builds, buildsOk);
       bool first = true;
       for (auto& [id, n] : perApi) {
         std::printf("%s%s:%" PRIu64, first ? "" : ",", jsonString(apiName(*r, id)).c_str(), n);
@@ -93,6 +100,9 @@ Command addInfo(CLI::App& app) {
       for (auto& [k, v] : h.settings) std::printf("setting:    %s=%s\n", std::string(k).c_str(), std::string(v).c_str());
       std::printf("calls:      %" PRIu64 " in %zu segments; builds: %" PRIu64 " (%" PRIu64 " ok)\n", calls,
                   r->segmentCount(), builds, buildsOk);
+      std::printf("call log:   %s stored (%" PRIu64 " of %zu segments zstd), %.1f B/call\n",
+                  humanBytes(double(logStored)).c_str(), logCompressed, r->segmentCount(),
+                  calls ? double(logStored) / double(calls) : 0.0);
       std::printf("networks:   %zu\n", perNet.size());
       for (auto& [id, n] : perNet) std::printf("  network %u: %" PRIu64 " calls\n", id, n);
       std::printf("apis:\n");

@@ -1,5 +1,6 @@
 // trtrace rewrite IN OUT --raw|--compress: re-stores every blob raw (fastest zero-copy replay) or
-// compressed (smallest). The call log is copied as-is. OUT appears only when complete (temp+rename).
+// compressed (smallest). The call log's segments are copied one by one, each stored zstd-compressed
+// when that pays (--log-level 0: raw). OUT appears only when complete (temp+rename).
 #include <unistd.h>
 
 #include <cstdio>
@@ -17,7 +18,7 @@ namespace trtrace::cli {
 struct RewriteOptions {
   std::string in, out;
   bool raw = false, compress = false, noByteGroup = false, salvage = false;
-  int level = 3, threads = 2;
+  int level = 3, threads = 2, logLevel = 3;
 };
 
 static int runRewrite(const RewriteOptions& o) {
@@ -39,6 +40,7 @@ static int runRewrite(const RewriteOptions& o) {
   wo.path = tmp;
   wo.zstdLevel = o.raw ? 0 : o.level;
   wo.byteGrouping = !o.noByteGroup;
+  wo.logZstdLevel = o.logLevel;
   wo.workerThreads = o.threads;
   try {
     auto w = Writer::create(wo, hi);
@@ -52,7 +54,7 @@ static int runRewrite(const RewriteOptions& o) {
       if (heldBytes > wo.queueBytes) { w->drainBlobs(); held.clear(); heldBytes = 0; }
     }
     w->drainBlobs();
-    for (size_t i = 0; i < r->segmentCount(); ++i) w->appendSegment(r->segmentBytes(i));
+    for (size_t i = 0; i < r->segmentCount(); ++i) w->appendSegment(r->segmentBytes(i).bytes());
     w->close();
     std::filesystem::rename(tmp, o.out);
     auto st = w->stats();
@@ -76,6 +78,8 @@ Command addRewrite(CLI::App& app) {
   auto* comp = sub->add_flag("--compress", o->compress, "Compress blobs with zstd where it saves");
   raw->excludes(comp);
   sub->add_option("--level", o->level, "zstd level for --compress")->check(CLI::Range(1, 22));
+  sub->add_option("--log-level", o->logLevel, "zstd level for call-log segments (0: store them raw)")
+      ->check(CLI::Range(0, 22));
   sub->add_flag("--no-byte-group", o->noByteGroup, "Disable the fp16/bf16/fp32 byte-grouping transform");
   sub->add_option("--threads", o->threads, "Compression threads")->check(CLI::Range(0, 64));
   sub->add_flag("--salvage", o->salvage, "Rewrite the readable prefix of a truncated trace");

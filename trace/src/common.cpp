@@ -47,10 +47,11 @@ uint32_t blockHeaderCheck(const format::BlockHeader& h) {
 }
 
 format::BlockHeader makeBlockHeader(format::BlockType type, uint64_t payloadSize,
-                                    uint64_t checkedSize, uint32_t payloadCheck) {
+                                    uint64_t checkedSize, uint32_t payloadCheck, uint16_t flags) {
   format::BlockHeader h{};
   h.magic = format::kBlockMagic;
   h.type = static_cast<uint16_t>(type);
+  h.flags = flags;
   h.payloadSize = payloadSize;
   h.checkedSize = checkedSize;
   h.payloadCheck = payloadCheck;

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cinttypes>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
@@ -32,6 +33,10 @@ struct BlockCheck {
   bool headerValid = false;  // h can be trusted (framing known even if the payload is bad)
   uint64_t next = 0;         // offset of the following block
   std::string why;
+  // Segment blocks: the verified FlatBuffer, in the mapping (raw) or in `inflated` (compressed).
+  const std::byte* fbuf = nullptr;
+  uint64_t fbufSize = 0;
+  std::unique_ptr<std::byte[]> inflated;
 };
 
 bool allZero(const std::byte* p, uint64_t n) {
@@ -78,9 +83,44 @@ std::string checkBlobPayload(const std::byte* base, uint64_t at, const F::BlockH
   return "";
 }
 
+std::string hex16(uint16_t v) {
+  char buf[8];
+  snprintf(buf, sizeof buf, "0x%04x", v);
+  return buf;
+}
+
+// A compressed segment's payload (SegmentZstdHeader + one zstd frame), whose checksum already
+// matched: decompressed into an owned buffer, at most kMaxSegmentRawSize bytes. "" when fine.
+std::string inflateSegment(const std::byte* payload, uint64_t n, std::unique_ptr<std::byte[]>& out) {
+  if (n < sizeof(F::SegmentZstdHeader)) return "compressed segment: header too short";
+  F::SegmentZstdHeader zh;
+  std::memcpy(&zh, payload, sizeof zh);
+  if (zh.reserved != 0) return "compressed segment: reserved field not zero";
+  if (zh.rawSize == 0 || zh.rawSize > F::kMaxSegmentRawSize)
+    return "compressed segment: size " + std::to_string(zh.rawSize) + " out of range";
+  const std::byte* frame = payload + sizeof zh;
+  const size_t frameN = n - sizeof zh;
+  // Exactly one frame, filling the payload, that declares the recorded size: checked before the
+  // buffer is allocated.
+  if (ZSTD_findFrameCompressedSize(frame, frameN) != frameN)
+    return "compressed segment: not one zstd frame filling the payload";
+  if (ZSTD_getFrameContentSize(frame, frameN) != zh.rawSize)
+    return "compressed segment: frame does not declare the recorded size";
+  try {
+    out = std::make_unique_for_overwrite<std::byte[]>(zh.rawSize);
+  } catch (const std::bad_alloc&) {
+    return "compressed segment: cannot allocate " + std::to_string(zh.rawSize) + " bytes";
+  }
+  size_t z = ZSTD_decompress(out.get(), zh.rawSize, frame, frameN);
+  if (ZSTD_isError(z) || z != zh.rawSize) return "compressed segment does not decompress";
+  if (detail::check32(out.get(), zh.rawSize) != zh.rawCheck)
+    return "compressed segment: decompressed bytes fail their check";
+  return "";
+}
+
 BlockCheck checkBlock(const std::byte* base, uint64_t size, uint64_t at) {
   BlockCheck b;
-  auto fail = [&](BlockCheck::Status s, std::string why) { b.status = s; b.why = std::move(why); return b; };
+  auto fail = [&](BlockCheck::Status s, std::string why) { b.status = s; b.why = std::move(why); return std::move(b); };
   if (size - at < sizeof(F::BlockHeader)) return fail(BlockCheck::Truncated, "incomplete block header");
   std::memcpy(&b.h, base + at, sizeof b.h);
   if (allZero(base + at, sizeof b.h)) return fail(BlockCheck::Truncated, "block never completed (zero header)");
@@ -96,15 +136,34 @@ BlockCheck checkBlock(const std::byte* base, uint64_t size, uint64_t at) {
   uint64_t padEnd = std::min(b.next, size);
   if (!allZero(base + payloadAt + b.h.payloadSize, padEnd - payloadAt - b.h.payloadSize))
     return fail(BlockCheck::Corrupt, "non-zero bytes in block padding");
+  // Flags this reader does not know change how the payload reads: refused, never guessed.
+  const auto type = static_cast<F::BlockType>(b.h.type);
+  const bool knownType = type == F::BlockType::Header || type == F::BlockType::Segment ||
+                         type == F::BlockType::Blob || type == F::BlockType::Footer;
+  const uint16_t knownFlags = type == F::BlockType::Segment ? F::kKnownSegmentFlags : 0;
+  if (knownType && (b.h.flags & ~knownFlags))
+    return fail(BlockCheck::Corrupt, "unknown block flags " + hex16(b.h.flags) + " (written by a newer trtrace?)");
   const auto* p = reinterpret_cast<const uint8_t*>(base + payloadAt);
   flatbuffers::Verifier v(p, b.h.payloadSize);
-  switch (static_cast<F::BlockType>(b.h.type)) {
+  switch (type) {
     case F::BlockType::Header:
       if (!v.VerifyBuffer<fb::Header>(nullptr)) return fail(BlockCheck::Corrupt, "header FlatBuffer fails verification");
       break;
-    case F::BlockType::Segment:
-      if (!v.VerifyBuffer<fb::Segment>(nullptr)) return fail(BlockCheck::Corrupt, "segment FlatBuffer fails verification");
+    case F::BlockType::Segment: {
+      b.fbuf = base + payloadAt;
+      b.fbufSize = b.h.payloadSize;
+      if (b.h.flags & F::kSegmentZstd) {
+        if (auto why = inflateSegment(base + payloadAt, b.h.payloadSize, b.inflated); !why.empty())
+          return fail(BlockCheck::Corrupt, why);
+        F::SegmentZstdHeader zh;
+        std::memcpy(&zh, base + payloadAt, sizeof zh);
+        b.fbuf = b.inflated.get();
+        b.fbufSize = zh.rawSize;
+      }
+      flatbuffers::Verifier sv(reinterpret_cast<const uint8_t*>(b.fbuf), b.fbufSize);
+      if (!sv.VerifyBuffer<fb::Segment>(nullptr)) return fail(BlockCheck::Corrupt, "segment FlatBuffer fails verification");
       break;
+    }
     case F::BlockType::Footer:
       if (!v.VerifyBuffer<fb::Footer>(nullptr)) return fail(BlockCheck::Corrupt, "footer FlatBuffer fails verification");
       break;
@@ -146,6 +205,7 @@ struct Reader::Impl {
   uint64_t totalCalls = 0;
   mutable std::once_flag apisOnce;
   mutable std::map<uint32_t, ApiInfo> apiMap;
+  mutable std::deque<std::string> apiStrings;  // owns apiMap's names (segments may be inflated copies)
 
   ~Impl() {
     if (base) ::munmap(const_cast<std::byte*>(base), size);
@@ -232,8 +292,8 @@ struct Reader::Impl {
       if (type == F::BlockType::Header && !sawHeader) {
         readHeaderBlock(pos, bc.h.payloadSize);
         sawHeader = true;
-      } else if (type == F::BlockType::Segment) {
-        auto* s = flatbuffers::GetRoot<fb::Segment>(base + pos + sizeof(F::BlockHeader));
+      } else if (type == F::BlockType::Segment) {  // inflated one at a time, then dropped
+        auto* s = flatbuffers::GetRoot<fb::Segment>(bc.fbuf);
         uint32_t n = s->calls() ? s->calls()->size() : 0;
         segs.push_back({pos, s->first_seq(), n});
         totalCalls += n;
@@ -247,26 +307,43 @@ struct Reader::Impl {
     if (fh.fileLength > size) {
       trunc = size;
       truncWhy = "file is shorter than its recorded length " + std::to_string(fh.fileLength);
+    } else if (pos > size) {  // the last block is whole; the cut fell in its zero padding
+      trunc = size;
+      truncWhy = "file ends inside the padding of its last block";
     }
   }
 
-  const fb::Segment* segment(size_t i) const {
+  // One segment's verified FlatBuffer: a view into the mapping (raw) or an owned buffer
+  // (compressed: inflated and verified on every use, so only the segments in use are in memory).
+  struct SegmentFb {
+    BlobView bytes;
+    const fb::Segment* root = nullptr;
+  };
+  SegmentFb segment(size_t i) const {
     if (i >= segs.size()) throw Error(Error::Kind::Usage, path + ": no segment " + std::to_string(i));
+    auto name = [&] { return path + ": segment " + std::to_string(i) + " at offset " + std::to_string(segs[i].offset); };
     int8_t st = segState[i].load(std::memory_order_acquire);
-    if (st == 0) {
+    if (st < 0) throw Error(Error::Kind::Corrupt, name() + " is damaged");
+    F::BlockHeader h;
+    std::memcpy(&h, base + segs[i].offset, sizeof h);  // within the file: checked at open
+    if (st == 0 || (h.flags & F::kSegmentZstd)) {
       auto bc = checkBlock(base, size, segs[i].offset);
       bool good = bc.status == BlockCheck::Ok && bc.h.type == uint16_t(F::BlockType::Segment);
-      st = good ? 1 : -1;
-      segState[i].store(st, std::memory_order_release);
-      if (!good)
-        throw Error(Error::Kind::Corrupt, path + ": segment " + std::to_string(i) + " at offset " +
-                                              std::to_string(segs[i].offset) + ": " +
-                                              (bc.why.empty() ? "not a segment block" : bc.why));
+      if (!good) {
+        segState[i].store(-1, std::memory_order_release);
+        throw Error(Error::Kind::Corrupt, name() + ": " + (bc.why.empty() ? "not a segment block" : bc.why));
+      }
+      segState[i].store(1, std::memory_order_release);
+      SegmentFb s;
+      s.bytes = bc.inflated ? BlobView::owned(std::move(bc.inflated), bc.fbufSize)
+                            : BlobView::mapped({bc.fbuf, bc.fbufSize});
+      s.root = flatbuffers::GetRoot<fb::Segment>(s.bytes.data());
+      return s;
     }
-    if (st < 0)
-      throw Error(Error::Kind::Corrupt, path + ": segment " + std::to_string(i) + " at offset " +
-                                            std::to_string(segs[i].offset) + " is damaged");
-    return flatbuffers::GetRoot<fb::Segment>(base + segs[i].offset + sizeof(F::BlockHeader));
+    SegmentFb s;  // a raw segment verified before
+    s.bytes = BlobView::mapped({base + segs[i].offset + sizeof h, h.payloadSize});
+    s.root = flatbuffers::GetRoot<fb::Segment>(s.bytes.data());
+    return s;
   }
 
   const BlobInfo* findBlob(const BlobRef& ref) const {
@@ -497,10 +574,10 @@ std::unique_ptr<Reader> Reader::open(const std::string& path) {
     return std::unique_ptr<Reader>(new Reader(std::move(m)));
   }
   std::memcpy(&m->fh, m->base, sizeof m->fh);
-  if (m->fh.versionMajor != F::kVersionMajor)
+  if (m->fh.versionMajor < F::kOldestMajor || m->fh.versionMajor > F::kVersionMajor)
     throw Error(Error::Kind::Corrupt, path + ": offset 8: format version " + std::to_string(m->fh.versionMajor) +
                                           "." + std::to_string(m->fh.versionMinor) + " is not supported (this reader reads " +
-                                          std::to_string(F::kVersionMajor) + ".x)");
+                                          std::to_string(F::kOldestMajor) + ".x to " + std::to_string(F::kVersionMajor) + ".x)");
   if (m->fh.headerCheck != detail::fileHeaderCheck(m->fh))
     throw Error(Error::Kind::Corrupt, path + ": offset 60: file header check mismatch");
   // A newer minor version is read as far as this reader understands it (unknown fields and
@@ -528,7 +605,8 @@ uint64_t Reader::callCount() const { return impl_->totalCalls; }
 size_t Reader::segmentCount() const { return impl_->segs.size(); }
 
 void Reader::forEachCallInSegment(size_t i, const std::function<bool(const CallView&)>& fn) const {
-  auto* s = impl_->segment(i);
+  auto seg = impl_->segment(i);  // held (inflated, if compressed) for this segment's calls only
+  auto* s = seg.root;
   if (!s->calls()) return;
   for (auto* rec : *s->calls()) {
     const fb::Call* c = rec->call() ? rec->call_nested_root() : nullptr;
@@ -545,30 +623,81 @@ void Reader::forEachCall(const std::function<bool(const CallView&)>& fn) const {
     forEachCallInSegment(i, [&](const CallView& c) { return go = fn(c); });
 }
 
-std::span<const std::byte> Reader::segmentBytes(size_t i) const {
-  impl_->segment(i);
+BlobView Reader::segmentBytes(size_t i) const { return impl_->segment(i).bytes; }
+
+SegmentInfo Reader::segmentInfo(size_t i) const {
+  if (i >= impl_->segs.size()) throw Error(Error::Kind::Usage, impl_->path + ": no segment " + std::to_string(i));
+  const auto& sg = impl_->segs[i];
   F::BlockHeader h;
-  std::memcpy(&h, impl_->base + impl_->segs[i].offset, sizeof h);
-  return {impl_->base + impl_->segs[i].offset + sizeof h, h.payloadSize};
+  std::memcpy(&h, impl_->base + sg.offset, sizeof h);
+  if (h.magic != F::kBlockMagic || h.headerCheck != detail::blockHeaderCheck(h) || h.type != uint16_t(F::BlockType::Segment))
+    throw Error(Error::Kind::Corrupt, impl_->path + ": segment " + std::to_string(i) + " at offset " +
+                                          std::to_string(sg.offset) + ": bad block header");
+  SegmentInfo si;
+  si.offset = sg.offset;
+  si.firstSeq = sg.firstSeq;
+  si.calls = sg.calls;
+  si.storedSize = h.payloadSize;
+  si.compressed = (h.flags & F::kSegmentZstd) != 0;
+  return si;
+}
+
+// ---- CallCursor -------------------------------------------------------------------------------
+struct CallCursor::State {
+  const Reader* r;
+  size_t seg = 0;
+  uint32_t pos = 0;
+  Reader::Impl::SegmentFb cur;  // the segment being walked (one inflated segment at most)
+  CallView view{nullptr};
+};
+
+CallCursor::CallCursor(const Reader& r) : s_(std::make_unique<State>()) { s_->r = &r; }
+CallCursor::~CallCursor() = default;
+
+const CallView* CallCursor::next() {
+  const Reader::Impl& m = *s_->r->impl_;
+  for (;;) {
+    if (s_->cur.root) {
+      auto* calls = s_->cur.root->calls();
+      if (calls && s_->pos < calls->size()) {
+        auto* rec = calls->Get(s_->pos++);
+        const fb::Call* c = rec->call() ? rec->call_nested_root() : nullptr;
+        if (!c)
+          throw Error(Error::Kind::Corrupt, m.path + ": segment " + std::to_string(s_->seg - 1) + " at offset " +
+                                                std::to_string(m.segs[s_->seg - 1].offset) + ": empty call record");
+        s_->view = CallView(c);
+        return &s_->view;
+      }
+      s_->cur = {};  // done with it: freed before the next one is inflated
+    }
+    if (s_->seg >= m.segs.size()) return nullptr;
+    s_->cur = m.segment(s_->seg++);
+    s_->pos = 0;
+  }
 }
 
 const ApiInfo* Reader::api(uint32_t id) const {
   std::call_once(impl_->apisOnce, [&] {
     for (size_t i = 0; i < impl_->segs.size(); ++i) {
-      const fb::Segment* s;
+      Impl::SegmentFb seg;
       try {
-        s = impl_->segment(i);
+        seg = impl_->segment(i);  // one at a time: the names are copied out
       } catch (const Error&) {
         continue;  // a damaged segment's names are lost; verify() reports it
       }
+      auto* s = seg.root;
       if (!s->apis()) continue;
+      auto own = [&](const flatbuffers::String* x) -> std::string_view {
+        return impl_->apiStrings.emplace_back(sv(x));
+      };
       for (auto* d : *s->apis()) {
+        if (impl_->apiMap.count(d->id())) continue;
         ApiInfo a;
         a.id = d->id();
-        a.interfaceName = sv(d->interface());
-        a.methodName = sv(d->method());
+        a.interfaceName = own(d->interface());
+        a.methodName = own(d->method());
         if (d->arg_names())
-          for (auto* n : *d->arg_names()) a.argNames.push_back(sv(n));
+          for (auto* n : *d->arg_names()) a.argNames.push_back(own(n));
         impl_->apiMap.emplace(a.id, std::move(a));
       }
     }
@@ -637,8 +766,8 @@ VerifyReport Reader::verify() const {
       case F::BlockType::Header:
         if (pos != sizeof(F::FileHeader)) issue(P::Corrupt, pos, "header block in the wrong place");
         break;
-      case F::BlockType::Segment: {
-        auto* s = flatbuffers::GetRoot<fb::Segment>(m.base + pos + sizeof(F::BlockHeader));
+      case F::BlockType::Segment: {  // bc holds it (inflated if compressed) until the next block
+        auto* s = flatbuffers::GetRoot<fb::Segment>(bc.fbuf);
         segOffsets.insert(pos);
         if (s->first_seq() != expectSeq)
           issue(P::Corrupt, pos, name + ": first seq " + std::to_string(s->first_seq()) + ", expected " + std::to_string(expectSeq));
@@ -702,6 +831,7 @@ VerifyReport Reader::verify() const {
     pos = bc.next;
     if (footerAt) break;
   }
+  if (pos > m.size && !cut) issue(P::Truncated, m.size, "file ends inside the padding of its last block");
   if (footerAt && pos < m.size && pos < std::max<uint64_t>(m.fh.fileLength, 0))
     issue(P::Corrupt, pos, "blocks after the footer");
   if (closedHeader && !footerAt && !cut && rep.ok()) issue(P::Corrupt, m.fh.footerOffset, "footer missing");

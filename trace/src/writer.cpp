@@ -111,6 +111,8 @@ struct Writer::Impl {
 
   // Call log: the open segment.
   std::mutex segMu;
+  ZSTD_CCtx* segCctx = nullptr;   // compresses segments (under segMu)
+  std::vector<std::byte> segOut;  // SegmentZstdHeader + frame of the segment being written
   FlatBufferBuilder seg{64 << 10};
   std::vector<Offset<fb::CallRecord>> records;
   std::vector<Offset<fb::ApiDescriptor>> segApis;
@@ -163,9 +165,9 @@ struct Writer::Impl {
     }
   }
   // Writes a whole block whose payload is in memory, at `end`. Caller holds fileMu.
-  uint64_t appendBlock(F::BlockType type, const void* payload, uint64_t n) {
+  uint64_t appendBlock(F::BlockType type, const void* payload, uint64_t n, uint16_t flags = 0) {
     uint64_t at = end;
-    auto h = detail::makeBlockHeader(type, n, n, detail::check32(payload, n));
+    auto h = detail::makeBlockHeader(type, n, n, detail::check32(payload, n), flags);
     pwriteAll(payload, n, at + sizeof h);
     finishBlock(at, h);
     return at;
@@ -325,21 +327,52 @@ struct Writer::Impl {
   }
 
   // --- call log ------------------------------------------------------------------------------
+  // Writes one segment FlatBuffer as a block: zstd-compressed (SegmentZstdHeader + frame) when
+  // that saves at least minSaving, else raw. Caller holds segMu (segOut, segCctx).
+  void writeSegmentLocked(const void* fbuf, uint64_t n, uint64_t firstSeq, uint32_t calls, uint32_t index) {
+    constexpr uint64_t kMinCompressSegment = 128;  // a frame's overhead outweighs any saving below
+    const void* payload = fbuf;
+    uint64_t payloadN = n;
+    uint16_t flags = 0;
+    if (opt.logZstdLevel > 0 && n >= kMinCompressSegment && n <= F::kMaxSegmentRawSize) {
+      if (!segCctx) segCctx = ZSTD_createCCtx();
+      if (!segCctx) throw Error(Error::Kind::Io, opt.path + ": zstd: cannot create a context");
+      segOut.resize(sizeof(F::SegmentZstdHeader) + ZSTD_compressBound(n));
+      size_t z = ZSTD_compressCCtx(segCctx, segOut.data() + sizeof(F::SegmentZstdHeader),
+                                   segOut.size() - sizeof(F::SegmentZstdHeader), fbuf, n, opt.logZstdLevel);
+      if (ZSTD_isError(z)) throw Error(Error::Kind::Io, opt.path + ": zstd: " + ZSTD_getErrorName(z));
+      uint64_t stored = sizeof(F::SegmentZstdHeader) + z;
+      if (double(stored) <= double(n) * (1.0 - opt.minSaving)) {  // kept only if it pays
+        F::SegmentZstdHeader zh{};
+        zh.rawSize = n;
+        zh.rawCheck = detail::check32(fbuf, n);
+        std::memcpy(segOut.data(), &zh, sizeof zh);
+        payload = segOut.data();
+        payloadN = stored;
+        flags = F::kSegmentZstd;
+      }
+    }
+    {
+      std::lock_guard g(fileMu);
+      uint64_t at = appendBlock(F::BlockType::Segment, payload, payloadN, flags);
+      segEntries.emplace_back(at, firstSeq, calls, index);
+    }
+    if (segOut.capacity() > (uint64_t(1) << 20) && payloadN < segOut.size() / 4) segOut = {};  // no 8 MiB kept idle
+    std::lock_guard g(statsMu);
+    stats.segments++;
+    stats.segmentRawBytes += n;
+    stats.segmentStoredBytes += payloadN;
+    if (flags) stats.compressedSegments++;
+  }
+
   // Writes the open segment, if it holds calls. Caller holds segMu.
   void flushSegmentLocked() {
     if (records.empty()) return;
     auto calls = seg.CreateVector(records);
     auto apis = seg.CreateVector(segApis);
     seg.Finish(fb::CreateSegment(seg, segIndex, segFirstSeq, apis, calls));
-    {
-      std::lock_guard g(fileMu);
-      uint64_t at = appendBlock(F::BlockType::Segment, seg.GetBufferPointer(), seg.GetSize());
-      segEntries.emplace_back(at, segFirstSeq, static_cast<uint32_t>(records.size()), segIndex);
-    }
-    {
-      std::lock_guard g(statsMu);
-      stats.segments++;
-    }
+    writeSegmentLocked(seg.GetBufferPointer(), seg.GetSize(), segFirstSeq, static_cast<uint32_t>(records.size()),
+                       segIndex);
     segIndex++;
     segFirstSeq = nextSeq;
     records.clear();
@@ -521,6 +554,7 @@ Writer::~Writer() {
   for (auto& t : impl_->workers)
     if (t.joinable()) t.join();
   if (impl_->fd >= 0) ::close(impl_->fd);
+  ZSTD_freeCCtx(impl_->segCctx);
   std::lock_guard g(impl_->encMu);
   impl_->freeEncoders.clear();
   impl_->encoders.clear();
@@ -597,12 +631,9 @@ void Writer::appendSegment(std::span<const std::byte> bytes) {
   uint32_t n = s->calls() ? s->calls()->size() : 0;
   std::lock_guard g(p->segMu);
   p->segmentsCopied = true;
-  std::lock_guard f(p->fileMu);
-  uint64_t at = p->appendBlock(F::BlockType::Segment, bytes.data(), bytes.size());
-  p->segEntries.emplace_back(at, s->first_seq(), n, s->index());
+  p->writeSegmentLocked(bytes.data(), bytes.size(), s->first_seq(), n, s->index());
   std::lock_guard st(p->statsMu);
   p->stats.calls += n;
-  p->stats.segments++;
 }
 
 void Writer::flush() {

@@ -9,8 +9,9 @@
 namespace trtrace::format {
 
 inline constexpr char kFileMagic[8] = {'T', 'R', 'T', 'R', 'A', 'C', 'E', 0};
-inline constexpr uint16_t kVersionMajor = 1;  // incompatible layout change: readers refuse others
+inline constexpr uint16_t kVersionMajor = 2;  // incompatible layout change: readers refuse others
 inline constexpr uint16_t kVersionMinor = 0;  // compatible additions: readers accept newer minors
+inline constexpr uint16_t kOldestMajor = 1;   // oldest major this reader still reads (1.x: no flags)
 inline constexpr uint32_t kBlockMagic = 0x4B425254;  // "TRBK"
 inline constexpr uint64_t kBlockAlign = 8;           // every block starts 8-byte aligned
 inline constexpr uint64_t kBlobAlign = 4096;         // raw blob data starts 4 KiB aligned
@@ -37,7 +38,7 @@ enum class BlockType : uint16_t {  // append-only; readers skip types they do no
 struct BlockHeader {
   uint32_t magic;          // kBlockMagic
   uint16_t type;           // BlockType
-  uint16_t flags;          // zero
+  uint16_t flags;          // BlockFlags bits (0 = plain payload); unknown bits: the block is refused
   uint64_t payloadSize;    // payload bytes after this header
   uint64_t checkedSize;    // leading payload bytes covered by payloadCheck (all of it, except for
                            // blobs: BlobRecord + chunk table; blob data is covered by its hash)
@@ -45,6 +46,27 @@ struct BlockHeader {
   uint32_t headerCheck;    // low 32 bits of XXH3-64 over the 28 bytes before it
 };
 static_assert(sizeof(BlockHeader) == 32);
+
+// BlockHeader::flags bits, append-only (since 2.0). A reader refuses a block carrying a bit it
+// does not know (naming file and offset) rather than misreading its payload.
+enum BlockFlags : uint16_t {
+  kSegmentZstd = 1,  // Segment block: payload = SegmentZstdHeader + one zstd frame of the FlatBuffer
+};
+inline constexpr uint16_t kKnownSegmentFlags = kSegmentZstd;  // other block types: no flags
+
+// Decompressed size cap of a compressed segment: a reader allocates no more than this for one
+// segment; the writer stores a larger segment raw (FlatBuffers' own limit is 2 GiB).
+inline constexpr uint64_t kMaxSegmentRawSize = uint64_t(256) << 20;
+
+// Leads the payload of a Segment block with kSegmentZstd; the zstd frame follows it directly.
+// The block's payloadCheck covers this header and the compressed frame.
+struct SegmentZstdHeader {
+  uint64_t rawSize;        // FlatBuffer bytes after decompression, 1..kMaxSegmentRawSize; the
+                           // frame must declare the same content size
+  uint32_t rawCheck;       // low 32 bits of XXH3-64 over the decompressed FlatBuffer
+  uint32_t reserved;       // zero
+};
+static_assert(sizeof(SegmentZstdHeader) == 16);
 
 enum class BlobEncoding : uint16_t {
   Raw = 0,   // data = the blob's bytes, 4 KiB aligned in the file

@@ -3,7 +3,12 @@
 // open() is O(1) for a closed trace (fixed header -> footer index). A trace that was not closed
 // (crash, or still being written) is opened by a forward scan over its blocks that stops at the
 // first incomplete or bad block: everything before it is usable, truncatedAt() says where.
-// Every call-log segment is checked by the FlatBuffers Verifier before it is used.
+// Every call-log segment is checked by the FlatBuffers Verifier before it is used; a compressed
+// segment is inflated (into its own buffer, one segment at a time) and verified on every use.
+// Lifetime of views: CallView, ValueView and the string_views/spans they hand out point into the
+// mapping or into the inflated segment, so they are valid during the forEachCall callback (for a
+// CallCursor: until its next next()); copy what must outlive that. ApiInfo and HeaderView stay
+// valid as long as the Reader.
 // A Reader is safe to use from many threads once opened (segment verification is synchronised).
 #pragma once
 #include <cstddef>
@@ -119,6 +124,14 @@ struct BlobInfo {
   BlobHint hint = BlobHint::None;  // element type given to putBlob
 };
 
+struct SegmentInfo {
+  uint64_t offset = 0;      // block header offset
+  uint64_t firstSeq = 0;
+  uint32_t calls = 0;
+  uint64_t storedSize = 0;  // payload bytes on disk
+  bool compressed = false;  // zstd (block flag kSegmentZstd)
+};
+
 struct HeaderView {
   uint16_t formatMajor = 0, formatMinor = 0;
   std::string_view producer, producerVersion, libraryName, libraryVersion, host;
@@ -157,8 +170,11 @@ class Reader {
   // (only possible for a closed trace whose bytes changed after close).
   void forEachCall(const std::function<bool(const CallView&)>& fn) const;
   void forEachCallInSegment(size_t segment, const std::function<bool(const CallView&)>& fn) const;
-  // The raw bytes of a segment's FlatBuffer (verified), e.g. to copy it into another trace.
-  std::span<const std::byte> segmentBytes(size_t segment) const;
+  // A segment's FlatBuffer (verified), e.g. to copy it into another trace: a view into the
+  // mapping (raw segment) or an owned, inflated buffer (compressed segment).
+  BlobView segmentBytes(size_t segment) const;
+  // Where a segment is and how it is stored (its block header only; nothing inflated).
+  SegmentInfo segmentInfo(size_t segment) const;
 
   const ApiInfo* api(uint32_t apiId) const;  // nullptr if the trace does not describe it
   std::vector<const ApiInfo*> apis() const;  // sorted by id
@@ -177,8 +193,22 @@ class Reader {
   struct Impl;
 
  private:
+  friend class CallCursor;
   explicit Reader(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+};
+
+// Pull-style walk over a reader's calls in seq order, one segment in memory at a time (for tools
+// that walk two traces side by side). The view next() returns is valid until the next next().
+class CallCursor {
+ public:
+  explicit CallCursor(const Reader& reader);
+  ~CallCursor();
+  const CallView* next();  // nullptr after the last call; throws Error on a bad segment
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
 };
 
 }  // namespace trtrace

@@ -27,7 +27,8 @@ struct WriterOptions {
   FlushPolicy flush = FlushPolicy::OnBuild;  // when call-log segments are written
   uint64_t segmentBytes = 8 << 20;  // a segment is also flushed when it grows past this
   int zstdLevel = 3;                // 0 = store every blob raw
-  double minSaving = 0.05;          // keep a compressed blob only if it saves >= this fraction
+  int logZstdLevel = 3;             // call-log segments: zstd level (0 = every segment raw)
+  double minSaving = 0.05;          // keep a compressed blob/segment only if it saves >= this fraction
   bool byteGrouping = true;         // split fp16/bf16/fp32 bytes by position before zstd
   uint32_t chunkBytes = 4 << 20;    // blobs are compressed in chunks of this many raw bytes
   int workerThreads = 1;            // 0 = compress/write on the caller's thread
@@ -128,7 +129,8 @@ class Writer {
 
   CallEncoder& beginCall(uint32_t apiId, uint64_t receiverHandle, uint32_t networkId);
 
-  // Writes a complete, verified call-log segment as-is (tools that copy a trace, e.g. rewrite).
+  // Writes a complete call-log segment FlatBuffer (verified first; stored compressed or raw per
+  // logZstdLevel, like the writer's own segments), for tools that copy a trace (e.g. rewrite).
   // Must not be mixed with beginCall/endCall in one writer.
   void appendSegment(std::span<const std::byte> segmentFlatBuffer);
 
@@ -137,6 +139,8 @@ class Writer {
 
   struct Stats {
     uint64_t calls = 0, segments = 0;
+    uint64_t segmentRawBytes = 0, segmentStoredBytes = 0;  // call-log FlatBuffers / their payloads
+    uint64_t compressedSegments = 0;
     uint64_t blobPuts = 0, blobPutBytes = 0;     // every putBlob (logical)
     uint64_t uniqueBlobs = 0, uniqueBytes = 0;   // written once
     uint64_t storedBytes = 0, compressedBlobs = 0;
