@@ -150,6 +150,9 @@ int main(int argc, char** argv) {
     const double openSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
     if (auto msg = reader->truncationMessage(); !msg.empty())
       std::fprintf(stderr, "tensorrt_player: warning: %s; replaying the complete prefix\n", msg.c_str());
+    else if (!reader->closedCleanly())
+      std::fprintf(stderr, "tensorrt_player: warning: %s: not closed (the capture did not finish); replaying the %llu calls it holds\n",
+                   capture.c_str(), static_cast<unsigned long long>(reader->callCount()));
     const HeaderView& h = reader->header();
     if (h.libraryVersion != abi::kLibraryVersion && !opt.ignoreVersion)
       throw Error(Error::Kind::Usage, capture + ": captured with " + std::string(h.libraryName) + " " +
