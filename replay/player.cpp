@@ -21,6 +21,7 @@
 #include "replayer.h"
 #include "trtrace/convert.h"
 #include "trtrace/error.h"
+#include "trtrace/format.h"
 #include "trtrace/hash.h"
 
 using namespace trtrace;
@@ -137,6 +138,11 @@ int main(int argc, char** argv) {
 
   using Clock = std::chrono::steady_clock;
   try {
+    if (!output.empty()) {  // an output that cannot be created fails now, not after the builds
+      std::string dir = output.find('/') == std::string::npos ? "." : output.substr(0, output.rfind('/') + 1);
+      if (::access(dir.c_str(), W_OK | X_OK) != 0)
+        throw Error(Error::Kind::Io, output + ": cannot create (" + std::strerror(errno) + ")");
+    }
     auto t0 = Clock::now();
     // NVIDIA JSON+BIN input: converted (convert/) to a temporary trace, removed when done.
     TempTrace converted;
@@ -148,6 +154,8 @@ int main(int argc, char** argv) {
     std::unique_ptr<Reader> reader = Reader::open(converted.path.empty() ? capture : converted.path);
     if (!converted.path.empty()) ::unlink(converted.path.c_str());  // the mapping stays valid
     const double openSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (reader->truncatedAt() && *reader->truncatedAt() <= sizeof(format::FileHeader))  // not even the header block
+      throw Error(Error::Kind::Truncated, reader->truncationMessage() + "; no capture to replay");
     if (auto msg = reader->truncationMessage(); !msg.empty())
       std::fprintf(stderr, "tensorrt_player: warning: %s; replaying the complete prefix\n", msg.c_str());
     else if (!reader->closedCleanly())
