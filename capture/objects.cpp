@@ -98,6 +98,7 @@ Call::Call(Object* self, uint32_t apiId, bool unsupported, uint32_t networkHint)
   }
   ++tDepth;
   if (Writer* w = s.writer()) {
+    s.callStarting();
     enc_ = &w->beginCall(apiId, self ? self->handle : 0, network_);
     if (unsupported) {
       const api::ApiDesc* d = api::find(apiId);

@@ -1,8 +1,10 @@
 // Capture session: configuration, writer lifecycle, object registry, flush rules, exit summary.
 #include "session.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -54,6 +56,38 @@ int64_t envInt(const char* name, int64_t def) {
 
 std::string withPidSuffix(const std::string& path) { return path + "." + std::to_string(getpid()); }
 
+// The JSON+BIN pair of a process that does not own the configured names: x.json -> x.<pid>.json
+// (so its BIN is x.<pid>.bin, as binPathFor pairs them).
+std::string jsonWithPidSuffix(const std::string& json) {
+  const std::string pid = std::to_string(getpid());
+  if (json.size() > 5 && json.compare(json.size() - 5, 5, ".json") == 0)
+    return json.substr(0, json.size() - 5) + "." + pid + ".json";
+  return json + "." + pid;
+}
+
+// Ownership of an output name among live processes: an exclusive flock(2) on the trace, held
+// (on an fd of our own, close-on-exec) until the process ends. A file nobody holds is a leftover
+// of an earlier run and is overwritten, as NVIDIA's shim overwrites its JSON; a file another
+// live process holds is not touched. Returns the fd (kept open), or -1 when another process owns
+// the name (or the file cannot be opened: the writer then reports the real error itself).
+int claimOutput(const std::string& path, bool& busy) {
+  busy = false;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+  busy = errno == EWOULDBLOCK;
+  ::close(fd);
+  return -1;
+}
+
+// ---- Test fault injector ------------------------------------------------------------------------
+// TRTRACE_FAULT_KILL_AT_CALL=N (test-only; docs/design.md "Robustness"): the process raises SIGKILL
+// when the recording of call N (0-based, in the order calls start being recorded) begins, so call N
+// and everything after it never reach the trace. The crash-safety tests use it to kill the
+// application at exact, reproducible points. Unset (the default): no effect beyond one load.
+std::atomic<int64_t> gKillAtCall{-1};
+std::atomic<int64_t> gCallsStarted{0};
+
 // Best-effort flush when the application dies of a fatal signal, then the previous disposition.
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM};
 struct sigaction gPrevious[sizeof(kFatalSignals) / sizeof(int)];
@@ -62,6 +96,10 @@ std::atomic<bool> gInSignal{false};
 void onFatalSignal(int sig) {
   if (!gInSignal.exchange(true)) {
     // Not async-signal-safe; this is the documented best effort for a process that is dying.
+    // A watchdog ends the process if the flush cannot finish (e.g. the signal arrived while this
+    // thread held a writer lock): a dying application must never hang on our account.
+    signal(SIGALRM, SIG_DFL);
+    alarm(10);
     if (Writer* w = Session::get().writer()) {
       try { w->flush(); } catch (...) {}
     }
@@ -118,6 +156,7 @@ Config Config::fromEnv() {
   c.zstdLevel = static_cast<int>(std::min<int64_t>(envInt("TRTRACE_ZSTD_LEVEL", c.zstdLevel), 22));
   c.workers = static_cast<int>(std::min<int64_t>(envInt("TRTRACE_CAPTURE_WORKERS", c.workers), 64));
   c.queueMiB = envInt("TRTRACE_CAPTURE_QUEUE_MB", c.queueMiB);
+  if (env("TRTRACE_FAULT_KILL_AT_CALL")) gKillAtCall = envInt("TRTRACE_FAULT_KILL_AT_CALL", -1);
   return c;
 }
 
@@ -136,13 +175,34 @@ Session::Session() : config_(Config::fromEnv()) {
   installSignalHandlers();
 }
 
+void Session::callStarting() {
+  const int64_t n = gCallsStarted.fetch_add(1);
+  if (n == gKillAtCall.load(std::memory_order_relaxed)) raise(SIGKILL);  // test fault injector (above)
+}
+
 void Session::open() {
   opened_ = true;
   path_ = config_.tracePath();
+  // Several live processes configured with the same output (a launcher starting workers with one
+  // environment): the first keeps the name, each other one writes <trace>.<pid> (and its JSON+BIN
+  // x.<pid>.json/.bin), as a forked child does. One line says so.
+  bool busy = false;
+  lockFd_ = claimOutput(path_, busy);
+  if (busy) {
+    const std::string mine = withPidSuffix(path_);
+    std::fprintf(stderr, "trtrace: %s is being written by another process; this one writes %s\n", path_.c_str(),
+                 mine.c_str());
+    path_ = mine;
+    config_.outputFile = mine;
+    if (!config_.outputJson.empty()) config_.outputJson = jsonWithPidSuffix(config_.outputJson);
+    lockFd_ = claimOutput(path_, busy);
+  }
   WriterOptions o;
   o.path = path_;
   o.zstdLevel = config_.zstdLevel;
-  o.workerThreads = config_.workers;
+  // Flush after every call: a call's weights must be on disk before the segment naming them, so
+  // blobs are written on the calling thread (a worker could still hold them when the app dies).
+  o.workerThreads = config_.flushEveryCall ? 0 : config_.workers;
   o.queueBytes = config_.queueMiB > 0 ? static_cast<uint64_t>(config_.queueMiB) << 20 : UINT64_MAX;
   o.flush = config_.flushEveryCall ? FlushPolicy::EveryCall
             : config_.flushOnBuild ? FlushPolicy::OnBuild
@@ -281,7 +341,12 @@ void Session::forkedChild() {
   (void)writer_.release();
   opened_ = false;
   closed_ = false;
-  if (!disabled_) config_.outputFile = withPidSuffix(config_.tracePath());
+  if (lockFd_ >= 0) ::close(lockFd_);  // the parent keeps its name (its own fd holds the lock)
+  lockFd_ = -1;
+  if (!disabled_) {
+    config_.outputFile = withPidSuffix(config_.tracePath());
+    if (!config_.outputJson.empty()) config_.outputJson = jsonWithPidSuffix(config_.outputJson);
+  }
 }
 
 }  // namespace trtrace::capture

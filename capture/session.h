@@ -60,6 +60,7 @@ class Session {
   void drain();               // every enqueued blob consumed
   void close();               // flush, footer, summary line (atexit)
   void forkedChild();         // the child abandons the parent's writer and starts its own file
+  void callStarting();        // a call starts being recorded (test fault injector, session.cpp)
   uint64_t nextRandomSeed() { return ++randomSeeds_; }
 
  private:
@@ -71,6 +72,7 @@ class Session {
   std::unique_ptr<Writer> writer_;
   bool opened_ = false, disabled_ = false, closed_ = false;
   std::string path_;
+  int lockFd_ = -1;  // flock on path_: this process owns the name (session.cpp, claimOutput)
   std::unordered_map<const void*, Object*> byReal_;
   uint64_t nextHandle_ = 0;
   std::atomic<uint32_t> networks_{0};

@@ -21,6 +21,7 @@
 #include "replayer.h"
 #include "trtrace/convert.h"
 #include "trtrace/error.h"
+#include "trtrace/format.h"
 #include "trtrace/hash.h"
 
 using namespace trtrace;
@@ -140,6 +141,11 @@ int main(int argc, char** argv) {
 
   using Clock = std::chrono::steady_clock;
   try {
+    if (!output.empty()) {  // an output that cannot be created fails now, not after the builds
+      std::string dir = output.find('/') == std::string::npos ? "." : output.substr(0, output.rfind('/') + 1);
+      if (::access(dir.c_str(), W_OK | X_OK) != 0)
+        throw Error(Error::Kind::Io, output + ": cannot create (" + std::strerror(errno) + ")");
+    }
     auto t0 = Clock::now();
     // NVIDIA JSON+BIN input: converted (convert/) to a temporary trace, removed when done.
     TempTrace converted;
@@ -151,8 +157,13 @@ int main(int argc, char** argv) {
     std::unique_ptr<Reader> reader = Reader::open(converted.path.empty() ? capture : converted.path);
     if (!converted.path.empty()) ::unlink(converted.path.c_str());  // the mapping stays valid
     const double openSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (reader->truncatedAt() && *reader->truncatedAt() <= sizeof(format::FileHeader))  // not even the header block
+      throw Error(Error::Kind::Truncated, reader->truncationMessage() + "; no capture to replay");
     if (auto msg = reader->truncationMessage(); !msg.empty())
       std::fprintf(stderr, "tensorrt_player: warning: %s; replaying the complete prefix\n", msg.c_str());
+    else if (!reader->closedCleanly())
+      std::fprintf(stderr, "tensorrt_player: warning: %s: not closed (the capture did not finish); replaying the %llu calls it holds\n",
+                   capture.c_str(), static_cast<unsigned long long>(reader->callCount()));
     const HeaderView& h = reader->header();
     if (h.libraryVersion != abi::kLibraryVersion && !opt.ignoreVersion)
       throw Error(Error::Kind::Usage, capture + ": captured with " + std::string(h.libraryName) + " " +

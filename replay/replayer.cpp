@@ -198,7 +198,15 @@ abi::Weights Replayer::argWeights(size_t i) {
     case ValueKind::WeightsBlob: {
       BlobRef ref = v.blob();
       if (ref.length < bytesOf(v.dtype(), v.count())) diverge("argument " + std::to_string(i) + ": blob shorter than the weights' count");
-      w.values = hold(ref, [&] { return reader_.blob(ref); });  // raw: a view into the mapping
+      w.values = hold(ref, [&] {
+        BlobView b = reader_.blob(ref);  // raw: a view into the mapping
+        // The content hash is the blob's key: checked once per blob before the library sees the
+        // bytes, so damaged weights never build an engine silently (XXH3 runs at memory speed).
+        if (b.size() != ref.length || !(hash128(b.data(), b.size()) == ref.hash))
+          throw Error(Error::Kind::Corrupt, reader_.path() + ": blob " + toHex(ref.hash) + " (" + std::to_string(ref.length) +
+                                                " B): content does not match its hash (damaged weights)");
+        return b;
+      });
       break;
     }
     case ValueKind::WeightsRandom: {

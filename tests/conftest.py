@@ -86,3 +86,22 @@ def trtrace(*args, check=True):
 @pytest.fixture
 def tmp(tmp_path):
     return tmp_path
+
+
+def drop_in_dir(tmp):
+    """The documented drop-in layout: the shim as libtensorrt_rtx.so.1, the real library renamed.
+    Returns (lib folder, environment for an app that loads the library by soname)."""
+    import shutil
+    lib = tmp / "lib"
+    lib.mkdir(exist_ok=True)
+    if not (lib / "libtensorrt_rtx_orig.so.1").exists():
+        os.symlink(trt_lib(), lib / "libtensorrt_rtx_orig.so.1")
+        shutil.copy(SHIM, lib / "libtensorrt_rtx.so.1")
+    return lib, {"LD_LIBRARY_PATH": str(lib), "TRT_SHIM_NVINFER_LIB_NAME": str(lib / "libtensorrt_rtx_orig.so.1")}
+
+
+def cpp_app(*args, env, **kw):
+    """Runs the native test app (tests/apps/cpp_app.cpp) with `env` added to this environment."""
+    e = dict(os.environ)
+    e.update(env)
+    return subprocess.run([str(BIN / "cpp_app"), *map(str, args)], capture_output=True, text=True, env=e, **kw)

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import APPS, PLAYER, SHIM, capture, play, run_app, trt_lib, trtrace
+from conftest import APPS, PLAYER, SHIM, capture, cpp_app, drop_in_dir, play, run_app, trt_lib, trtrace
 
 
 def info(trace):
@@ -146,22 +146,6 @@ def test_drop_in_without_the_variable_names_the_problem(tmp):
     proc = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
     assert proc.returncode == 3            # no builder, no crash
     assert "TRT_SHIM_NVINFER_LIB_NAME" in proc.stderr
-
-
-def cpp_app(*args, env):
-    from conftest import BIN
-    e = dict(os.environ)
-    e.update(env)
-    return subprocess.run([str(BIN / "cpp_app"), *map(str, args)], capture_output=True, text=True, env=e)
-
-
-def drop_in_dir(tmp):
-    """The documented drop-in layout: the shim as libtensorrt_rtx.so.1, the real library renamed."""
-    lib = tmp / "lib"
-    lib.mkdir()
-    os.symlink(trt_lib(), lib / "libtensorrt_rtx_orig.so.1")
-    shutil.copy(SHIM, lib / "libtensorrt_rtx.so.1")
-    return lib, {"LD_LIBRARY_PATH": str(lib), "TRT_SHIM_NVINFER_LIB_NAME": str(lib / "libtensorrt_rtx_orig.so.1")}
 
 
 def test_cpp_app_drop_in_dlopen_by_soname(tmp):

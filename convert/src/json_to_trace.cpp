@@ -323,7 +323,13 @@ void Converter::open(Scanner& s) {
   wo.flush = FlushPolicy::AtClose;
   wo.zstdLevel = opt_.zstdLevel;
   wo.workerThreads = opt_.workerThreads;
-  writer_ = Writer::create(wo, h);
+  try {
+    writer_ = Writer::create(wo, h);
+  } catch (const Error& e) {  // name the file asked for, not its temporary name
+    std::string m = e.what();
+    if (auto at = m.find(wo.path); at != std::string::npos) m.replace(at, wo.path.size(), tracePath_);
+    throw Error(e.kind(), m);
+  }
   uint32_t n = 0;
   const api::ApiDesc* all = api::all(&n);
   for (uint32_t i = 0; i < n; ++i) {

@@ -115,9 +115,10 @@ void render(std::string& o, Node& n, int indent) {
 
 class Output {
  public:
-  Output(const std::string& path, const char* what) : path_(path) {
+  // Writes `path` (a temporary name); messages name `shown`, the file the user asked for.
+  Output(const std::string& path, const std::string& shown, const char* what) : path_(shown) {
     f_ = std::fopen(path.c_str(), "wb");
-    if (!f_) throw Error(Error::Kind::Io, path + ": cannot create " + what + " (" + std::strerror(errno) + ")");
+    if (!f_) throw Error(Error::Kind::Io, shown + ": cannot create " + what + " (" + std::strerror(errno) + ")");
     std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
   }
   ~Output() { if (f_) std::fclose(f_); }
@@ -164,8 +165,8 @@ Stats traceToJson(const std::string& tracePath, const std::string& jsonPath, con
   const std::string binPath = opt.binPath.empty() ? binPathFor(jsonPath) : opt.binPath;
   const std::string binName = binPath.substr(binPath.rfind('/') + 1);
   PendingOutputs outputs;
-  Output json(outputs.add(jsonPath), "JSON");
-  Output bin(outputs.add(binPath), "BIN");
+  Output json(outputs.add(jsonPath), jsonPath, "JSON");
+  Output bin(outputs.add(binPath), binPath, "BIN");
 
   // Trace handle -> NVIDIA object id + 1 (0 = none yet); handles are dense from 1.
   std::vector<int64_t> ids;
@@ -224,6 +225,9 @@ Stats traceToJson(const std::string& tracePath, const std::string& jsonPath, con
       w.obj.emplace_back("random", std::move(r));
     } else if (v.kind() == ValueKind::WeightsBlob) {
       BlobView b = reader->blob(v.blob());
+      if (!(hash128(b.data(), b.size()) == v.blob().hash))  // damaged weights are not passed on
+        throw Error(Error::Kind::Corrupt, tracePath + ": blob " + toHex(v.blob().hash) + " (" +
+                                              std::to_string(v.blob().length) + " B): content does not match its hash (damaged weights)");
       toBin(b.data(), b.size());
     } else if (!inlineDecodable(dtype)) {
       toBin(v.bytes().data(), v.bytes().size());  // NVIDIA cannot inline these types

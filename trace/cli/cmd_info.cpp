@@ -7,6 +7,8 @@
 #include <string>
 
 #include "commands.h"
+#include "trtrace/error.h"
+#include "trtrace/format.h"
 #include "trtrace/reader.h"
 
 namespace trtrace::cli {
@@ -37,6 +39,8 @@ Command addInfo(CLI::App& app) {
   sub->add_flag("--json", *json, "Machine-readable output");
   return {sub, [=] {
     auto r = Reader::open(*path);
+    if (r->truncatedAt() && *r->truncatedAt() <= sizeof(format::FileHeader))  // not even the header block
+      throw Error(Error::Kind::Truncated, r->truncationMessage() + "; no capture in it");
     std::map<uint32_t, uint64_t> perApi, perNet;
     uint64_t calls = 0, builds = 0, buildsOk = 0, refs = 0, logical = 0, inlineBytes = 0;
     r->forEachCall([&](const CallView& c) {

@@ -1,5 +1,6 @@
 // trtrace verify TRACE: structure, every checksum and blob hash, alignment, footer index.
-// Exit 0 when sound, 2 when corrupt, 3 when only truncated (a crash mid-write).
+// Exit 0 when sound, 2 when corrupt, 3 when only truncated (a crash mid-write, including a trace
+// whose blocks are all sound but that was never closed: its calls are a clean prefix).
 #include <cstdio>
 #include <memory>
 
@@ -17,12 +18,18 @@ Command addVerify(CLI::App& app) {
   return {sub, [=] {
     auto r = Reader::open(*path);
     auto rep = r->verify();
+    if (rep.ok() && !r->closedCleanly())
+      rep.issues.push_back({VerifyReport::Problem::Truncated, r->mapping().size(),
+                            *path + ": not closed (the capture ended before closing it, or is still running); its " +
+                                std::to_string(rep.calls) + " calls are a clean prefix"});
     for (auto& i : rep.issues)
       std::fprintf(stderr, "trtrace: %s: %s\n",
                    i.problem == VerifyReport::Problem::Corrupt ? "corrupt" : "truncated", i.what.c_str());
+    // Truncated only: what is there is sound, and replays (tensorrt_player) up to the cut.
+    const std::string prefix = rep.truncated() ? " (a clean prefix)" : "";
     if (!*quiet || !rep.ok())
-      std::printf("%s: %s: %llu segments, %llu calls, %llu blobs (%s)\n", path->c_str(),
-                  rep.ok() ? "OK" : rep.corrupt() ? "CORRUPT" : "TRUNCATED",
+      std::printf("%s: %s%s: %llu segments, %llu calls, %llu blobs (%s)\n", path->c_str(),
+                  rep.ok() ? "OK" : rep.corrupt() ? "CORRUPT" : "TRUNCATED", prefix.c_str(),
                   (unsigned long long)rep.segments, (unsigned long long)rep.calls,
                   (unsigned long long)rep.blobs, humanBytes(double(rep.blobBytes)).c_str());
     return rep.ok() ? kOk : rep.corrupt() ? kCorrupt : kTruncated;

@@ -1,0 +1,165 @@
+"""docs/errors.md, row by row: every bad input, every tool, the documented exit code and message.
+
+The table is read from the document itself, so the two cannot drift: a row without a case here
+fails, and a case here without a row fails. Beyond the row: a failing tool prints one line (verify:
+one line per problem) and leaves no output behind.
+"""
+import os
+import pathlib
+import re
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+from conftest import BIN, PLAYER, ROOT, TRTRACE, cpp_app, drop_in_dir, trt_lib
+
+DOC = ROOT / "docs" / "errors.md"
+TOOLS = {"tensorrt_player", "trtrace verify", "trtrace info", "trtrace convert"}
+
+
+def rows():
+    out = []
+    in_catalogue = False
+    for line in DOC.read_text().splitlines():
+        if line.startswith("## "):
+            in_catalogue = line.strip() == "## Catalogue"
+        if not in_catalogue or not line.startswith("| ") or line.startswith("| case") or line.startswith("|---"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        case, _, tool, code, message = cells
+        assert tool in TOOLS, line
+        out.append((case, tool, int(code), message))
+    return out
+
+
+ROWS = rows()
+
+
+def blocks(data):
+    """(type, offset, payload size) of each block (docs/format.md)."""
+    pos, out = 64, []
+    while pos + 32 <= len(data):
+        magic, typ, _, size = struct.unpack_from("<IHHQ", data, pos)
+        if magic != 0x4B425254:
+            break
+        out.append((typ, pos, size))
+        pos = (pos + 32 + size + 7) & ~7
+    return out
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    """case -> (input path, extra player args, BIN path or None): one of each bad input."""
+    d = tmp_path_factory.mktemp("errors")
+    _, env = drop_in_dir(d)
+    good = d / "good.trtrace"
+    proc = cpp_app(d / "app.engine", env=dict(env, TRT_SHIM_OUTPUT_FILE=str(good), TRTRACE_ZSTD_LEVEL="0"))
+    assert proc.returncode == 0, proc.stderr
+    data = good.read_bytes()
+    bl = blocks(data)
+    seg = next(b for b in bl if b[0] == 2)
+    blob = next(b for b in bl if b[0] == 3)
+
+    def put(name, content):
+        (d / name).write_bytes(content)
+        return d / name
+
+    def craft(*args):
+        subprocess.run([str(BIN / "trace_craft"), *map(str, args)], check=True)
+        return pathlib.Path(args[1])
+
+    c = {"missing": d / "missing.trtrace", "empty": put("empty.trtrace", b""),
+         "wrong_magic": put("magic.trtrace", b"GARBAGE!" + bytes(100)),
+         "truncated": put("cut.trtrace", data[: len(data) // 2])}
+    subprocess.run([str(BIN / "trace_craft"), "major", str(good), str(d / "major.trtrace"), "2"], check=True)
+    c["newer_major"] = d / "major.trtrace"
+    x = bytearray(data)
+    x[seg[1] + 32 + seg[2] // 2] ^= 0xFF
+    c["corrupt_log"] = put("corrupt.trtrace", bytes(x))
+    data_offset = struct.unpack_from("<Q", data, blob[1] + 32 + 32)[0]   # BlobRecord.dataOffset
+    x = bytearray(data)
+    x[blob[1] + 32 + data_offset] ^= 0xFF
+    c["hash_mismatch"] = put("hash.trtrace", bytes(x))
+    killed = cpp_app(d / "k.engine", env=dict(env, TRT_SHIM_OUTPUT_FILE=str(d / "unclosed.trtrace"),
+                                              TRT_SHIM_FLUSH_AFTER_EVERY_CALL="1", TRTRACE_FAULT_KILL_AT_CALL="5"))
+    assert killed.returncode == -9
+    c["unclosed"] = d / "unclosed.trtrace"
+    subprocess.run([str(TRTRACE), "convert", good, d / "good.json"], check=True, capture_output=True)
+    js, bn = (d / "good.json").read_text(), (d / "good.bin").read_bytes()
+    put("mal.json", js[: len(js) // 2].encode())
+    put("mal.bin", bn)
+    c["malformed_json"] = d / "mal.json"
+    put("nobin.json", js.replace('"good.bin"', '"nobin.bin"').encode())
+    c["missing_bin"] = d / "nobin.json"
+    put("short.json", js.replace('"good.bin"', '"short.bin"').encode())
+    put("short.bin", bn[:100])
+    c["short_bin"] = d / "short.json"
+    c["library_version"] = craft("version", d / "oldlib.trtrace", "1.3.0.35")
+    c["unknown_api"] = craft("unknown-api", d / "unknown.trtrace")
+    c["library_abi"] = c["library_missing"] = c["unwritable_output"] = good
+    c["unwritable_output_json"] = d / "good.json"
+    libs = {"library_abi": next(p for p in map(pathlib.Path, ["/lib/x86_64-linux-gnu/libz.so.1",
+                                                              "/usr/lib/x86_64-linux-gnu/libz.so.1"]) if p.exists()),
+            "library_missing": d / "nope.so"}
+    return d, c, libs
+
+
+def pattern(message, file, out, lib, binp):
+    if message == "(none)":
+        return None
+    text = message.strip("`")
+    rx = ""
+    tokens = {"<file>": re.escape(str(file)), "<out>": re.escape(str(out)), "<lib>": re.escape(str(lib)),
+              "<bin>": re.escape(str(binp)), "<n>": r"\d+", "<hex>": "[0-9a-f]+", "…": ".*"}
+    for part in re.split(r"(<file>|<out>|<lib>|<bin>|<n>|<hex>|…)", text):
+        rx += tokens.get(part, re.escape(part))
+    return re.compile(rx)
+
+
+def test_every_case_has_rows_for_what_it_claims():
+    cases = {r[0] for r in ROWS}
+    assert cases == {"missing", "empty", "wrong_magic", "newer_major", "truncated", "unclosed", "corrupt_log",
+                     "hash_mismatch", "malformed_json", "missing_bin", "short_bin", "library_version", "library_abi",
+                     "library_missing", "unknown_api", "unwritable_output", "unwritable_output_json"}
+    # Every trace input is documented for the player and verify at least.
+    for case in cases - {"library_abi", "library_missing", "unwritable_output", "unwritable_output_json", "missing_bin",
+                         "short_bin"}:
+        tools = {r[1] for r in ROWS if r[0] == case}
+        assert {"tensorrt_player", "trtrace verify"} <= tools, case
+
+
+@pytest.mark.parametrize("case,tool,code,message", ROWS, ids=[f"{r[0]}-{r[1].replace(' ', '_')}" for r in ROWS])
+def test_documented_row(inputs, tmp_path, case, tool, code, message):
+    d, c, libs = inputs
+    src = c[case]
+    out_dir = tmp_path / ("nodir" if case.startswith("unwritable") else "out")
+    if not case.startswith("unwritable"):
+        out_dir.mkdir()
+    lib = libs.get(case, trt_lib())
+    if tool == "tensorrt_player":
+        out = out_dir / "o.engine"
+        cmd = [PLAYER, "-j", src, "-o", out, "--lib", lib]
+    elif tool == "trtrace convert":
+        out = out_dir / ("c.json" if src.suffix == ".trtrace" else "c.trtrace")
+        cmd = [TRTRACE, "convert", src, out]
+    else:
+        out = None
+        cmd = [TRTRACE, tool.split()[1], src]
+    binp = src.with_suffix(".bin")
+    proc = subprocess.run([str(x) for x in cmd], capture_output=True, text=True)
+    err = proc.stderr.strip().splitlines()
+    assert proc.returncode == code, f"{' '.join(map(str, cmd))}: exit {proc.returncode}\n{proc.stdout}{proc.stderr}"
+    rx = pattern(message, src, out, lib, binp)
+    if rx is None:
+        assert err == [], proc.stderr
+    else:
+        assert err and rx.fullmatch(err[0]), f"expected /{rx.pattern}/, got:\n{proc.stderr}"
+        if tool != "trtrace verify":
+            assert len(err) == 1, proc.stderr
+    assert proc.returncode >= 0
+    if code != 0 and out is not None and out_dir.exists():
+        assert list(out_dir.iterdir()) == [], "output left behind"
+    if case == "truncated" and tool == "tensorrt_player":
+        assert not any(out_dir.iterdir())            # the prefix holds no build: no engine

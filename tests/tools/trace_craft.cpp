@@ -1,0 +1,76 @@
+// trace_craft: writes the odd traces the error and safety tests need, which no capture produces.
+//
+//   trace_craft unknown-api OUT              a builder, then a call with API id 99999
+//   trace_craft version OUT VERSION          a builder, captured with library VERSION
+//   trace_craft library-name OUT NAME        a builder; the header names the library NAME (a path)
+//   trace_craft set-library-path OUT PATH    a builder, then setInternalLibraryPath(PATH)
+//   trace_craft major IN OUT MAJOR           IN with the file header's major version set to MAJOR
+//                                            (header check recomputed: only the version is wrong)
+#include <xxhash.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "trtrace/api_abi.h"
+#include "trtrace/api_table.h"
+#include "trtrace/format.h"
+#include "trtrace/writer.h"
+
+using namespace trtrace;
+
+namespace {
+
+std::unique_ptr<Writer> withBuilder(const std::string& out, const std::string& name, const std::string& version) {
+  WriterOptions o;
+  o.path = out;
+  HeaderInfo h;
+  h.producer = "trace_craft";
+  h.libraryName = name;
+  h.libraryVersion = version;
+  auto w = Writer::create(o, h);
+  w->beginCall(api::kentry_createInferBuilder_INTERNAL, 0, 0).argBool(true).argI64(abi::kLibraryVersionInt).retHandle(1).endCall();
+  return w;
+}
+
+int usage() {
+  std::fprintf(stderr, "usage: trace_craft unknown-api|version|library-name|set-library-path|major ... (see the source)\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) return usage();
+  const std::string what = argv[1], out = argv[2];
+  if (what == "unknown-api") {
+    auto w = withBuilder(out, abi::kLibraryName, abi::kLibraryVersion);
+    w->beginCall(99999, 1, 0).endCall();
+    w->close();
+  } else if (what == "version" && argc == 4) {
+    withBuilder(out, abi::kLibraryName, argv[3])->close();
+  } else if (what == "library-name" && argc == 4) {
+    withBuilder(out, argv[3], abi::kLibraryVersion)->close();
+  } else if (what == "set-library-path" && argc == 4) {
+    auto w = withBuilder(out, abi::kLibraryName, abi::kLibraryVersion);
+    w->beginCall(api::kentry_setInternalLibraryPath, 0, 0).argString(argv[3]).endCall();
+    w->close();
+  } else if (what == "major" && argc == 5) {
+    std::ifstream in(argv[2], std::ios::binary);
+    std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (data.size() < sizeof(format::FileHeader)) return usage();
+    format::FileHeader fh;
+    std::memcpy(&fh, data.data(), sizeof fh);
+    fh.versionMajor = static_cast<uint16_t>(std::atoi(argv[4]));
+    fh.headerCheck = static_cast<uint32_t>(XXH3_64bits(&fh, offsetof(format::FileHeader, headerCheck)));
+    std::memcpy(data.data(), &fh, sizeof fh);
+    std::ofstream(argv[3], std::ios::binary).write(data.data(), static_cast<std::streamsize>(data.size()));
+  } else {
+    return usage();
+  }
+  return 0;
+}
