@@ -25,7 +25,8 @@ if ASAN_RUNTIME:
         env = dict(kw.get("env") or os.environ)
         preload = env.get("LD_PRELOAD", "")
         if ASAN_RUNTIME not in preload.split(":"):
-            env["LD_PRELOAD"] = ":".join(p for p in (ASAN_RUNTIME, preload) if p)
+            # libstdc++ with it: ASan resolves its C++ exception interceptors at start-up.
+            env["LD_PRELOAD"] = ":".join(p for p in (ASAN_RUNTIME, "libstdc++.so.6", preload) if p)
         program = args[0] if isinstance(args, (list, tuple)) else str(args).split()[0]
         if os.path.basename(str(program)).startswith("python"):
             env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"

@@ -73,7 +73,7 @@ def inputs(tmp_path_factory):
     c = {"missing": d / "missing.trtrace", "empty": put("empty.trtrace", b""),
          "wrong_magic": put("magic.trtrace", b"GARBAGE!" + bytes(100)),
          "truncated": put("cut.trtrace", data[: len(data) // 2])}
-    subprocess.run([str(BIN / "trace_craft"), "major", str(good), str(d / "major.trtrace"), "2"], check=True)
+    subprocess.run([str(BIN / "trace_craft"), "major", str(good), str(d / "major.trtrace"), "3"], check=True)
     c["newer_major"] = d / "major.trtrace"
     x = bytearray(data)
     x[seg[1] + 32 + seg[2] // 2] ^= 0xFF
