@@ -201,3 +201,32 @@ TEST(Robustness, NotATraceAndNewerVersions) {
     EXPECT_NE(std::string(e.what()).find(newer), std::string::npos) << e.what();
   }
 }
+
+TEST(Robustness, FullSegmentIsWrittenAfterTheBlobsItsCallsReference) {
+  // A segment flushed because it is full (the policy alone would wait for close) must not reach the
+  // file before the blobs its calls reference: a crash right after it would leave calls whose
+  // weights are missing. Workers compress large blobs slowly, so without the ordering the reader
+  // below would see calls ahead of their blobs.
+  tt::TempDir d;
+  auto p = d.path("open.trace");
+  WriterOptions o;
+  o.path = p;
+  o.flush = FlushPolicy::AtClose;
+  o.segmentBytes = 1;  // every call fills its segment
+  o.workerThreads = 2;
+  o.zstdLevel = 19;
+  auto w = Writer::create(o, tt::header());
+  std::vector<std::vector<std::byte>> keep;
+  for (int i = 0; i < 4; ++i) {
+    keep.push_back(tt::floatBytes(1 << 20, 100 + i));
+    BlobRef ref = w->putBlob(keep.back().data(), keep.back().size(), BlobHint::F32);
+    w->beginCall(1, 0, 0).argWeightsBlob(0, 1 << 20, ref).endCall();
+    auto r = Reader::open(p);  // the file as a crash at this instant would leave it
+    ASSERT_EQ(r->callCount(), uint64_t(i + 1));
+    r->forEachCall([&](const CallView& c) {
+      EXPECT_TRUE(r->hasBlob(c.arg(0).blob())) << "call " << c.seq() << " is on disk before its weights";
+      return true;
+    });
+  }
+  w->close();
+}

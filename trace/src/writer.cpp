@@ -418,7 +418,13 @@ struct Writer::Impl {
         stats.calls++;
       }
       flushNow = opt.flush == FlushPolicy::EveryCall || seg.GetSize() >= opt.segmentBytes;
-      if (flushNow) flushSegmentLocked();
+      // A flushed segment waits for the blobs its calls reference (workers never take segMu), so a
+      // trace cut right after it never holds a call whose weights are missing. (With no workers,
+      // as the shim runs FLUSH_AFTER_EVERY_CALL, there is nothing to wait for.)
+      if (flushNow) {
+        drain();
+        flushSegmentLocked();
+      }
     }
     if (!flushNow && opt.flush == FlushPolicy::OnBuild && !e.build.IsNull()) flushSegment(true);
     return seq;
