@@ -62,6 +62,10 @@ class Env:
         full = ["/usr/bin/time", "-f", "%e %M", "-o", str(tf)] + cmd
         e = dict(self.env)
         e.update(env or {})
+        asan = e.get("TRTRACE_ASAN_RUNTIME")  # a sanitizer tree's smoke run (make sanitize): runtime first
+        if asan and e.get("LD_PRELOAD"):
+            e["LD_PRELOAD"] = f"{asan}:libstdc++.so.6:{e['LD_PRELOAD']}"
+            e["ASAN_OPTIONS"] = e.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
         p = subprocess.run(full, env=e, cwd=cwd or self.work, capture_output=True, text=True)
         if p.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr[-2000:]}")

@@ -187,6 +187,9 @@ struct Writer::Impl {
     std::vector<std::byte> grouped, out, buffered;
     ~WorkerScratch() { ZSTD_freeCCtx(cctx); }
   };
+  // One per worker thread, owned here rather than on the thread's stack, so it stays reachable from
+  // the writer (a writer abandoned in a forked child, whose workers did not survive, leaks nothing).
+  std::vector<std::unique_ptr<WorkerScratch>> scratch;
 
   // Raw blob at `end`: record, zero padding, data at the next 4 KiB boundary. Holds fileMu.
   void writeRawLocked(const BlobJob& j) {
@@ -298,8 +301,7 @@ struct Writer::Impl {
     blobCv.notify_all();
   }
 
-  void workerLoop() {
-    WorkerScratch s;
+  void workerLoop(WorkerScratch& s) {
     for (;;) {
       BlobJob j;
       {
@@ -541,8 +543,10 @@ std::unique_ptr<Writer> Writer::create(const WriterOptions& options, const Heade
                             b.CreateString(host), info.pid ? info.pid : uint64_t(::getpid()), now));
   impl->appendBlock(F::BlockType::Header, b.GetBufferPointer(), b.GetSize());
 
-  for (int i = 0; i < options.workerThreads; ++i)
-    impl->workers.emplace_back([p = impl.get()] { p->workerLoop(); });
+  for (int i = 0; i < options.workerThreads; ++i) {
+    impl->scratch.push_back(std::make_unique<Impl::WorkerScratch>());
+    impl->workers.emplace_back([p = impl.get(), s = impl->scratch.back().get()] { p->workerLoop(*s); });
+  }
   return std::unique_ptr<Writer>(new Writer(std::move(impl)));
 }
 
