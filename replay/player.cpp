@@ -128,6 +128,8 @@ int main(int argc, char** argv) {
   app.add_option("--seed", opt.seed, "seed for weights the capture marked random");
   app.add_flag("--skip-unsupported", opt.skipUnsupported, "skip calls the capture marked UNSUPPORTED");
   app.add_flag("--ignore-version", opt.ignoreVersion, "replay a capture of another library version");
+  app.add_flag("--trust-weights", opt.trustWeights,
+               "skip the content-hash check of raw weight blobs (for a trace `trtrace verify` passed)");
   app.add_flag("--check", check, "compare each engine's XXH3-128 with the one recorded at capture");
   app.add_flag("--stats", stats, "print open/dispatch/build times per network");
   app.add_flag("--json", json, "machine-readable summary on stdout");

@@ -29,6 +29,7 @@ struct Options {
   bool skipUnsupported = false;   // UNSUPPORTED records: skip instead of stopping
   bool ignoreVersion = false;
   bool quiet = false;             // library messages below error not shown
+  bool trustWeights = false;      // skip the content-hash check of raw blobs (a trace already verified)
 };
 
 // The player's logger: shows the library's warnings and errors, keeps errors for build records.

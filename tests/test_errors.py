@@ -163,3 +163,15 @@ def test_documented_row(inputs, tmp_path, case, tool, code, message):
         assert list(out_dir.iterdir()) == [], "output left behind"
     if case == "truncated" and tool == "tensorrt_player":
         assert not any(out_dir.iterdir())            # the prefix holds no build: no engine
+
+
+def test_trust_weights_skips_the_hash_check(inputs, tmp_path):
+    """--trust-weights (for a trace `verify` already passed) hands raw blobs over unchecked: the damaged
+    blob of hash_mismatch then builds an engine, which --check reports as different (exit 4)."""
+    d, c, libs = inputs
+    out = tmp_path / "o.engine"
+    proc = subprocess.run([str(PLAYER), "-j", str(c["hash_mismatch"]), "-o", str(out), "--lib", str(trt_lib()),
+                           "--trust-weights", "--check", "-q"], capture_output=True, text=True)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "DIFFERENT from capture" in proc.stdout + proc.stderr
+    assert out.exists()
