@@ -17,6 +17,7 @@
 #include "shim.h"
 #include "trtrace/api_table.h"
 #include "trtrace/convert.h"
+#include "trtrace/progress.h"
 
 namespace trtrace::capture {
 namespace {
@@ -119,15 +120,6 @@ void installSignalHandlers() {
   }
 }
 
-std::string human(uint64_t b) {
-  char buf[64];
-  const char* u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(b);
-  int i = 0;
-  while (v >= 1024 && i < 4) v /= 1024, ++i;
-  std::snprintf(buf, sizeof buf, i ? "%.1f %s" : "%.0f %s", v, u[i]);
-  return buf;
-}
 
 }  // namespace
 
@@ -320,6 +312,11 @@ void Session::close() {
   }
   if (!w) return;
   try {
+    // A huge model's weights may still be queued for compression: report the final drain.
+    if (const uint64_t pending = w->pendingBlobBytes()) {
+      Progress p("trtrace: writing queued weights to " + path_, pending);
+      w->drainBlobs([&](uint64_t left) { p.update(pending - std::min(left, pending)); });
+    }
     w->close();
     Writer::Stats s = w->stats();
     exportJson();
@@ -327,8 +324,8 @@ void Session::close() {
     if (!config_.outputJson.empty()) out += " and " + config_.outputJson + " (+ " + convert::binPathFor(config_.outputJson) + ")";
     std::fprintf(stderr,
                  "trtrace: captured %llu calls, %u networks; weights %s logical, %s unique, %s stored -> %s\n",
-                 static_cast<unsigned long long>(s.calls), networks_.load(), human(s.blobPutBytes).c_str(),
-                 human(s.uniqueBytes).c_str(), human(s.storedBytes).c_str(), out.c_str());
+                 static_cast<unsigned long long>(s.calls), networks_.load(), humanBytes(double(s.blobPutBytes)).c_str(),
+                 humanBytes(double(s.uniqueBytes)).c_str(), humanBytes(double(s.storedBytes)).c_str(), out.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trtrace: error closing %s: %s\n", path_.c_str(), e.what());
   }

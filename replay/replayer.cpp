@@ -12,6 +12,7 @@
 
 #include "trtrace/error.h"
 #include "trtrace/hash.h"
+#include "trtrace/progress.h"
 
 namespace trtrace::replay {
 
@@ -58,7 +59,9 @@ void Replayer::diverge(const std::string& what) const { throw Divergence(where()
 void Replayer::run(const std::function<void(const NetworkResult&, const void*)>& onEngine) {
   onEngine_ = onEngine;
   using Clock = std::chrono::steady_clock;
+  Progress progress("tensorrt_player " + reader_.path(), reader_.callCount(), Progress::Unit::Calls);
   reader_.forEachCall([&](const CallView& c) {
+    progress.update(c.seq());
     call_ = &c;
     const uint32_t net = c.networkId();
     if (options_.network >= 0 && net != 0 && net != static_cast<uint32_t>(options_.network)) {

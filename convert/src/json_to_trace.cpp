@@ -360,6 +360,7 @@ void Converter::convertCalls(Scanner& s) {
     convertRecord(el.get_object().value_unsafe());
     ++st_.calls;
     json_->release(start);
+    if (opt_.progress) opt_.progress(s.pos, s.n);
     char c = s.peek();
     ++s.pos;
     if (c == ']') break;

@@ -263,6 +263,7 @@ Stats traceToJson(const std::string& tracePath, const std::string& jsonPath, con
   };
 
   reader->forEachCall([&](const CallView& c) {
+    if (opt.progress) opt.progress(c.seq(), reader->callCount());
     const api::ApiDesc* d = api::find(c.apiId());
     if (!d)
       throw Error(Error::Kind::Usage, tracePath + ": call #" + std::to_string(c.seq()) + " has API id " +

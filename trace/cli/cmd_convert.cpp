@@ -31,6 +31,8 @@ Command addConvert(CLI::App& app) {
               convert::TraceToJsonOptions t;
               t.binPath = o->bin;
               t.allCalls = o->allCalls;
+              Progress progress("trtrace convert " + o->in, 0, Progress::Unit::Calls);
+              t.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };
               s = convert::traceToJson(o->in, o->out, t);
               dir = "trace -> JSON+BIN";
             } else {
@@ -38,6 +40,8 @@ Command addConvert(CLI::App& app) {
               j.binPath = o->bin;
               j.zstdLevel = o->level;
               j.workerThreads = o->threads;
+              Progress progress("trtrace convert " + o->in, 0);
+              j.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };
               s = convert::jsonToTrace(o->in, o->out, j);
               dir = "JSON+BIN -> trace";
             }

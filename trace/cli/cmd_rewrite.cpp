@@ -46,8 +46,12 @@ static int runRewrite(const RewriteOptions& o) {
     auto w = Writer::create(wo, hi);
     // Blobs: decompressed buffers stay alive until the workers consumed them (bounded).
     std::vector<BlobView> held;
-    uint64_t heldBytes = 0;
+    uint64_t heldBytes = 0, total = 0, done = 0;
+    for (auto& b : r->blobs()) total += b.ref.length;
+    Progress progress("trtrace rewrite " + o.out, total);
     for (auto& b : r->blobs()) {
+      progress.update(done);
+      done += b.ref.length;
       BlobView v = r->blob(b.ref);
       w->putBlob(v.data(), v.size(), b.hint);
       if (!v.isZeroCopy()) { heldBytes += v.size(); held.push_back(std::move(v)); }

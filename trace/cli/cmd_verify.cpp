@@ -17,7 +17,8 @@ Command addVerify(CLI::App& app) {
   sub->add_flag("-q,--quiet", *quiet, "Print problems only");
   return {sub, [=] {
     auto r = Reader::open(*path);
-    auto rep = r->verify();
+    Progress progress("trtrace verify " + *path, r->mapping().size());
+    auto rep = r->verify([&](uint64_t done, uint64_t) { progress.update(done); });
     if (rep.ok() && !r->closedCleanly())
       rep.issues.push_back({VerifyReport::Problem::Truncated, r->mapping().size(),
                             *path + ": not closed (the capture ended before closing it, or is still running); its " +

@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "trtrace/progress.h"
+
 namespace trtrace::cli {
 
 // Exit codes shared by all subcommands.
@@ -25,7 +27,6 @@ Command addConvert(CLI::App& app);
 
 inline constexpr Command (*kCommands[])(CLI::App&) = {addInfo, addDump, addVerify, addRewrite, addConvert};
 
-// Human-readable byte count, e.g. "1.50 GiB".
-std::string humanBytes(double bytes);
+using trtrace::humanBytes;  // trtrace/progress.h
 
 }  // namespace trtrace::cli

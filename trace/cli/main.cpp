@@ -6,16 +6,6 @@
 #include "commands.h"
 #include "trtrace/error.h"
 
-namespace trtrace::cli {
-std::string humanBytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) { b /= 1024; ++u; }
-  char buf[32];
-  snprintf(buf, sizeof buf, u ? "%.2f %s" : "%.0f %s", b, units[u]);
-  return buf;
-}
-}  // namespace trtrace::cli
 
 int main(int argc, char** argv) {
   using namespace trtrace::cli;

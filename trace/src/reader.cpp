@@ -718,7 +718,7 @@ BlobView Reader::blob(const Hash128& h, uint64_t len) const { return impl_->blob
 const std::vector<BlobInfo>& Reader::blobs() const { return impl_->blobs; }
 std::span<const std::byte> Reader::mapping() const { return {impl_->base, impl_->size}; }
 
-VerifyReport Reader::verify() const {
+VerifyReport Reader::verify(const std::function<void(uint64_t, uint64_t)>& progress) const {
   const Impl& m = *impl_;
   VerifyReport rep;
   using P = VerifyReport::Problem;
@@ -743,6 +743,7 @@ VerifyReport Reader::verify() const {
   uint64_t pos = sizeof(F::FileHeader), expectSeq = 0, footerAt = 0;
   std::vector<std::byte> scratch;
   while (pos < m.size) {
+    if (progress) progress(pos, m.size);
     auto bc = checkBlock(m.base, m.size, pos);
     std::string name = "block";
     if (bc.headerValid) {

@@ -320,10 +320,20 @@ struct Writer::Impl {
     if (workerError) std::rethrow_exception(workerError);
   }
 
-  void drain() {
+  void drain(const std::function<void(uint64_t)>& onWait = {}) {
     {
       std::unique_lock l(blobMu);
-      blobCv.wait(l, [&] { return pendingJobs == 0; });
+      if (!onWait) {
+        blobCv.wait(l, [&] { return pendingJobs == 0; });
+      } else {
+        while (pendingJobs != 0) {
+          blobCv.wait_for(l, std::chrono::milliseconds(100));
+          const uint64_t left = pendingBytes;
+          l.unlock();
+          onWait(left);
+          l.lock();
+        }
+      }
     }
     rethrowWorkerError();
   }
@@ -614,7 +624,11 @@ BlobRef Writer::putBlob(const void* data, uint64_t bytes, BlobHint hint) {
   return ref;
 }
 
-void Writer::drainBlobs() { impl_->drain(); }
+void Writer::drainBlobs(const std::function<void(uint64_t)>& onWait) { impl_->drain(onWait); }
+uint64_t Writer::pendingBlobBytes() const {
+  std::lock_guard g(impl_->blobMu);
+  return impl_->pendingBytes;
+}
 
 CallEncoder& Writer::beginCall(uint32_t apiId, uint64_t receiver, uint32_t networkId) {
   CallEncoder* e = nullptr;

@@ -10,6 +10,7 @@
 // trtrace::Error with one line naming the file and the record, and leave no output behind.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace trtrace::convert {
@@ -39,6 +40,7 @@ struct JsonToTraceOptions {
   int zstdLevel = 3;       // blob compression in the trace (0 = raw)
   int workerThreads = 1;   // trace writer compression threads
   bool quiet = true;
+  std::function<void(uint64_t done, uint64_t total)> progress;  // JSON bytes parsed, per record
 };
 Stats jsonToTrace(const std::string& jsonPath, const std::string& tracePath, const JsonToTraceOptions& o = {});
 
@@ -47,6 +49,7 @@ struct TraceToJsonOptions {
   // NVIDIA's shim records neither destructors nor calls on IHostMemory: they are left out unless
   // allCalls (then every call of the trace is written, with "function": "~" for deletions).
   bool allCalls = false;
+  std::function<void(uint64_t done, uint64_t total)> progress;  // calls converted, per call
 };
 Stats traceToJson(const std::string& tracePath, const std::string& jsonPath, const TraceToJsonOptions& o = {});
 

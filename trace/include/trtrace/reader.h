@@ -188,7 +188,8 @@ class Reader {
 
   // Checks the file header, every block (framing, checksums, zero padding), every segment
   // (Verifier), every blob (decodes it, XXH3-128, raw data 4 KiB alignment) and the footer index.
-  VerifyReport verify() const;
+  // `progress(bytesDone, fileBytes)` is called before each block (long work: every blob is hashed).
+  VerifyReport verify(const std::function<void(uint64_t, uint64_t)>& progress = {}) const;
 
   struct Impl;
 

@@ -9,6 +9,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -124,8 +125,12 @@ class Writer {
   // Hashes the bytes now; a blob not seen before is enqueued (zero-copy) for compression/writing.
   // Blocks only while the queue holds more than queueBytes. Keep the bytes alive until drainBlobs().
   BlobRef putBlob(const void* data, uint64_t bytes, BlobHint hint = BlobHint::None);
-  // Returns once every enqueued blob's bytes have been consumed (written or compressed).
-  void drainBlobs();
+  // Returns once every enqueued blob's bytes have been consumed (written or compressed). With
+  // onWait, it is called with the bytes still pending each time a blob completes (or every 100 ms)
+  // while waiting: the capture's progress report at exit.
+  void drainBlobs(const std::function<void(uint64_t pendingBytes)>& onWait = {});
+  // Bytes of enqueued blobs not yet consumed.
+  uint64_t pendingBlobBytes() const;
 
   CallEncoder& beginCall(uint32_t apiId, uint64_t receiverHandle, uint32_t networkId);
 
