@@ -1,5 +1,7 @@
 #include "common.h"
 
+#include "trtrace/api_abi.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -101,13 +103,8 @@ PendingOutputs::~PendingOutputs() {
 }
 
 uint64_t weightBytes(uint32_t dtype, uint64_t n) {
-  switch (dtype) {
-    case 0: case 3: return n * 4;          // kFLOAT, kINT32
-    case 1: case 7: return n * 2;          // kHALF, kBF16
-    case 8: return n * 8;                  // kINT64
-    case 9: case 10: return (n + 1) / 2;   // kINT4, kFP4
-    default: return n;                     // kINT8, kBOOL, kUINT8, kFP8, kE8M0
-  }
+  // The spec's element sizes (generated); counts beyond int64 saturate like any hostile count.
+  return n > uint64_t(INT64_MAX) ? UINT64_MAX : abi::weightBytes(static_cast<abi::DataType>(dtype), static_cast<int64_t>(n));
 }
 
 uint32_t blobHintFor(uint32_t dtype) {

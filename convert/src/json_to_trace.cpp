@@ -627,14 +627,20 @@ void Converter::decodeWeights(element e, Arg& a, uint32_t net, std::string_view 
   WeightsInfo info;
   const int64_t count = getInt(x, "count");
   if (count < 0) fail(arg + ": negative count");
+  if (count > (int64_t(1) << 56)) fail(arg + ": count " + std::to_string(count) + " is beyond any weights");
   info.count = static_cast<uint64_t>(count);
   if (w.at_key("type").get(x) != simdjson::SUCCESS) fail(arg + ": no \"type\"");
   info.dtype = static_cast<uint32_t>(getInt(x, "type"));
   const uint64_t nbytes = weightBytes(info.dtype, info.count);
+  if (info.count > 0 && nbytes == 0)
+    fail(arg + ": DataType " + std::to_string(info.dtype) + " is unknown to this build", Error::Kind::Usage);
   if (w.at_key("inline").get(x) == simdjson::SUCCESS) {
     simdjson::dom::array arr;
     if (x.get_array().get(arr) != simdjson::SUCCESS) fail(arg + ": \"inline\" is not an array");
     info.k = K::WInline;
+    // The values are counted before anything is sized by "count" (a hostile count must not allocate).
+    if (arr.size() != info.count)
+      fail(arg + ": \"inline\" has " + std::to_string(arr.size()) + " values, count is " + std::to_string(info.count));
     info.bytes.reserve(nbytes);
     uint64_t k = 0;
     for (element v : arr) {
