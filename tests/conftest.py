@@ -36,6 +36,12 @@ if ASAN_RUNTIME:
     subprocess.Popen.__init__ = _sanitized_popen_init
 
 
+# fork() of a multi-threaded process (the shim's writer workers, the library's threads) is safe with
+# glibc's malloc, which is locked around fork; GCC 12's ASan allocator is not, so a child can inherit
+# its lock held by another thread and hang. Fork tests therefore run in the normal build only.
+no_fork_under_asan = pytest.mark.skipif(bool(ASAN_RUNTIME), reason="GCC 12's ASan allocator is not fork-safe")
+
+
 def trt_lib_dir():
     import tensorrt_rtx_libs  # the wheel that carries libtensorrt_rtx.so.1
     return pathlib.Path(tensorrt_rtx_libs.__file__).parent

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN, SHIM, cpp_app, drop_in_dir, play, run_app, trt_lib, trtrace
+from conftest import BIN, SHIM, cpp_app, drop_in_dir, play, run_app, trt_lib, trtrace, no_fork_under_asan
 
 
 def info(trace):
@@ -50,6 +50,7 @@ def test_builder_threads_under_each_flush_policy(tmp, flag):
     assert replayed == sorted((tmp / f"ref.engine{i}").read_bytes() for i in range(4))
 
 
+@no_fork_under_asan
 def test_forked_child_with_its_own_builder_replays(tmp):
     """The native app forks with network 0 populated (weights possibly queued in the parent's
     writer); the child builds network 1 with a builder of its own. Both traces are closed, sound and
@@ -72,6 +73,7 @@ def test_forked_child_with_its_own_builder_replays(tmp):
     assert (tmp / "child.engine").read_bytes() == (tmp / "ref.engine1").read_bytes()
 
 
+@no_fork_under_asan
 def test_forked_child_using_the_parents_builder_names_the_missing_object(tmp):
     """Documented limit (docs/design.md, Robustness): a child's trace starts at the fork, so an object
     the parent created before it (here the builder) is unknown to it; the player stops at its first

@@ -3,7 +3,7 @@ import json
 import os
 import signal
 
-from conftest import capture, play, run_app, trtrace
+from conftest import capture, play, run_app, trtrace, no_fork_under_asan
 
 
 def info(trace, check=True):
@@ -113,6 +113,7 @@ def test_flush_on_build_keeps_each_finished_build(tmp):
     assert (tmp / "replayed").read_bytes() == (tmp / "ref0").read_bytes(), proc.stderr
 
 
+@no_fork_under_asan
 def test_forked_child_writes_its_own_file(tmp):
     proc = capture("build_cnn.py", tmp / "p.trtrace", "--out", tmp / "f", "--fork")
     children = [p for p in tmp.iterdir() if p.name.startswith("p.trtrace.")]
