@@ -162,6 +162,13 @@ BlockCheck checkBlock(const std::byte* base, uint64_t size, uint64_t at) {
       }
       flatbuffers::Verifier sv(reinterpret_cast<const uint8_t*>(b.fbuf), b.fbufSize);
       if (!sv.VerifyBuffer<fb::Segment>(nullptr)) return fail(BlockCheck::Corrupt, "segment FlatBuffer fails verification");
+      // The Verifier checks alignment within each nested Call buffer, relative to its start; the
+      // writer places those starts on 8-byte boundaries, so the Call's 64-bit arrays are aligned in
+      // memory. A start off that boundary is damage (found by fuzz_trace_reader).
+      if (auto* calls = flatbuffers::GetRoot<fb::Segment>(b.fbuf)->calls())
+        for (auto* rec : *calls)
+          if (rec->call() && (reinterpret_cast<uintptr_t>(rec->call()->data()) & 7) != 0)
+            return fail(BlockCheck::Corrupt, "call record not 8-byte aligned");
       break;
     }
     case F::BlockType::Footer:
@@ -439,6 +446,11 @@ namespace {
 template <class T, class V>
 std::span<const T> spanOf(const flatbuffers::Vector<V>* v) {
   if (!v) return {};
+  // The FlatBuffers Verifier checks a vector's length field (4-byte alignment), not the alignment of
+  // 8-byte elements; the writer aligns them, so a misaligned array is damage (found by fuzzing).
+  if (reinterpret_cast<uintptr_t>(v->data()) % alignof(T) != 0)
+    throw Error(Error::Kind::Corrupt, "damaged call record: an array of " + std::to_string(sizeof(T)) +
+                                          "-byte values is misaligned");
   return {reinterpret_cast<const T*>(v->data()), v->size()};
 }
 std::string_view sv(const flatbuffers::String* s) { return s ? std::string_view(s->c_str(), s->size()) : std::string_view(); }
