@@ -727,6 +727,12 @@ std::vector<const ApiInfo*> Reader::apis() const {
 
 bool Reader::hasBlob(const BlobRef& ref) const { return impl_->findBlob(ref) != nullptr; }
 BlobView Reader::blob(const Hash128& h, uint64_t len) const { return impl_->blob({h, len}); }
+BlobView Reader::checkedBlob(const BlobRef& ref) const {
+  BlobView b = impl_->blob(ref);
+  if (b.size() != ref.length || !(hash128(b.data(), b.size()) == ref.hash))
+    throw Error(Error::Kind::Corrupt, impl_->path + ": " + blobName(ref) + ": content does not match its hash (damaged weights)");
+  return b;
+}
 const std::vector<BlobInfo>& Reader::blobs() const { return impl_->blobs; }
 std::span<const std::byte> Reader::mapping() const { return {impl_->base, impl_->size}; }
 

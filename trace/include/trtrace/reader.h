@@ -182,6 +182,9 @@ class Reader {
   bool hasBlob(const BlobRef& ref) const;
   BlobView blob(const Hash128& hash, uint64_t length) const;  // throws Error if missing/bad
   BlobView blob(const BlobRef& ref) const { return blob(ref.hash, ref.length); }
+  // blob(), then its XXH3-128 checked against its key before anything uses the bytes: throws
+  // Error (Corrupt) "<file>: blob <hex> (<n> B): content does not match its hash (damaged weights)".
+  BlobView checkedBlob(const BlobRef& ref) const;
   const std::vector<BlobInfo>& blobs() const;  // sorted by (hash.hi, hash.lo, length)
 
   std::span<const std::byte> mapping() const;  // the whole mapped file
