@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "trtrace/error.h"
@@ -56,6 +58,33 @@ inline void touch(const trtrace::ValueView& v) {
   sink = sink + h;
 }
 
+// The property shared by `trtrace verify` and the player (one validation): a trace that verifies
+// OK decodes in full -- every call, every value, every weights blob a call names (hash-checked, as
+// the player reads it). A throw here is a finding: verify passed what a reader then refuses.
+inline void verifiedTraceDecodes(const trtrace::Reader& r, uint64_t verifiedCalls, size_t maxBlobBytes) {
+  uint64_t n = 0;
+  try {
+    r.forEachCall([&](const trtrace::CallView& c) {
+      for (size_t i = 0; i <= c.argCount(); ++i) {
+        auto v = i < c.argCount() ? c.arg(i) : c.ret().value_or(trtrace::ValueView());
+        touch(v);
+        if (v.kind() == trtrace::ValueKind::WeightsBlob && v.blob().length <= maxBlobBytes)
+          sink = sink + r.checkedBlob(v.blob()).size();
+      }
+      ++n;
+      return true;
+    });
+  } catch (const trtrace::Error& e) {
+    std::fprintf(stderr, "verify said OK, but a reader refused the trace: %s\n", e.what());
+    std::abort();
+  }
+  if (n != verifiedCalls) {
+    std::fprintf(stderr, "verify counted %llu calls, the reader walked %llu\n",
+                 static_cast<unsigned long long>(verifiedCalls), static_cast<unsigned long long>(n));
+    std::abort();
+  }
+}
+
 // Reads everything a consumer of the trace can read. Only trtrace::Error may escape the reader.
 inline void exercise(const trtrace::Reader& r, size_t maxBlobBytes = 64u << 20) {
   const auto& h = r.header();
@@ -98,6 +127,7 @@ inline void exercise(const trtrace::Reader& r, size_t maxBlobBytes = 64u << 20) 
   auto rep = r.verify();
   sink = sink + rep.issues.size() + rep.calls + rep.ok() + rep.corrupt() + rep.truncated();
   for (auto& i : rep.issues) sink = sink + i.what.size();
+  if (rep.ok()) verifiedTraceDecodes(r, rep.calls, maxBlobBytes);
 }
 
 }  // namespace fz

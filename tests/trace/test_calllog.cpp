@@ -333,3 +333,44 @@ TEST(CallLog, Version1TracesStillRead) {
   EXPECT_EQ(r->callCount(), calls);
   EXPECT_TRUE(r->verify().ok());
 }
+
+// Real-model fidelity, class 1: a scalar's Dims is an EMPTY int64 array, which FlatBuffers does not
+// pre-align (it may lie 4-aligned). Such traces are valid: verify passes them, so every reader must
+// decode every call of them. Empty Dims / arrays in every position (before and after 4-byte fields).
+TEST(CallLog, EmptyEightByteArraysAnywhereDecodeAfterVerify) {
+  tt::TempDir d;
+  const auto path = d.path("scalars.trtrace");
+  WriterOptions o;
+  o.path = path;
+  o.workerThreads = 0;
+  auto w = Writer::create(o, tt::header());
+  std::string_view names[] = {"a", "b", "c"};
+  w->describeApi(1, "INetworkDefinition", "addConstant", names);
+  const int64_t none[1] = {};
+  const std::span<const int64_t> empty(none, 0);
+  const std::span<const uint64_t> noHandles;
+  uint64_t calls = 0;
+  for (int lead = 0; lead < 4; ++lead)
+    for (int tail = 0; tail < 3; ++tail, ++calls) {
+      auto& e = w->beginCall(1, 0x10, 1);
+      for (int i = 0; i < lead; ++i) e.argEnum(7, i);
+      e.argDims(empty).argI64Array(empty).argHandleArray(noHandles);
+      for (int i = 0; i < tail; ++i) e.argBool(true);
+      e.retDims(empty).endCall();
+    }
+  w->close();
+  auto r = Reader::open(path);
+  ASSERT_TRUE(r->verify().ok());
+  uint64_t seen = 0;
+  r->forEachCall([&](const CallView& c) {
+    for (size_t i = 0; i < c.argCount(); ++i) {
+      EXPECT_NO_THROW(EXPECT_TRUE(c.arg(i).ints().empty() || c.arg(i).kind() == ValueKind::Enum));
+      EXPECT_NO_THROW(c.arg(i).handles());
+    }
+    EXPECT_TRUE(c.ret().has_value());
+    if (c.ret()) EXPECT_NO_THROW(EXPECT_TRUE(c.ret()->ints().empty()));
+    ++seen;
+    return true;
+  });
+  EXPECT_EQ(seen, calls);
+}
