@@ -164,14 +164,19 @@ void Call::argWeights(const abi::Weights& w) {
   const uint64_t bytes = abi::weightBytes(w.type, w.count);
   if (!w.values || count == 0) {
     enc_->argWeightsInline(dtype, count, {});
-  } else if (w.count <= s.config().inlineMax) {
-    enc_->argWeightsInline(dtype, count, {static_cast<const std::byte*>(w.values), bytes});
+    return;
+  }
+  // The library tells weights apart by pointer (setWeightsName refuses one pointer with two counts
+  // or types): the pointer's identity is recorded with the content, and replay reproduces it.
+  const uint64_t ptr = s.weightsIdentity(w.values);
+  if (w.count <= s.config().inlineMax) {
+    enc_->argWeightsInline(dtype, count, {static_cast<const std::byte*>(w.values), bytes}, ptr);
   } else if (w.count >= s.config().randomMin) {
-    enc_->argWeightsRandom(dtype, count, s.nextRandomSeed());
+    enc_->argWeightsRandom(dtype, count, s.nextRandomSeed(), ptr);
   } else {
     // Hashed here, on the application's thread, at the call; written once, off this thread.
     BlobRef ref = s.writer() ? s.writer()->putBlob(w.values, bytes, hintFor(w.type)) : BlobRef{};
-    enc_->argWeightsBlob(dtype, count, ref);
+    enc_->argWeightsBlob(dtype, count, ref, ptr);
   }
 }
 

@@ -226,6 +226,11 @@ void Session::open() {
   }
 }
 
+uint64_t Session::weightsIdentity(const void* values) {
+  std::lock_guard lk(ptrMu_);
+  return weightsPtrs_.try_emplace(values, weightsPtrs_.size() + 1).first->second;
+}
+
 Writer* Session::writer() {
   std::lock_guard<std::mutex> lk(mu_);
   if (!opened_ && !disabled_) open();

@@ -62,6 +62,9 @@ class Session {
   void forkedChild();         // the child abandons the parent's writer and starts its own file
   void callStarting();        // a call starts being recorded (test fault injector, session.cpp)
   uint64_t nextRandomSeed() { return ++randomSeeds_; }
+  // 1, 2, ... in order of first appearance of an application weights pointer (deterministic, no
+  // addresses in the trace); the same pointer always gets the same number.
+  uint64_t weightsIdentity(const void* values);
 
  private:
   Session();
@@ -77,6 +80,8 @@ class Session {
   uint64_t nextHandle_ = 0;
   std::atomic<uint32_t> networks_{0};
   std::atomic<uint64_t> randomSeeds_{0};
+  std::mutex ptrMu_;
+  std::unordered_map<const void*, uint64_t> weightsPtrs_;
 };
 
 }  // namespace trtrace::capture

@@ -205,7 +205,7 @@ abi::Weights Replayer::argWeights(size_t i) {
       auto b = v.bytes();
       if (b.size() < bytesOf(v.dtype(), v.count())) diverge("argument " + std::to_string(i) + ": inline weights shorter than their count");
       if (b.empty()) break;
-      w.values = hold({hash128(b.data(), b.size()), b.size()}, [&] {
+      w.values = hold({v.weightsPtr(), {hash128(b.data(), b.size()), b.size()}}, [&] {
         // Copied once to an aligned buffer: the log's bytes are only 4-byte aligned.
         auto buf = std::make_unique<std::byte[]>(b.size());
         std::memcpy(buf.get(), b.data(), b.size());
@@ -216,7 +216,7 @@ abi::Weights Replayer::argWeights(size_t i) {
     case ValueKind::WeightsBlob: {
       BlobRef ref = v.blob();
       if (ref.length < bytesOf(v.dtype(), v.count())) diverge("argument " + std::to_string(i) + ": blob shorter than the weights' count");
-      w.values = hold(ref, [&] {
+      w.values = hold({v.weightsPtr(), ref}, [&] {
         // Raw: a view into the mapping. The content hash is checked once per blob before the library
         // sees the bytes, so damaged weights never build an engine silently.
         if (options_.trustWeights) return reader_.blob(ref);
@@ -228,9 +228,16 @@ abi::Weights Replayer::argWeights(size_t i) {
     }
     case ValueKind::WeightsRandom: {
       uint64_t bytes = 0;
-      auto buf = randomWeights(v.dtype(), v.count(), options_.seed * 0x9E3779B97F4A7C15ull ^ v.seed(), bytes);
-      w.values = buf.get();
-      scratch_.push_back(std::move(buf));
+      auto make = [&] { return randomWeights(v.dtype(), v.count(), options_.seed * 0x9E3779B97F4A7C15ull ^ v.seed(), bytes); };
+      if (v.weightsPtr() == 0) {  // no identity recorded: fresh values per call
+        w.values = scratch_.emplace_back(make()).get();
+      } else {  // the same application pointer (same type and count) gets the values of its first use
+        const uint64_t kRandomTag = 0x52414e444f4d0000ull;  // keys apart from content hashes
+        w.values = hold({v.weightsPtr(), {{kRandomTag | v.dtype(), kRandomTag}, bytesOf(v.dtype(), v.count())}}, [&] {
+          auto buf = make();
+          return BlobView::owned(std::move(buf), bytes);
+        });
+      }
       break;
     }
     case ValueKind::Null:
@@ -241,9 +248,19 @@ abi::Weights Replayer::argWeights(size_t i) {
   return w;
 }
 
-const void* Replayer::hold(const BlobRef& key, const std::function<BlobView()>& load) {
+const void* Replayer::hold(const WeightsKey& key, const std::function<BlobView()>& load) {
   auto it = weights_.find(key);
-  if (it == weights_.end()) it = weights_.emplace(key, Held{load(), {}}).first;
+  if (it == weights_.end()) {
+    BlobView v = load();
+    // A raw blob is a view into the mapping: a second application pointer with the same bytes
+    // needs a pointer of its own, so it gets a copy (the only case where weight bytes are copied).
+    if (v.isZeroCopy() && v.size() && !mappedHeld_.insert(v.data()).second) {
+      auto buf = std::make_unique_for_overwrite<std::byte[]>(v.size());
+      std::memcpy(buf.get(), v.data(), v.size());
+      v = BlobView::owned(std::move(buf), v.size());
+    }
+    it = weights_.emplace(key, Held{std::move(v), {}}).first;
+  }
   auto& nets = it->second.networks;
   const uint32_t net = call_->networkId();
   if (std::find(nets.begin(), nets.end(), net) == nets.end()) nets.push_back(net);
@@ -330,7 +347,9 @@ void Replayer::buildDone(NetworkResult result, const void* engine) {
   for (auto it = weights_.begin(); it != weights_.end();) {
     auto& nets = it->second.networks;
     nets.erase(std::remove(nets.begin(), nets.end(), result.network), nets.end());
-    it = nets.empty() ? weights_.erase(it) : std::next(it);
+    if (!nets.empty()) { ++it; continue; }
+    if (it->second.view.isZeroCopy()) mappedHeld_.erase(it->second.view.data());
+    it = weights_.erase(it);
   }
   scratch_.clear();
 }

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "trtrace/api_abi.h"
@@ -121,14 +122,26 @@ class Replayer {
   const CallView* call_ = nullptr;
   std::unordered_map<uint64_t, void*> objects_;           // trace handle -> real public object
   // Weights handed to the library stay alive until the build returns. The library identifies
-  // weights by pointer (e.g. setWeightsName), so equal content always gets the same pointer.
+  // weights by pointer (e.g. setWeightsName), so replay reproduces the application's pointer
+  // identity: one replay pointer per (application pointer, content) -- the same pointer again gets
+  // the same replay pointer, distinct pointers get distinct ones even for equal bytes. Traces
+  // without pointer identities (ptr 0: before format 2.1) are keyed by content alone.
   // An entry lives until every network that was handed it has been built (interleaved networks).
+  struct WeightsKey {
+    uint64_t ptr;
+    BlobRef content;
+    bool operator==(const WeightsKey& o) const { return ptr == o.ptr && content == o.content; }
+  };
+  struct WeightsKeyHasher {
+    size_t operator()(const WeightsKey& k) const { return BlobRefHasher()(k.content) ^ (k.ptr * 0x9E3779B97F4A7C15ull); }
+  };
   struct Held {
     BlobView view;
     std::vector<uint32_t> networks;
   };
-  const void* hold(const BlobRef& key, const std::function<BlobView()>& load);
-  std::unordered_map<BlobRef, Held, BlobRefHasher> weights_;
+  const void* hold(const WeightsKey& key, const std::function<BlobView()>& load);
+  std::unordered_map<WeightsKey, Held, WeightsKeyHasher> weights_;
+  std::unordered_set<const void*> mappedHeld_;  // data of the zero-copy views held (one entry each)
   std::vector<std::unique_ptr<std::byte[]>> scratch_;      // out-parameter buffers
   std::function<void(const NetworkResult&, const void*)> onEngine_;
   Stats stats_;

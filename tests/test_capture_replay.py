@@ -24,6 +24,9 @@ APP_CASES = {
     "onnx_parser": ("build_onnx.py", []),
     "two_networks_interleaved": ("build_cnn.py", ["--networks", 2]),
     "multi_threaded": ("build_cnn.py", ["--networks", 3, "--threads", 3]),
+    # distinct buffers with equal bytes under other types/counts, and one buffer twice (issue 12,
+    # class 2): replay reproduces pointer identity, not content identity
+    "aliased_weights": ("build_aliased_weights.py", []),
 }
 
 

@@ -149,6 +149,7 @@ struct WeightsInfo {
   std::string bytes;  // WInline
   BlobRef blob;       // WBlob
   uint64_t seed = 0;  // WRandom
+  uint64_t ptr = 0;   // pointer identity: one per (network, NVIDIA id), which NVIDIA keys by host pointer
 };
 
 struct Arg {
@@ -220,6 +221,7 @@ class Converter {
   }
   uint32_t netOf(uint64_t h) const { return h < netOf_.size() ? netOf_[h] : 0; }
   std::unordered_map<uint32_t, std::vector<std::optional<WeightsInfo>>> weights_;  // per network, by id
+  uint64_t weightsPtrs_ = 0;  // pointer identities handed out (one per weights id definition)
   std::vector<Arg> args_;
   std::vector<std::string_view> keys_;
   simdjson::dom::parser parser_;
@@ -684,6 +686,7 @@ void Converter::decodeWeights(element e, Arg& a, uint32_t net, std::string_view 
     fail(arg + ": Weights without \"inline\", \"offset\" or \"random\"");
   }
   if (id >= 0) {
+    info.ptr = ++weightsPtrs_;
     if (static_cast<size_t>(id) >= table.size()) table.resize(static_cast<size_t>(id) + 1);
     table[static_cast<size_t>(id)] = info;
   }
@@ -708,10 +711,10 @@ void Converter::emit(CallEncoder& e, const Arg& a) {
     case K::F32Arr: e.argF32Array(a.fs); break;
     case K::Bytes: e.argBytes({reinterpret_cast<const std::byte*>(a.bytes.data()), a.bytes.size()}); break;
     case K::WInline:
-      e.argWeightsInline(a.w.dtype, a.w.count, {reinterpret_cast<const std::byte*>(a.w.bytes.data()), a.w.bytes.size()});
+      e.argWeightsInline(a.w.dtype, a.w.count, {reinterpret_cast<const std::byte*>(a.w.bytes.data()), a.w.bytes.size()}, a.w.ptr);
       break;
-    case K::WBlob: e.argWeightsBlob(a.w.dtype, a.w.count, a.w.blob); break;
-    case K::WRandom: e.argWeightsRandom(a.w.dtype, a.w.count, a.w.seed); break;
+    case K::WBlob: e.argWeightsBlob(a.w.dtype, a.w.count, a.w.blob, a.w.ptr); break;
+    case K::WRandom: e.argWeightsRandom(a.w.dtype, a.w.count, a.w.seed, a.w.ptr); break;
   }
 }
 

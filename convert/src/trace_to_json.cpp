@@ -140,14 +140,18 @@ class Output {
   uint64_t bytes_ = 0;
 };
 
+// NVIDIA's reference form {"id": N} means "the same host pointer again"; it is written only for the
+// same pointer identity with the same type, count and content (a reader of the JSON cannot tell
+// a different count apart, docs/json-bin-layout.md section 7).
 struct WeightsKey {
+  uint64_t ptr;  // pointer identity (0 = unknown: content alone)
   uint32_t kind, dtype;
   uint64_t count;
   Hash128 content;
   uint64_t length;
   bool operator<(const WeightsKey& o) const {
-    return std::tie(kind, dtype, count, content.hi, content.lo, length) <
-           std::tie(o.kind, o.dtype, o.count, o.content.hi, o.content.lo, o.length);
+    return std::tie(ptr, kind, dtype, count, content.hi, content.lo, length) <
+           std::tie(o.ptr, o.kind, o.dtype, o.count, o.content.hi, o.content.lo, o.length);
   }
 };
 
@@ -201,10 +205,10 @@ Stats traceToJson(const std::string& tracePath, const std::string& jsonPath, con
       w.obj.emplace_back("type", Node::integer(dtype));
       return w;
     }
-    WeightsKey key{static_cast<uint32_t>(v.kind()), dtype, count, {}, 0};
+    WeightsKey key{v.weightsPtr(), static_cast<uint32_t>(v.kind()), dtype, count, {}, 0};
     if (v.kind() == ValueKind::WeightsBlob) key.content = v.blob().hash, key.length = v.blob().length;
     else if (v.kind() == ValueKind::WeightsInline) key.content = hash128(v.bytes().data(), v.bytes().size()), key.length = v.bytes().size();
-    else key.content.lo = v.seed();
+    else if (!key.ptr) key.content.lo = v.seed();  // random: one pointer is one set of values
     auto& table = weightIds[net];
     if (auto it = table.find(key); it != table.end()) {
       w.obj.emplace_back("id", Node::integer(it->second));

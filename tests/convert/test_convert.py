@@ -37,8 +37,10 @@ APPS_UNDER_TEST = {
     "threads": ("build_cnn.py", ["--networks", "2", "--threads", "2"], {}),
     "inline_all": ("build_cnn.py", [], {"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN": "100000"}),
     "bin_only": ("build_cnn.py", ["--networks", "2"], {"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN": "0"}),
+    # equal bytes behind distinct pointers (issue 12, class 2): ids are per pointer in NVIDIA's JSON
+    "aliased": ("build_aliased_weights.py", [], {}),
 }
-REPLAYABLE = ["cnn", "onnx", "multi", "threads", "inline_all", "bin_only"]
+REPLAYABLE = ["cnn", "onnx", "multi", "threads", "inline_all", "bin_only", "aliased"]
 GOLDEN = ["cnn", "onnx", "multi", "inline_all", "bin_only"]  # threads: interleaving differs per run
 
 
@@ -136,7 +138,7 @@ def test_failing_build_is_not_an_engine(nvidia, tmp_path):
 
 
 # ---- 2. trace -> JSON+BIN -> trace ---------------------------------------------------------------
-@pytest.mark.parametrize("name", ["cnn", "onnx", "multi", "threads", "inline_all", "bin_only"])
+@pytest.mark.parametrize("name", ["cnn", "onnx", "multi", "threads", "inline_all", "bin_only", "aliased"])
 def test_roundtrip_keeps_calls_and_blobs(tmp_path, name):
     trace = our_capture(tmp_path, name)
     # --all-calls: every call (destructors, IHostMemory calls too) goes through the JSON.

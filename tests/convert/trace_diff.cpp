@@ -8,6 +8,7 @@
 // Prints the first differences and exits 1 if any; 0 and a summary line otherwise.
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -42,6 +43,19 @@ bool sameValue(const ValueView& a, const ValueView& b) {
   }
   return false;
 }
+// Weights pointer identity is compared as a pattern: a one-to-one map between the two traces'
+// identities, per network (NVIDIA's JSON numbers weights per network; ours are per process).
+struct PtrPattern {
+  std::map<std::pair<uint32_t, uint64_t>, uint64_t> ab, ba;
+  bool same(uint32_t net, const ValueView& a, const ValueView& b) {
+    const bool weights = a.kind() == ValueKind::WeightsInline || a.kind() == ValueKind::WeightsBlob ||
+                         a.kind() == ValueKind::WeightsRandom;
+    if (!weights || !a.weightsPtr() || !b.weightsPtr()) return true;  // none recorded: content only
+    auto x = ab.try_emplace({net, a.weightsPtr()}, b.weightsPtr()).first->second;
+    auto y = ba.try_emplace({net, b.weightsPtr()}, a.weightsPtr()).first->second;
+    return x == b.weightsPtr() && y == a.weightsPtr();
+  }
+};
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -68,6 +82,7 @@ int main(int argc, char** argv) {
       return nullptr;
     };
     int problems = 0;
+    PtrPattern ptrs;
     auto report = [&](size_t i, const std::string& what) {
       if (++problems <= 20) std::printf("call %zu: %s\n", i, what.c_str());
     };
@@ -94,6 +109,8 @@ int main(int argc, char** argv) {
         if (d && k < d->nargs && d->kinds[k] == "foreign") continue;
         if (!sameValue(x.arg(k), y.arg(k)))
           report(i, name + ": argument " + std::to_string(k) + ": " + show(x.arg(k)) + " vs " + show(y.arg(k)));
+        else if (!ptrs.same(x.networkId(), x.arg(k), y.arg(k)))
+          report(i, name + ": argument " + std::to_string(k) + ": weights pointer identity differs (aliasing changed)");
       }
       auto rx = x.ret(), ry = y.ret();
       if (rx && rx->kind() == ValueKind::Handle && !(ry && sameValue(*rx, *ry)))

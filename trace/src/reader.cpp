@@ -488,6 +488,7 @@ uint32_t ValueView::dtype() const { return v_ ? v_->dtype() : 0; }
 uint64_t ValueView::count() const { return v_ ? v_->count() : 0; }
 BlobRef ValueView::blob() const { return v_ ? BlobRef{{v_->hash_lo(), v_->hash_hi()}, v_->length()} : BlobRef{}; }
 uint64_t ValueView::seed() const { return v_ ? v_->seed() : 0; }
+uint64_t ValueView::weightsPtr() const { return v_ ? v_->ptr() : 0; }
 
 std::string ValueView::toString() const {
   char buf[96];

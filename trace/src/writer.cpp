@@ -81,7 +81,8 @@ struct CallEncoder::Impl {
                           std::span<const int64_t> ints = {}, std::span<const float> floats = {},
                           std::span<const uint64_t> handles = {},
                           std::span<const std::byte> bytes = {}, uint32_t dtype = 0,
-                          uint64_t count = 0, const BlobRef* blob = nullptr, uint64_t seed = 0) {
+                          uint64_t count = 0, const BlobRef* blob = nullptr, uint64_t seed = 0,
+                          uint64_t ptr = 0) {
     bool isStr = kind == fb::ValueKind::String;
     auto s = isStr ? b.CreateString(str.data(), str.size()) : Offset<flatbuffers::String>(0);
     auto iv = ints.empty() && kind != fb::ValueKind::Dims && kind != fb::ValueKind::I64Array
@@ -95,7 +96,7 @@ struct CallEncoder::Impl {
                   : Offset<flatbuffers::Vector<uint8_t>>(0);
     return fb::CreateValue(b, kind, i, u, f, s, typeId, iv, fv, hv, bv, dtype, count,
                            blob ? blob->hash.lo : 0, blob ? blob->hash.hi : 0,
-                           blob ? blob->length : 0, seed);
+                           blob ? blob->length : 0, seed, ptr);
   }
 };
 
@@ -471,12 +472,12 @@ TRT_VALUE_PAIR(HandleArray, (std::span<const uint64_t> h), VK::HandleArray, 0, 0
 TRT_VALUE_PAIR(I64Array, (std::span<const int64_t> v), VK::I64Array, 0, 0, 0, {}, 0, v)
 TRT_VALUE_PAIR(F32Array, (std::span<const float> v), VK::F32Array, 0, 0, 0, {}, 0, {}, v)
 TRT_VALUE_PAIR(Bytes, (std::span<const std::byte> v), VK::Bytes, 0, 0, 0, {}, 0, {}, {}, {}, v)
-TRT_VALUE_PAIR(WeightsInline, (uint32_t dtype, uint64_t count, std::span<const std::byte> bytes),
-               VK::WeightsInline, 0, 0, 0, {}, 0, {}, {}, {}, bytes, dtype, count)
-TRT_VALUE_PAIR(WeightsBlob, (uint32_t dtype, uint64_t count, const BlobRef& blob), VK::WeightsBlob,
-               0, 0, 0, {}, 0, {}, {}, {}, {}, dtype, count, &blob)
-TRT_VALUE_PAIR(WeightsRandom, (uint32_t dtype, uint64_t count, uint64_t seed), VK::WeightsRandom,
-               0, 0, 0, {}, 0, {}, {}, {}, {}, dtype, count, nullptr, seed)
+TRT_VALUE_PAIR(WeightsInline, (uint32_t dtype, uint64_t count, std::span<const std::byte> bytes, uint64_t ptr),
+               VK::WeightsInline, 0, 0, 0, {}, 0, {}, {}, {}, bytes, dtype, count, nullptr, 0, ptr)
+TRT_VALUE_PAIR(WeightsBlob, (uint32_t dtype, uint64_t count, const BlobRef& blob, uint64_t ptr), VK::WeightsBlob,
+               0, 0, 0, {}, 0, {}, {}, {}, {}, dtype, count, &blob, 0, ptr)
+TRT_VALUE_PAIR(WeightsRandom, (uint32_t dtype, uint64_t count, uint64_t seed, uint64_t ptr), VK::WeightsRandom,
+               0, 0, 0, {}, 0, {}, {}, {}, {}, dtype, count, nullptr, seed, ptr)
 #undef TRT_VALUE_PAIR
 
 CallEncoder& CallEncoder::status(CallStatus s) {

@@ -57,6 +57,7 @@ class ValueView {
   uint64_t count() const;      // Weights*
   BlobRef blob() const;        // WeightsBlob
   uint64_t seed() const;       // WeightsRandom
+  uint64_t weightsPtr() const; // Weights*: identity of the app's values pointer (0 = unknown, since 2.1)
   std::string toString() const;  // one-line rendering for dump
 
  private:

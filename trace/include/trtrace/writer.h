@@ -69,9 +69,9 @@ class CallEncoder {
   CallEncoder& argI64Array(std::span<const int64_t> v);
   CallEncoder& argF32Array(std::span<const float> v);
   CallEncoder& argBytes(std::span<const std::byte> v);
-  CallEncoder& argWeightsInline(uint32_t dtype, uint64_t count, std::span<const std::byte> bytes);
-  CallEncoder& argWeightsBlob(uint32_t dtype, uint64_t count, const BlobRef& blob);
-  CallEncoder& argWeightsRandom(uint32_t dtype, uint64_t count, uint64_t seed);
+  CallEncoder& argWeightsInline(uint32_t dtype, uint64_t count, std::span<const std::byte> bytes, uint64_t ptr = 0);
+  CallEncoder& argWeightsBlob(uint32_t dtype, uint64_t count, const BlobRef& blob, uint64_t ptr = 0);
+  CallEncoder& argWeightsRandom(uint32_t dtype, uint64_t count, uint64_t seed, uint64_t ptr = 0);
 
   // Return value (at most one; the last one set wins).
   CallEncoder& retNull();
@@ -88,9 +88,9 @@ class CallEncoder {
   CallEncoder& retI64Array(std::span<const int64_t> v);
   CallEncoder& retF32Array(std::span<const float> v);
   CallEncoder& retBytes(std::span<const std::byte> v);
-  CallEncoder& retWeightsInline(uint32_t dtype, uint64_t count, std::span<const std::byte> bytes);
-  CallEncoder& retWeightsBlob(uint32_t dtype, uint64_t count, const BlobRef& blob);
-  CallEncoder& retWeightsRandom(uint32_t dtype, uint64_t count, uint64_t seed);
+  CallEncoder& retWeightsInline(uint32_t dtype, uint64_t count, std::span<const std::byte> bytes, uint64_t ptr = 0);
+  CallEncoder& retWeightsBlob(uint32_t dtype, uint64_t count, const BlobRef& blob, uint64_t ptr = 0);
+  CallEncoder& retWeightsRandom(uint32_t dtype, uint64_t count, uint64_t seed, uint64_t ptr = 0);
 
   CallEncoder& status(CallStatus s);
   // Unsupported entry point: the interface name and vtable slot (sets status Unsupported).
