@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include <string_view>
 #include <string>
 
+#include "recheck.h"
 #include "replayer.h"
 #include "trtrace/convert.h"
 #include "trtrace/error.h"
@@ -36,6 +38,7 @@ enum Exit : int {
   kDivergence = 2,          // the replay behaved differently from the capture
   kFailureReproduced = 3,   // the capture's build failure happened again (as recorded)
   kEngineDiffers = 4,       // --check: an engine differs from the one recorded at capture
+  kNondeterministic = 5,    // --check: rebuilds at other heap layouts gave different engines
 };
 
 // Writes `bytes` to `path` atomically: a temp file in the same folder, then rename.
@@ -134,7 +137,10 @@ int main(int argc, char** argv) {
   app.add_flag("--stats", stats, "print open/dispatch/build times per network");
   app.add_flag("--json", json, "machine-readable summary on stdout");
   app.add_flag("-q,--quiet", opt.quiet, "hide the library's warnings");
+  int heapShift = 0;  // internal: the --check rebuilds (recheck.h)
+  app.add_option("--heap-shift", heapShift)->group("");
   CLI11_PARSE(app, argc, argv);
+  if (heapShift > 0) shiftHeap(std::min(heapShift, 64));
   if (libPath.empty()) {
     if (const char* v = std::getenv("TRT_SHIM_NVINFER_LIB_NAME"); v && *v) libPath = v;
   }
@@ -201,11 +207,36 @@ int main(int argc, char** argv) {
         writeAtomically(r.path, engine, r.engineSize);
       }
       if (!r.ok) failureReproduced = true;
-      if (check && r.ok && r.captured && !(r.captured->engineHash == r.engineHash && r.captured->engineSize == r.engineSize))
-        differs = true;
       results.push_back(r);
     });
     const auto& s = player.stats();
+    // --check: an engine that differs gets a second opinion before it is called different.
+    std::map<uint32_t, std::string> verdicts;  // network -> "identical" / "different" / "nondeterministic"
+    bool nondeterministic = false;
+    for (auto& r : results) {
+      if (!check || !r.ok || !r.captured || !r.captured->ok) continue;
+      auto& v = verdicts[r.network];
+      if (r.captured->engineHash == r.engineHash && r.captured->engineSize == r.engineSize) { v = "identical"; continue; }
+      std::vector<std::string> pass;
+      if (opt.seed) pass.insert(pass.end(), {"--seed", std::to_string(opt.seed)});
+      if (opt.skipUnsupported) pass.push_back("--skip-unsupported");
+      if (opt.ignoreVersion) pass.push_back("--ignore-version");
+      if (opt.trustWeights) pass.push_back("--trust-weights");
+      Recheck rc = recheckNetwork({capture, used, pass}, r.network - 1, r.engineHash, r.engineSize,
+                                  r.captured->engineHash, r.captured->engineSize, r.path);
+      if (rc.verdict == Recheck::Verdict::Matched) {
+        r.engineHash = r.captured->engineHash, r.engineSize = r.captured->engineSize;
+        v = "identical";
+        std::fprintf(stderr, "tensorrt_player: network %u: identical to capture on a rebuild at another heap layout "
+                     "(library nondeterminism: its first build differed)\n", r.network - 1);
+      } else if (rc.verdict == Recheck::Verdict::Nondeterministic) {
+        v = "nondeterministic", nondeterministic = true;
+        std::fprintf(stderr, "tensorrt_player: network %u: differs: library nondeterminism suspected (%d builds at "
+                     "different heap layouts gave %d distinct engines, none the capture's)\n", r.network - 1, rc.builds, rc.distinct);
+      } else {
+        v = "different", differs = true;
+      }
+    }
 
     if (json) {
       std::printf("{\"capture\": \"%s\", \"calls\": %llu, \"skipped\": %llu, \"open_s\": %.6f, \"dispatch_s\": %.6f, "
@@ -214,9 +245,7 @@ int main(int argc, char** argv) {
                   s.dispatchSeconds, s.buildSeconds, (unsigned long long)s.scalarMismatches);
       for (size_t i = 0; i < results.size(); ++i) {
         const auto& r = results[i];
-        const char* same = !r.captured || !r.ok ? "unknown"
-                           : (r.captured->engineHash == r.engineHash && r.captured->engineSize == r.engineSize) ? "identical"
-                                                                                                             : "different";
+        const char* same = verdicts.count(r.network) ? verdicts[r.network].c_str() : "unknown";
         std::printf("%s{\"network\": %u, \"ok\": %s, \"engine\": \"%s\", \"size\": %llu, \"xxh3\": \"%s\", "
                     "\"build_s\": %.6f, \"vs_capture\": \"%s\"}",
                     i ? ", " : "", r.network - 1, r.ok ? "true" : "false", jsonEscape(r.path).c_str(),
@@ -227,7 +256,11 @@ int main(int argc, char** argv) {
       for (const auto& r : results) {
         if (r.ok) {
           std::string vs;
-          if (r.captured && r.captured->ok)
+          if (r.captured && r.captured->ok && verdicts.count(r.network))
+            vs = verdicts[r.network] == "identical" ? ", identical to capture"
+                 : verdicts[r.network] == "different" ? ", DIFFERENT from capture"
+                                                      : ", differs: library nondeterminism suspected";
+          else if (r.captured && r.captured->ok)
             vs = (r.captured->engineHash == r.engineHash && r.captured->engineSize == r.engineSize)
                      ? ", identical to capture" : ", DIFFERENT from capture";
           std::printf("network %u: engine %s (%llu bytes, xxh3 %s%s)\n", r.network - 1, r.path.empty() ? "(not written)" : r.path.c_str(),
@@ -245,6 +278,7 @@ int main(int argc, char** argv) {
       }
     }
     if (check && differs) return kEngineDiffers;
+    if (check && nondeterministic) return kNondeterministic;
     if (failureReproduced) return kFailureReproduced;
     return kOk;
   } catch (const Divergence& e) {
