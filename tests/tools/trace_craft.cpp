@@ -59,13 +59,14 @@ int main(int argc, char** argv) {
     auto w = withBuilder(out, abi::kLibraryName, abi::kLibraryVersion);
     w->beginCall(api::kentry_setInternalLibraryPath, 0, 0).argString(argv[3]).endCall();
     w->close();
-  } else if (what == "major" && argc == 5) {
+  } else if (what == "major" && argc == 5) {  // a new major starts at minor 0
     std::ifstream in(argv[2], std::ios::binary);
     std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (data.size() < sizeof(format::FileHeader)) return usage();
     format::FileHeader fh;
     std::memcpy(&fh, data.data(), sizeof fh);
     fh.versionMajor = static_cast<uint16_t>(std::atoi(argv[4]));
+    fh.versionMinor = 0;
     fh.headerCheck = static_cast<uint32_t>(XXH3_64bits(&fh, offsetof(format::FileHeader, headerCheck)));
     std::memcpy(data.data(), &fh, sizeof fh);
     std::ofstream(argv[3], std::ios::binary).write(data.data(), static_cast<std::streamsize>(data.size()));
