@@ -214,9 +214,11 @@ int main(int argc, char** argv) {
     std::map<uint32_t, std::string> verdicts;  // network -> "identical" / "different" / "nondeterministic"
     bool nondeterministic = false;
     for (auto& r : results) {
-      if (!check || !r.ok || !r.captured || !r.captured->ok) continue;
+      if (!r.ok || !r.captured || !r.captured->ok) continue;
       auto& v = verdicts[r.network];
       if (r.captured->engineHash == r.engineHash && r.captured->engineSize == r.engineSize) { v = "identical"; continue; }
+      v = "different";
+      if (!check) continue;
       std::vector<std::string> pass;
       if (opt.seed) pass.insert(pass.end(), {"--seed", std::to_string(opt.seed)});
       if (opt.skipUnsupported) pass.push_back("--skip-unsupported");
@@ -256,13 +258,10 @@ int main(int argc, char** argv) {
       for (const auto& r : results) {
         if (r.ok) {
           std::string vs;
-          if (r.captured && r.captured->ok && verdicts.count(r.network))
+          if (verdicts.count(r.network))
             vs = verdicts[r.network] == "identical" ? ", identical to capture"
                  : verdicts[r.network] == "different" ? ", DIFFERENT from capture"
                                                       : ", differs: library nondeterminism suspected";
-          else if (r.captured && r.captured->ok)
-            vs = (r.captured->engineHash == r.engineHash && r.captured->engineSize == r.engineSize)
-                     ? ", identical to capture" : ", DIFFERENT from capture";
           std::printf("network %u: engine %s (%llu bytes, xxh3 %s%s)\n", r.network - 1, r.path.empty() ? "(not written)" : r.path.c_str(),
                       (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), vs.c_str());
         } else {
