@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -142,14 +143,19 @@ struct Writer::Impl {
   mutable std::mutex statsMu;
   Stats stats;
   bool closed = false;
+  std::atomic<bool> failed{false};  // a write failed: nothing more is written (writer.h, "Failure")
 
   // --- file output -------------------------------------------------------------------------
+  // The one place that writes to the file.
   void pwriteAll(const void* p, uint64_t n, uint64_t off) {
+    if (failed) throw Error(Error::Kind::Io, opt.path + ": not written: an earlier write failed");
     auto* c = static_cast<const char*>(p);
     while (n > 0) {
-      ssize_t k = ::pwrite(fd, c, std::min<uint64_t>(n, 1u << 30), static_cast<off_t>(off));
+      const int fault = opt.writeFault ? opt.writeFault() : 0;
+      ssize_t k = fault ? (errno = fault, -1) : ::pwrite(fd, c, std::min<uint64_t>(n, 1u << 30), static_cast<off_t>(off));
       if (k < 0) {
         if (errno == EINTR) continue;
+        failed = true;
         throw Error(Error::Kind::Io, opt.path + ": write at offset " + std::to_string(off) +
                                          " failed: " + detail::errnoText());
       }
@@ -290,6 +296,9 @@ struct Writer::Impl {
 
   void consume(const BlobJob& j, WorkerScratch& s) {
     try {
+      // After a failed write the caller's bytes are not even read: the capture may have let the
+      // application free them already (capture/session.cpp, Session::disable).
+      if (failed) throw Error(Error::Kind::Io, opt.path + ": not written: an earlier write failed");
       writeBlob(j, s);
     } catch (...) {
       std::lock_guard g(blobMu);
