@@ -97,25 +97,26 @@ Call::Call(Object* self, uint32_t apiId, bool unsupported, uint32_t networkHint)
                  d ? d->interface.data() : "", d ? int(d->method.size()) : 0, d ? d->method.data() : "");
   }
   ++tDepth;
-  if (Writer* w = s.writer()) {
+  s.guarded([&](Writer& w) {
     s.callStarting();
-    enc_ = &w->beginCall(apiId, self ? self->handle : 0, network_);
-    if (unsupported) {
-      const api::ApiDesc* d = api::find(apiId);
-      enc_->unsupported(d ? d->interface : "?", d ? static_cast<uint32_t>(d->slot) : 0);
-    }
+    enc_ = &w.beginCall(apiId, self ? self->handle : 0, network_);
+  });
+  if (unsupported) {
+    const api::ApiDesc* d = api::find(apiId);
+    record([&](CallEncoder& e) { e.unsupported(d ? d->interface : "?", d ? static_cast<uint32_t>(d->slot) : 0); });
   }
+}
+
+void Call::fail(const char* why) noexcept {
+  enc_ = nullptr;  // this call is not recorded (the writer frees the encoder with itself)
+  Session::get().disable(why);
 }
 
 Call::~Call() {
   --tDepth;
   Session& s = Session::get();
   if (enc_) {
-    try {
-      enc_->endCall();
-    } catch (const std::exception& e) {
-      s.disable(e.what());
-    }
+    record([](CallEncoder& e) { e.endCall(); });
     s.afterCall();
   }
   if (s.config().dumpApi) {
@@ -125,26 +126,22 @@ Call::~Call() {
   }
 }
 
-void Call::argBool(bool v) { if (enc_) enc_->argBool(v); }
-void Call::argI64(int64_t v) { if (enc_) enc_->argI64(v); }
-void Call::argU64(uint64_t v) { if (enc_) enc_->argU64(v); }
-void Call::argF32(float v) { if (enc_) enc_->argF32(v); }
-void Call::argF64(double v) { if (enc_) enc_->argF64(v); }
-void Call::argEnum(uint32_t t, int64_t v) { if (enc_) enc_->argEnum(t, v); }
+void Call::argBool(bool v) { record([&](CallEncoder& e) { e.argBool(v); }); }
+void Call::argI64(int64_t v) { record([&](CallEncoder& e) { e.argI64(v); }); }
+void Call::argU64(uint64_t v) { record([&](CallEncoder& e) { e.argU64(v); }); }
+void Call::argF32(float v) { record([&](CallEncoder& e) { e.argF32(v); }); }
+void Call::argF64(double v) { record([&](CallEncoder& e) { e.argF64(v); }); }
+void Call::argEnum(uint32_t t, int64_t v) { record([&](CallEncoder& e) { e.argEnum(t, v); }); }
 void Call::argString(const char* s) {
-  if (!enc_) return;
-  if (s) enc_->argString(s); else enc_->argNull();
+  record([&](CallEncoder& e) { s ? e.argString(s) : e.argNull(); });
 }
 void Call::argDims(const abi::Dims64& d) {
-  if (!enc_) return;
   // nbDims outside [0, 8] (e.g. -1 for "invalid") is kept as a one-element array holding nbDims
   // under the I64Array kind, so the exact value replays.
-  if (d.nbDims < 0 || d.nbDims > 8) {
-    int64_t n = d.nbDims;
-    enc_->argI64Array({&n, 1});
-    return;
-  }
-  enc_->argDims({d.d, static_cast<size_t>(d.nbDims)});
+  record([&](CallEncoder& e) {
+    const int64_t n = d.nbDims;
+    n < 0 || n > 8 ? e.argI64Array({&n, 1}) : e.argDims({d.d, static_cast<size_t>(n)});
+  });
 }
 
 static BlobHint hintFor(abi::DataType t) {
@@ -157,102 +154,110 @@ static BlobHint hintFor(abi::DataType t) {
 }
 
 void Call::argWeights(const abi::Weights& w) {
-  if (!enc_) return;
   Session& s = Session::get();
   const uint32_t dtype = static_cast<uint32_t>(w.type);
   const uint64_t count = w.count > 0 ? static_cast<uint64_t>(w.count) : 0;
   const uint64_t bytes = abi::weightBytes(w.type, w.count);
-  if (!w.values || count == 0) {
-    enc_->argWeightsInline(dtype, count, {});
-    return;
-  }
-  // The library tells weights apart by pointer (setWeightsName refuses one pointer with two counts
-  // or types): the pointer's identity is recorded with the content, and replay reproduces it.
-  const uint64_t ptr = s.weightsIdentity(w.values);
-  if (w.count <= s.config().inlineMax) {
-    enc_->argWeightsInline(dtype, count, {static_cast<const std::byte*>(w.values), bytes}, ptr);
-  } else if (w.count >= s.config().randomMin) {
-    enc_->argWeightsRandom(dtype, count, s.nextRandomSeed(), ptr);
-  } else {
-    // Hashed here, on the application's thread, at the call; written once, off this thread.
-    BlobRef ref = s.writer() ? s.writer()->putBlob(w.values, bytes, hintFor(w.type)) : BlobRef{};
-    enc_->argWeightsBlob(dtype, count, ref, ptr);
-  }
+  record([&](CallEncoder& e) {
+    if (!w.values || count == 0) {
+      e.argWeightsInline(dtype, count, {});
+      return;
+    }
+    // The library tells weights apart by pointer (setWeightsName refuses one pointer with two counts
+    // or types): the pointer's identity is recorded with the content, and replay reproduces it.
+    const uint64_t ptr = s.weightsIdentity(w.values);
+    if (w.count <= s.config().inlineMax) {
+      e.argWeightsInline(dtype, count, {static_cast<const std::byte*>(w.values), bytes}, ptr);
+    } else if (w.count >= s.config().randomMin) {
+      e.argWeightsRandom(dtype, count, s.nextRandomSeed(), ptr);
+    } else {
+      // Hashed here, on the application's thread, at the call; written once, off this thread.
+      Writer* wr = s.writer();
+      e.argWeightsBlob(dtype, count, wr ? wr->putBlob(w.values, bytes, hintFor(w.type)) : BlobRef{}, ptr);
+    }
+  });
 }
 
 void Call::argStruct(const void* p, size_t n) {
-  if (enc_) enc_->argBytes({static_cast<const std::byte*>(p), n});
+  record([&](CallEncoder& e) { e.argBytes({static_cast<const std::byte*>(p), n}); });
 }
 void Call::argHandle(const void* pub) {
-  if (!enc_) return;
-  if (!pub) { enc_->argNull(); return; }
-  Object* o = ours(pub);
-  enc_->argHandle(o ? o->handle : 0);
+  record([&](CallEncoder& e) {
+    Object* o = ours(pub);
+    pub ? e.argHandle(o ? o->handle : 0) : e.argNull();
+  });
 }
 void Call::argHandleList(const void* const* a, int64_t n) {
-  if (!enc_) return;
-  if (!a || n < 0) { enc_->argNull(); return; }
-  std::vector<uint64_t> h;
-  h.reserve(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    Object* o = ours(a[i]);
-    h.push_back(o ? o->handle : 0);
-  }
-  enc_->argHandleArray(h);
+  record([&](CallEncoder& e) {
+    if (!a || n < 0) { e.argNull(); return; }
+    std::vector<uint64_t> h;
+    h.reserve(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      Object* o = ours(a[i]);
+      h.push_back(o ? o->handle : 0);
+    }
+    e.argHandleArray(h);
+  });
 }
 void Call::argBytes(const void* p, int64_t n) {
-  if (!enc_) return;
-  if (!p || n < 0) { enc_->argNull(); return; }
-  enc_->argBytes({static_cast<const std::byte*>(p), static_cast<size_t>(n)});
+  record([&](CallEncoder& e) {
+    !p || n < 0 ? e.argNull() : e.argBytes({static_cast<const std::byte*>(p), static_cast<size_t>(n)});
+  });
 }
 void Call::argStrings(const char* const* s, int64_t n) {
-  if (!enc_) return;
-  if (!s || n < 0) { enc_->argNull(); return; }
-  std::string joined;  // NUL-separated
-  for (int64_t i = 0; i < n; ++i) {
-    if (s[i]) joined += s[i];
-    joined.push_back('\0');
-  }
-  enc_->argBytes({reinterpret_cast<const std::byte*>(joined.data()), joined.size()});
+  record([&](CallEncoder& e) {
+    if (!s || n < 0) { e.argNull(); return; }
+    std::string joined;  // NUL-separated
+    for (int64_t i = 0; i < n; ++i) {
+      if (s[i]) joined += s[i];
+      joined.push_back('\0');
+    }
+    e.argBytes({reinterpret_cast<const std::byte*>(joined.data()), joined.size()});
+  });
 }
-void Call::argOut() { if (enc_) enc_->argNull(); }
+void Call::argOut() { record([](CallEncoder& e) { e.argNull(); }); }
 void Call::argForeign(bool nonNull) {
   // Application objects (loggers, recorders, allocators) cannot travel: recorded as present/absent.
-  if (enc_) { if (nonNull) enc_->argBool(true); else enc_->argNull(); }
+  record([&](CallEncoder& e) { nonNull ? e.argBool(true) : e.argNull(); });
 }
 
-void Call::retBool(bool v) { if (enc_) enc_->retBool(v); }
-void Call::retI64(int64_t v) { if (enc_) enc_->retI64(v); }
-void Call::retU64(uint64_t v) { if (enc_) enc_->retU64(v); }
-void Call::retF32(float v) { if (enc_) enc_->retF32(v); }
-void Call::retF64(double v) { if (enc_) enc_->retF64(v); }
-void Call::retEnum(uint32_t t, int64_t v) { if (enc_) enc_->retEnum(t, v); }
+void Call::retBool(bool v) { record([&](CallEncoder& e) { e.retBool(v); }); }
+void Call::retI64(int64_t v) { record([&](CallEncoder& e) { e.retI64(v); }); }
+void Call::retU64(uint64_t v) { record([&](CallEncoder& e) { e.retU64(v); }); }
+void Call::retF32(float v) { record([&](CallEncoder& e) { e.retF32(v); }); }
+void Call::retF64(double v) { record([&](CallEncoder& e) { e.retF64(v); }); }
+void Call::retEnum(uint32_t t, int64_t v) { record([&](CallEncoder& e) { e.retEnum(t, v); }); }
 void Call::retString(const char* s) {
-  if (!enc_) return;
-  if (s) enc_->retString(s); else enc_->retNull();
+  record([&](CallEncoder& e) { s ? e.retString(s) : e.retNull(); });
 }
 void Call::retDims(const abi::Dims64& d) {
-  if (!enc_) return;
-  if (d.nbDims < 0 || d.nbDims > 8) {
-    int64_t n = d.nbDims;
-    enc_->retI64Array({&n, 1});
-    return;
-  }
-  enc_->retDims({d.d, static_cast<size_t>(d.nbDims)});
+  record([&](CallEncoder& e) {
+    const int64_t n = d.nbDims;
+    n < 0 || n > 8 ? e.retI64Array({&n, 1}) : e.retDims({d.d, static_cast<size_t>(n)});
+  });
 }
 void Call::retOther() {}
 
 void* Call::retHandle(const void* real, const Iface& iface) {
   if (!real) {
-    if (enc_) { enc_->retNull(); enc_->status(CallStatus::Failed); }
+    record([](CallEncoder& e) { e.retNull().status(CallStatus::Failed); });
     return nullptr;
   }
   Session& s = Session::get();
-  uint32_t net = network_;
-  if (std::string_view(iface.name) == "NetworkDefinition" && !s.find(real)) net = s.newNetworkId();
-  Object* o = s.wrap(real, iface, self_, net);
-  if (enc_) enc_->retHandle(o->handle);
-  return o;
+  void* result = const_cast<void*>(real);  // capture failed (out of memory): the real object, unrecorded
+  auto wrapIt = [&] {
+    uint32_t net = network_;
+    if (std::string_view(iface.name) == "NetworkDefinition" && !s.find(real)) net = s.newNetworkId();
+    Object* o = s.wrap(real, iface, self_, net);
+    result = o;
+    return o->handle;
+  };
+  if (enc_) {
+    record([&](CallEncoder& e) { e.retHandle(wrapIt()); });
+  } else {
+    try { wrapIt(); } catch (...) {}
+  }
+  return result;
 }
 
 }  // namespace trtrace::capture

@@ -125,16 +125,15 @@ abi::IHostMemory* override_Builder_buildSerializedNetwork(Object* self, abi::VBu
     engine = real->buildSerializedNetwork(*static_cast<abi::INetworkDefinition*>(unwrap(&network)),
                                           *static_cast<abi::IBuilderConfig*>(unwrap(&config)));
     std::vector<std::string> errors = logger ? logger->takeErrors() : std::vector<std::string>{};
-    if (CallEncoder* e = c.encoder()) {
+    c.record([&](CallEncoder& e) {
       if (engine) {
         // The real host memory's V-pointer (level 0) gives its bytes without a recorded call.
         auto* hm = static_cast<abi::VHostMemory*>(static_cast<void* const*>(static_cast<void*>(engine))[1]);
-        e->buildResult(true, hm->size(), hash128(hm->data(), hm->size()));
+        e.buildResult(true, hm->size(), hash128(hm->data(), hm->size()));
       } else {
-        e->buildResult(false, 0, {}, errors);
-        e->status(CallStatus::Failed);
+        e.buildResult(false, 0, {}, errors).status(CallStatus::Failed);
       }
-    }
+    });
     engine = static_cast<abi::IHostMemory*>(c.retHandle(engine, *findIface("HostMemory")));
   }
   s.afterBuild();

@@ -89,6 +89,29 @@ int claimOutput(const std::string& path, bool& busy) {
 std::atomic<int64_t> gKillAtCall{-1};
 std::atomic<int64_t> gCallsStarted{0};
 
+// TRTRACE_FAULT_WRITE_FAIL=N[:EIO] (test-only; docs/design.md "Robustness"): write N (0-based,
+// counting every write the trace writer makes to the file, on any thread) fails with ENOSPC (or
+// EIO), as on a full disk or a failing device: faults a test cannot get from a real filesystem on
+// demand. The writer's own fault hook (WriterOptions::writeFault) applies it. Unset: no hook.
+int64_t gFailWriteAt = -1;
+int gFailWriteErrno = ENOSPC;
+std::atomic<int64_t> gWrites{0};
+int writeFault() { return gWrites.fetch_add(1) == gFailWriteAt ? gFailWriteErrno : 0; }
+
+void parseWriteFault(const char* v) {
+  std::string s(v);
+  const size_t colon = s.find(':');
+  const std::string err = colon == std::string::npos ? "ENOSPC" : s.substr(colon + 1);
+  char* end = nullptr;
+  const long long n = std::strtoll(s.c_str(), &end, 10);
+  if (end == s.c_str() || (*end && *end != ':') || n < 0 || (err != "ENOSPC" && err != "EIO")) {
+    warnBad("TRTRACE_FAULT_WRITE_FAIL", v, "N or N:ENOSPC or N:EIO");
+    return;
+  }
+  gFailWriteAt = n;
+  gFailWriteErrno = err == "EIO" ? EIO : ENOSPC;
+}
+
 // Best-effort flush when the application dies of a fatal signal, then the previous disposition.
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM};
 struct sigaction gPrevious[sizeof(kFatalSignals) / sizeof(int)];
@@ -149,6 +172,7 @@ Config Config::fromEnv() {
   c.workers = static_cast<int>(std::min<int64_t>(envInt("TRTRACE_CAPTURE_WORKERS", c.workers), 64));
   c.queueMiB = envInt("TRTRACE_CAPTURE_QUEUE_MB", c.queueMiB);
   if (env("TRTRACE_FAULT_KILL_AT_CALL")) gKillAtCall = envInt("TRTRACE_FAULT_KILL_AT_CALL", -1);
+  if (const char* v = env("TRTRACE_FAULT_WRITE_FAIL")) parseWriteFault(v);
   return c;
 }
 
@@ -196,6 +220,7 @@ void Session::open() {
   // blobs are written on the calling thread (a worker could still hold them when the app dies).
   o.workerThreads = config_.flushEveryCall ? 0 : config_.workers;
   o.queueBytes = config_.queueMiB > 0 ? static_cast<uint64_t>(config_.queueMiB) << 20 : UINT64_MAX;
+  if (gFailWriteAt >= 0) o.writeFault = writeFault;  // test fault injector (above)
   o.flush = config_.flushEveryCall ? FlushPolicy::EveryCall
             : config_.flushOnBuild ? FlushPolicy::OnBuild
                                    : FlushPolicy::AtClose;
@@ -237,10 +262,20 @@ Writer* Session::writer() {
   return disabled_ || closed_ ? nullptr : writer_.get();
 }
 
-void Session::disable(const std::string& why) {
-  std::lock_guard<std::mutex> lk(mu_);
-  if (!disabled_) std::fprintf(stderr, "trtrace: capture disabled: %s\n", why.c_str());
-  disabled_ = true;
+void Session::disable(const char* why) noexcept {
+  Writer* w = nullptr;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (disabled_) return;
+    disabled_ = true;
+    w = writer_.get();
+    std::fprintf(stderr, "trtrace: capture disabled: %s\n", why);
+  }
+  // Weights still queued point into the application's memory, which it may free once this call
+  // returns: wait until the workers let go of them (after a failed write they skip them unread).
+  if (w) {
+    try { w->drainBlobs(); } catch (...) {}
+  }
 }
 
 Object* Session::wrap(const void* real, const Iface& iface, Object* owner, uint32_t network) {
@@ -275,7 +310,7 @@ void Session::unregister(Object* o) {
   }
 }
 
-void Session::exportJson() {
+void Session::exportJson() noexcept {
   // TRT_SHIM_OUTPUT_JSON_FILE: NVIDIA's JSON+BIN pair, written whole from the trace at each flush
   // point (the documented rule: the .json is overwritten each time; the .bin ends up the same as
   // if appended). Written under temporary names and renamed, so a reader never sees half a file.
@@ -284,38 +319,51 @@ void Session::exportJson() {
     convert::traceToJson(path_, config_.outputJson);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trtrace: error writing %s: %s\n", config_.outputJson.c_str(), e.what());
+  } catch (...) {
+    std::fprintf(stderr, "trtrace: error writing %s\n", config_.outputJson.c_str());
   }
 }
 
-void Session::afterCall() {
+void Session::afterCall() noexcept {
   if (config_.flushEveryCall && !config_.outputJson.empty() && writer()) exportJson();
 }
 
-void Session::drain() {
-  if (Writer* w = writer()) {
-    try { w->drainBlobs(); } catch (const std::exception& e) { disable(e.what()); }
-  }
+void Session::drain() noexcept {
+  guarded([](Writer& w) { w.drainBlobs(); });
 }
 
-void Session::afterBuild() {
+void Session::afterBuild() noexcept {
   drain();
-  if (config_.flushOnBuild) {
-    if (Writer* w = writer()) {
-      try { w->flush(); } catch (const std::exception& e) { disable(e.what()); }
-      exportJson();
-    }
-  }
+  if (config_.flushOnBuild && guarded([](Writer& w) { w.flush(); })) exportJson();
 }
 
-void Session::close() {
+bool Session::guarded(const std::function<void(Writer&)>& use) noexcept {
+  try {
+    Writer* w = writer();
+    if (!w) return false;
+    use(*w);
+    return true;
+  } catch (const std::exception& e) {
+    disable(e.what());
+  } catch (...) {
+    disable("unknown error");
+  }
+  return false;
+}
+
+void Session::close() noexcept {
   std::unique_ptr<Writer> w;
+  bool failed = false;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (closed_) return;
     closed_ = true;
     w = std::move(writer_);
+    failed = disabled_;
   }
-  if (!w) return;
+  // Disabled (a failed write): the trace stays the prefix written so far, said once already.
+  // The writer's destructor only stops its workers (a failed writer writes nothing more).
+  if (!w || failed) return;
   try {
     // A huge model's weights may still be queued for compression: report the final drain.
     if (const uint64_t pending = w->pendingBlobBytes()) {
@@ -333,6 +381,8 @@ void Session::close() {
                  humanBytes(double(s.uniqueBytes)).c_str(), humanBytes(double(s.storedBytes)).c_str(), out.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trtrace: error closing %s: %s\n", path_.c_str(), e.what());
+  } catch (...) {
+    std::fprintf(stderr, "trtrace: error closing %s\n", path_.c_str());
   }
 }
 

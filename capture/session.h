@@ -3,6 +3,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -46,7 +47,12 @@ class Session {
   const Config& config() const { return config_; }
   // The writer, opened on first use; nullptr when capture is off (open failed, closed, disabled).
   Writer* writer();
-  void disable(const std::string& why);  // stop recording (passthrough continues), say why once
+  // Stop recording (passthrough continues), say why once; waits until queued weights are let go.
+  void disable(const char* why) noexcept;
+  // Runs `use` on the writer unless capture is off; any failure (a failed write, out of memory)
+  // disables the capture instead of reaching the application. Returns whether `use` completed.
+  // Every use of the writer from an application's thread goes through here or through Call.
+  bool guarded(const std::function<void(Writer&)>& use) noexcept;
 
   // Registry of our objects, keyed by the real object.
   Object* wrap(const void* real, const Iface& iface, Object* owner, uint32_t network);
@@ -54,11 +60,11 @@ class Session {
   void unregister(Object* o);
   uint32_t newNetworkId() { return ++networks_; }
 
-  void afterCall();           // flush-after-every-call policy (JSON mode: rewrite the JSON+BIN)
-  void exportJson();          // TRT_SHIM_OUTPUT_JSON_FILE: the JSON+BIN pair from the trace
-  void afterBuild();          // drain blobs (the app may free weights now) + flush-on-build policy
-  void drain();               // every enqueued blob consumed
-  void close();               // flush, footer, summary line (atexit)
+  void afterCall() noexcept;  // flush-after-every-call policy (JSON mode: rewrite the JSON+BIN)
+  void exportJson() noexcept; // TRT_SHIM_OUTPUT_JSON_FILE: the JSON+BIN pair from the trace
+  void afterBuild() noexcept; // drain blobs (the app may free weights now) + flush-on-build policy
+  void drain() noexcept;      // every enqueued blob consumed
+  void close() noexcept;      // flush, footer, summary line (atexit)
   void forkedChild();         // the child abandons the parent's writer and starts its own file
   void callStarting();        // a call starts being recorded (test fault injector, session.cpp)
   uint64_t nextRandomSeed() { return ++randomSeeds_; }

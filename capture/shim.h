@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,7 +82,9 @@ uint32_t netHint(const void* p, Rest... rest) {
 }
 
 // One recorded call: constructed on entry (enter message, encoder), destroyed on exit (endCall).
-// When capture is off (writer failed, or after close) every method is a cheap no-op.
+// When capture is off (writer failed, or after close) every method is a cheap no-op. No method
+// lets an exception out: a failure while recording (a failed write, out of memory) stops the
+// capture with one line (Session::disable) and the application's call goes on unrecorded.
 class Call {
  public:
   Call(Object* self, uint32_t apiId, bool unsupported, uint32_t networkHint = 0);
@@ -124,12 +127,24 @@ class Call {
   void* retHandle(T* real, const Iface& iface) { return retHandle(static_cast<const void*>(real), iface); }
   void done() {}
 
-  CallEncoder* encoder() { return enc_; }
+  // Runs `f` on this call's encoder, if it is being recorded; any exception stops the capture.
+  template <class F>
+  void record(F&& f) noexcept {
+    if (!enc_) return;
+    try {
+      f(*enc_);
+    } catch (const std::exception& e) {
+      fail(e.what());
+    } catch (...) {
+      fail("unknown error while recording");
+    }
+  }
   Object* self() { return self_; }
   uint32_t network() const { return network_; }
 
  private:
   void argHandleList(const void* const* a, int64_t n);
+  void fail(const char* why) noexcept;
 
   Object* self_;
   uint32_t api_;
@@ -139,15 +154,15 @@ class Call {
 
 template <class T>
 void Call::argArray(const T* p, int64_t n) {
-  if (!enc_) return;
-  if (!p || n < 0) { enc_->argNull(); return; }
-  if constexpr (std::is_floating_point_v<T>) {
-    std::vector<float> v(p, p + n);
-    enc_->argF32Array(v);
-  } else {
-    std::vector<int64_t> v(p, p + n);
-    enc_->argI64Array(v);
-  }
+  record([&](CallEncoder& e) {
+    if (!p || n < 0) {
+      e.argNull();
+    } else if constexpr (std::is_floating_point_v<T>) {
+      e.argF32Array(std::vector<float>(p, p + n));
+    } else {
+      e.argI64Array(std::vector<int64_t>(p, p + n));
+    }
+  });
 }
 
 // Gives a recording object a vtable with extra trailing slots that record UNSUPPORTED and pass

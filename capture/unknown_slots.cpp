@@ -85,7 +85,7 @@ extern "C" void* trtrace_unknown_slot(uint64_t* regs, uint64_t k) {
     const uint32_t slot = static_cast<uint32_t>(meta->methods + k);  // after the destructor pair
     {
       Call c(self, 0, false);
-      if (CallEncoder* e = c.encoder()) e->unsupported(meta->iface, slot);
+      c.record([&](CallEncoder& e) { e.unsupported(meta->iface, slot); });
     }
     regs[idx] = reinterpret_cast<uint64_t>(realV);
     return (*static_cast<void* const* const*>(realV))[2 + slot];

@@ -287,7 +287,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tensorrt_player: %s\n", e.what());
     return kBadInput;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tensorrt_player: %s\n", e.what());
+    std::fprintf(stderr, "tensorrt_player: %s\n", describe(e).c_str());
     return kBadInput;
   }
 }

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <random>
 
 #include "trtrace/error.h"
@@ -85,7 +87,11 @@ void Replayer::run(const std::function<void(const NetworkResult&, const void*)>&
     }
     auto t0 = Clock::now();
     const double buildBefore = stats_.buildSeconds, outputBefore = stats_.outputSeconds;
-    fn(*this);
+    try {
+      fn(*this);
+    } catch (const std::bad_alloc&) {  // one line naming the call, never a bare "std::bad_alloc"
+      throw Error(Error::Kind::Io, reader_.path() + ": " + where() + ": out of memory replaying this call");
+    }
     stats_.dispatchSeconds += std::chrono::duration<double>(Clock::now() - t0).count() -
                               (stats_.buildSeconds - buildBefore) - (stats_.outputSeconds - outputBefore);
     ++stats_.calls;
@@ -140,15 +146,31 @@ abi::Dims64 Replayer::argDims(size_t i) {
   return d;
 }
 
-namespace {
-uint64_t bytesOf(uint32_t dtype, uint64_t count) {
-  return abi::weightBytes(static_cast<abi::DataType>(dtype), static_cast<int64_t>(count));
+uint64_t randomWeightsLimitFromEnv() {
+  const char* v = std::getenv("TRTRACE_MAX_RANDOM_WEIGHTS_MB");
+  char* end = nullptr;
+  const unsigned long long mb = v && *v ? std::strtoull(v, &end, 10) : 0;
+  if (v && *v && (*end || mb == 0 || mb > (UINT64_MAX >> 20)))
+    std::fprintf(stderr, "tensorrt_player: warning: TRTRACE_MAX_RANDOM_WEIGHTS_MB='%s' is not a positive number "
+                 "of MiB; using 1024\n", v);
+  return (v && *v && !*end && mb > 0 && mb <= (UINT64_MAX >> 20) ? mb : 1024) << 20;
 }
+
+// The bytes of a recorded Weights argument, checked before anything is sized by them: the count
+// must fit the library's Weights (int64) and the type must be one this build knows.
+uint64_t Replayer::weightsBytes(size_t i, const ValueView& v) const {
+  const uint64_t count = v.count();
+  if (count > uint64_t(INT64_MAX)) diverge("argument " + std::to_string(i) + ": weights count " + std::to_string(count) + " does not fit a Weights");
+  const uint64_t bytes = abi::weightBytes(static_cast<abi::DataType>(v.dtype()), static_cast<int64_t>(count));
+  if (count > 0 && bytes == 0) diverge("argument " + std::to_string(i) + ": weights of unknown DataType " + std::to_string(v.dtype()));
+  return bytes;
+}
+
+namespace {
 
 // Deterministic stand-in values for weights the capture marked random: small, finite numbers of
 // the recorded type, from (player seed, recorded seed).
-std::unique_ptr<std::byte[]> randomWeights(uint32_t dtype, uint64_t count, uint64_t seed, uint64_t& bytes) {
-  bytes = bytesOf(dtype, count);
+std::unique_ptr<std::byte[]> randomWeights(uint32_t dtype, uint64_t count, uint64_t seed, uint64_t bytes) {
   auto buf = std::make_unique<std::byte[]>(bytes);
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
@@ -203,7 +225,7 @@ abi::Weights Replayer::argWeights(size_t i) {
   switch (v.kind()) {
     case ValueKind::WeightsInline: {
       auto b = v.bytes();
-      if (b.size() < bytesOf(v.dtype(), v.count())) diverge("argument " + std::to_string(i) + ": inline weights shorter than their count");
+      if (b.size() < weightsBytes(i, v)) diverge("argument " + std::to_string(i) + ": inline weights shorter than their count");
       if (b.empty()) break;
       w.values = hold({v.weightsPtr(), {hash128(b.data(), b.size()), b.size()}}, [&] {
         // Copied once to an aligned buffer: the log's bytes are only 4-byte aligned.
@@ -215,7 +237,7 @@ abi::Weights Replayer::argWeights(size_t i) {
     }
     case ValueKind::WeightsBlob: {
       BlobRef ref = v.blob();
-      if (ref.length < bytesOf(v.dtype(), v.count())) diverge("argument " + std::to_string(i) + ": blob shorter than the weights' count");
+      if (ref.length < weightsBytes(i, v)) diverge("argument " + std::to_string(i) + ": blob shorter than the weights' count");
       w.values = hold({v.weightsPtr(), ref}, [&] {
         // Raw: a view into the mapping. The content hash is checked once per blob before the library
         // sees the bytes, so damaged weights never build an engine silently.
@@ -227,16 +249,21 @@ abi::Weights Replayer::argWeights(size_t i) {
       break;
     }
     case ValueKind::WeightsRandom: {
-      uint64_t bytes = 0;
-      auto make = [&] { return randomWeights(v.dtype(), v.count(), options_.seed * 0x9E3779B97F4A7C15ull ^ v.seed(), bytes); };
+      const uint64_t bytes = weightsBytes(i, v);
+      if (bytes > options_.maxRandomBytes - std::min(randomBytes_, options_.maxRandomBytes))
+        diverge("argument " + std::to_string(i) + ": random weights of " + std::to_string(v.count()) + " elements (" +
+                humanBytes(double(bytes)) + ") would exceed the " + humanBytes(double(options_.maxRandomBytes)) +
+                " of random weights a build may hold (TRTRACE_MAX_RANDOM_WEIGHTS_MB)");
+      auto make = [&] {
+        randomBytes_ += bytes;
+        return randomWeights(v.dtype(), v.count(), options_.seed * 0x9E3779B97F4A7C15ull ^ v.seed(), bytes);
+      };
       if (v.weightsPtr() == 0) {  // no identity recorded: fresh values per call
         w.values = scratch_.emplace_back(make()).get();
       } else {  // the same application pointer (same type and count) gets the values of its first use
         const uint64_t kRandomTag = 0x52414e444f4d0000ull;  // keys apart from content hashes
-        w.values = hold({v.weightsPtr(), {{kRandomTag | v.dtype(), kRandomTag}, bytesOf(v.dtype(), v.count())}}, [&] {
-          auto buf = make();
-          return BlobView::owned(std::move(buf), bytes);
-        });
+        w.values = hold({v.weightsPtr(), {{kRandomTag | v.dtype(), kRandomTag}, bytes}},
+                        [&] { return BlobView::owned(make(), bytes); });
       }
       break;
     }
@@ -352,6 +379,7 @@ void Replayer::buildDone(NetworkResult result, const void* engine) {
     it = weights_.erase(it);
   }
   scratch_.clear();
+  randomBytes_ = 0;
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -23,6 +23,11 @@ struct Divergence : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Bytes of random weights (weights the capture marked random, generated at replay) the player
+// holds at once: TRTRACE_MAX_RANDOM_WEIGHTS_MB, default 1024 (1 GiB). A count beyond it is refused
+// before anything is allocated, whatever a (possibly hostile) trace says.
+uint64_t randomWeightsLimitFromEnv();
+
 struct Options {
   std::string libPath;            // the real libtensorrt_rtx.so.1 (never a name from the capture)
   uint64_t seed = 0;              // for weights the capture marked random
@@ -31,6 +36,7 @@ struct Options {
   bool ignoreVersion = false;
   bool quiet = false;             // library messages below error not shown
   bool trustWeights = false;      // skip the content-hash check of raw blobs (a trace already verified)
+  uint64_t maxRandomBytes = randomWeightsLimitFromEnv();  // random weights held at once (above)
 };
 
 // The player's logger: shows the library's warnings and errors, keeps errors for build records.
@@ -114,6 +120,7 @@ class Replayer {
   const ValueView arg(size_t i) const;
   void* object(uint64_t handle) const;
   std::string where() const;
+  uint64_t weightsBytes(size_t i, const ValueView& v) const;
 
   const Reader& reader_;
   Options options_;
@@ -142,7 +149,8 @@ class Replayer {
   const void* hold(const WeightsKey& key, const std::function<BlobView()>& load);
   std::unordered_map<WeightsKey, Held, WeightsKeyHasher> weights_;
   std::unordered_set<const void*> mappedHeld_;  // data of the zero-copy views held (one entry each)
-  std::vector<std::unique_ptr<std::byte[]>> scratch_;      // out-parameter buffers
+  std::vector<std::unique_ptr<std::byte[]>> scratch_;      // out-parameter buffers, random weights
+  uint64_t randomBytes_ = 0;                               // random weights made for this build
   std::function<void(const NetworkResult&, const void*)> onEngine_;
   Stats stats_;
 };

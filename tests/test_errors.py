@@ -7,6 +7,7 @@ one line per problem) and leaves no output behind.
 import os
 import pathlib
 import re
+import resource
 import shutil
 import struct
 import subprocess
@@ -16,7 +17,10 @@ import pytest
 from conftest import BIN, PLAYER, ROOT, TRTRACE, cpp_app, drop_in_dir, trt_lib
 
 DOC = ROOT / "docs" / "errors.md"
-TOOLS = {"tensorrt_player", "trtrace verify", "trtrace info", "trtrace convert"}
+TOOLS = {"tensorrt_player", "trtrace verify", "trtrace info", "trtrace convert", "trtrace rewrite", "capture"}
+# Inputs that claim huge sizes: their rows run with the address space capped at 1 GiB, so a tool that
+# allocated by the claim would fail (or be killed) instead of printing the documented line.
+MEMORY_CAPPED = {"random_count", "huge_json_ids"}
 
 
 def rows():
@@ -100,6 +104,13 @@ def inputs(tmp_path_factory):
     c["unknown_api"] = craft("unknown-api", d / "unknown.trtrace")
     c["library_abi"] = c["library_missing"] = c["unwritable_output"] = good
     c["unwritable_output_json"] = d / "good.json"
+    c["random_count"] = craft("random-count", d / "random.trtrace", 1 << 33)
+    c["random_count_invalid"] = craft("random-count", d / "random_invalid.trtrace", (1 << 64) - 1)
+    big = re.sub(r'"(object|id)": 1(?=\D)', lambda m: f'"{m.group(1)}": {1 << 40}', js)
+    put("bigids.json", big.replace('"good.bin"', '"bigids.bin"').encode())
+    put("bigids.bin", bn)
+    c["huge_json_ids"] = d / "bigids.json"
+    c["disk_full"] = d / "disk_full.trtrace"   # the capture's output
     libs = {"library_abi": next(p for p in map(pathlib.Path, ["/lib/x86_64-linux-gnu/libz.so.1",
                                                               "/usr/lib/x86_64-linux-gnu/libz.so.1"]) if p.exists()),
             "library_missing": d / "nope.so"}
@@ -122,10 +133,11 @@ def test_every_case_has_rows_for_what_it_claims():
     cases = {r[0] for r in ROWS}
     assert cases == {"missing", "empty", "wrong_magic", "newer_major", "truncated", "unclosed", "corrupt_log",
                      "hash_mismatch", "malformed_json", "missing_bin", "short_bin", "library_version", "library_abi",
-                     "library_missing", "unknown_api", "unwritable_output", "unwritable_output_json"}
+                     "library_missing", "unknown_api", "unwritable_output", "unwritable_output_json", "random_count",
+                     "random_count_invalid", "huge_json_ids", "disk_full"}
     # Every trace input is documented for the player and verify at least.
     for case in cases - {"library_abi", "library_missing", "unwritable_output", "unwritable_output_json", "missing_bin",
-                         "short_bin"}:
+                         "short_bin", "random_count_invalid", "huge_json_ids", "disk_full"}:
         tools = {r[1] for r in ROWS if r[0] == case}
         assert {"tensorrt_player", "trtrace verify"} <= tools, case
 
@@ -138,9 +150,19 @@ def test_documented_row(inputs, tmp_path, case, tool, code, message):
     if not case.startswith("unwritable"):
         out_dir.mkdir()
     lib = libs.get(case, trt_lib())
-    if tool == "tensorrt_player":
+    env = None
+    if tool == "capture":   # the native app under the shim (drop-in layout), its trace the output
+        _, env = drop_in_dir(d)
+        env = dict(os.environ, **env, TRT_SHIM_OUTPUT_FILE=str(src), TRT_SHIM_FLUSH_AFTER_EVERY_CALL="1",
+                   TRTRACE_FAULT_WRITE_FAIL="1:ENOSPC")
+        out = None
+        cmd = [BIN / "cpp_app", out_dir / "app.engine"]
+    elif tool == "tensorrt_player":
         out = out_dir / "o.engine"
         cmd = [PLAYER, "-j", src, "-o", out, "--lib", lib]
+    elif tool == "trtrace rewrite":
+        out = out_dir / "r.trtrace"
+        cmd = [TRTRACE, "rewrite", src, out, "--raw"]
     elif tool == "trtrace convert":
         out = out_dir / ("c.json" if src.suffix == ".trtrace" else "c.trtrace")
         cmd = [TRTRACE, "convert", src, out]
@@ -148,10 +170,11 @@ def test_documented_row(inputs, tmp_path, case, tool, code, message):
         out = None
         cmd = [TRTRACE, tool.split()[1], src]
     binp = src.with_suffix(".bin")
-    proc = subprocess.run([str(x) for x in cmd], capture_output=True, text=True)
+    cap = (lambda: resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))) if case in MEMORY_CAPPED else None
+    proc = subprocess.run([str(x) for x in cmd], capture_output=True, text=True, env=env, preexec_fn=cap)
     err = proc.stderr.strip().splitlines()
     assert proc.returncode == code, f"{' '.join(map(str, cmd))}: exit {proc.returncode}\n{proc.stdout}{proc.stderr}"
-    rx = pattern(message, src, out, lib, binp)
+    rx = pattern(message, src, src if tool == "capture" else out, lib, binp)
     if rx is None:
         assert err == [], proc.stderr
     else:
@@ -163,6 +186,9 @@ def test_documented_row(inputs, tmp_path, case, tool, code, message):
         assert list(out_dir.iterdir()) == [], "output left behind"
     if case == "truncated" and tool == "tensorrt_player":
         assert not any(out_dir.iterdir())            # the prefix holds no build: no engine
+    if tool == "capture":                            # the app's build went on; the trace is a prefix
+        assert (out_dir / "app.engine").read_bytes() == (d / "app.engine").read_bytes()
+        assert subprocess.run([str(TRTRACE), "verify", str(src)], capture_output=True).returncode == 3
 
 
 def test_trust_weights_skips_the_hash_check(inputs, tmp_path):
@@ -175,3 +201,22 @@ def test_trust_weights_skips_the_hash_check(inputs, tmp_path):
     assert proc.returncode == 4, proc.stdout + proc.stderr
     assert "DIFFERENT from capture" in proc.stdout + proc.stderr
     assert out.exists()
+
+
+def test_rewrite_salvage_keeps_the_calls_before_the_damage(inputs, tmp_path):
+    """--salvage drops the damaged blob and every call from the first one that uses it, says so, and
+    writes a trace that verifies and replays (the calls before the damage)."""
+    d, c, libs = inputs
+    out = tmp_path / "s.trtrace"
+    proc = subprocess.run([str(TRTRACE), "rewrite", str(c["hash_mismatch"]), str(out), "--raw", "--salvage"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    err = proc.stderr.strip().splitlines()
+    assert len(err) == 2 and err[0].startswith("trtrace: salvage: ") and err[0].endswith(": dropped"), proc.stderr
+    m = re.fullmatch(r"trtrace: salvage: .*: call #(\d+) uses blob [0-9a-f]+ \(damaged\): kept the (\d+) calls before "
+                     r"it, dropped the other (\d+)", err[1])
+    assert m and m.group(1) == m.group(2) and int(m.group(2)) > 0, err[1]
+    v = subprocess.run([str(TRTRACE), "verify", str(out)], capture_output=True, text=True)
+    assert v.returncode == 0 and f", {m.group(2)} calls," in v.stdout, v.stdout + v.stderr
+    p = subprocess.run([str(PLAYER), "-j", str(out), "--lib", str(trt_lib()), "-q"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr

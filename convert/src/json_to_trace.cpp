@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <optional>
 #include <algorithm>
 
@@ -205,8 +206,9 @@ class Converter {
   uint64_t pendingBlobBytes_ = 0;
 
   // State that mirrors the capture shim's: handles in creation order, network ids.
-  // NVIDIA ids are dense from 0 (one counter, in return order), trace handles dense from 1: vectors.
-  std::vector<uint64_t> handles_;  // NVIDIA object id -> trace handle (0 = none yet)
+  // Trace handles are ours, dense from 1 (one per returned object): a vector. NVIDIA ids come from
+  // the input, so they key hash maps: a hostile id (2^40) costs one entry, not a table that size.
+  std::unordered_map<int64_t, uint64_t> handles_;  // NVIDIA object id -> trace handle
   std::vector<uint32_t> netOf_;    // trace handle -> network id
   uint64_t nextHandle_ = 0;
   uint32_t networks_ = 0;
@@ -220,7 +222,7 @@ class Converter {
     return nextHandle_;
   }
   uint32_t netOf(uint64_t h) const { return h < netOf_.size() ? netOf_[h] : 0; }
-  std::unordered_map<uint32_t, std::vector<std::optional<WeightsInfo>>> weights_;  // per network, by id
+  std::unordered_map<uint32_t, std::unordered_map<int64_t, WeightsInfo>> weights_;  // per network, by id
   uint64_t weightsPtrs_ = 0;  // pointer identities handed out (one per weights id definition)
   std::vector<Arg> args_;
   std::vector<std::string_view> keys_;
@@ -359,7 +361,11 @@ void Converter::convertCalls(Scanner& s) {
                                             "] (bytes " + std::to_string(start) + ".." + std::to_string(s.pos) +
                                             "): " + simdjson::error_message(err));
     }
-    convertRecord(el.get_object().value_unsafe());
+    try {
+      convertRecord(el.get_object().value_unsafe());
+    } catch (const std::bad_alloc&) {  // one line naming the record, never a bare "std::bad_alloc"
+      fail("out of memory converting this call", Error::Kind::Io);
+    }
     ++st_.calls;
     json_->release(start);
     if (opt_.progress) opt_.progress(s.pos, s.n);
@@ -382,9 +388,10 @@ int64_t Converter::getInt(element e, std::string_view what) {
 }
 
 uint64_t Converter::handleOf(int64_t nvId, std::string_view what) {
-  if (nvId < 0 || static_cast<uint64_t>(nvId) >= handles_.size() || !handles_[static_cast<size_t>(nvId)])
+  auto it = handles_.find(nvId);
+  if (it == handles_.end())
     fail(std::string(what) + " is object " + std::to_string(nvId) + ", which no earlier call returned");
-  return handles_[static_cast<size_t>(nvId)];
+  return it->second;
 }
 
 // The network a call belongs to when its receiver has none (Builder calls): the first object
@@ -396,8 +403,9 @@ uint32_t Converter::networkOfArg(const object& o, const api::ApiDesc& d) {
     if (o.at_key(d.args[i]).get(e) != simdjson::SUCCESS) continue;
     int64_t id;
     if (e.at_key("object").get_int64().get(id) != simdjson::SUCCESS) continue;
-    if (id < 0 || static_cast<uint64_t>(id) >= handles_.size()) continue;
-    if (uint32_t n = netOf(handles_[static_cast<size_t>(id)])) return n;
+    auto it = handles_.find(id);
+    if (it == handles_.end()) continue;
+    if (uint32_t n = netOf(it->second)) return n;
   }
   return 0;
 }
@@ -476,11 +484,9 @@ void Converter::convertRecord(object o) {
       element ro;
       if (r.at_key("object").get(ro) != simdjson::SUCCESS) fail("\"return\" without \"object\"");
       const int64_t nvId = getInt(ro, "return.object");
-      if (nvId < 0 || nvId > (int64_t(1) << 40)) fail("\"return\" object id " + std::to_string(nvId) + " out of range");
+      if (nvId < 0) fail("\"return\" object id " + std::to_string(nvId) + " is negative");
       h = newHandle(resultNet);
-      if (handles_.size() <= static_cast<size_t>(nvId))
-        handles_.resize(std::max<size_t>(static_cast<size_t>(nvId) + 1, handles_.size() * 2), 0);
-      handles_[static_cast<size_t>(nvId)] = h;
+      handles_[nvId] = h;
     } else {
       auto it = memo ? seen_.find(key) : seen_.end();
       if (it != seen_.end() && !d->method.starts_with("create")) {
@@ -491,7 +497,9 @@ void Converter::convertRecord(object o) {
         // known object reached another way (getInput of a network input). A fresh handle binds
         // whatever the replay returns.
         h = newHandle(resultNet);
-        if (it != seen_.end()) std::replace(handles_.begin(), handles_.end(), it->second, h);
+        if (it != seen_.end())
+          for (auto& [id, handle] : handles_)
+            if (handle == it->second) handle = h;
       }
     }
     if (memo) seen_[key] = h;
@@ -621,9 +629,10 @@ void Converter::decodeWeights(element e, Arg& a, uint32_t net, std::string_view 
   auto& table = weights_[net];
   if (w.at_key("count").get(x) != simdjson::SUCCESS) {
     // Reference form {"id": N}: the same weights as the first use of id N in this network.
-    if (id < 0 || static_cast<size_t>(id) >= table.size() || !table[id])
+    auto it = table.find(id);
+    if (id < 0 || it == table.end())
       fail(arg + " refers to weights id " + std::to_string(id) + ", not defined earlier in this network");
-    a.k = table[id]->k, a.w = *table[id];
+    a.k = it->second.k, a.w = it->second;
     return;
   }
   WeightsInfo info;
@@ -687,8 +696,7 @@ void Converter::decodeWeights(element e, Arg& a, uint32_t net, std::string_view 
   }
   if (id >= 0) {
     info.ptr = ++weightsPtrs_;
-    if (static_cast<size_t>(id) >= table.size()) table.resize(static_cast<size_t>(id) + 1);
-    table[static_cast<size_t>(id)] = info;
+    table[id] = info;
   }
   a.k = info.k;
   a.w = std::move(info);

@@ -4,6 +4,9 @@
 //   trace_craft version OUT VERSION          a builder, captured with library VERSION
 //   trace_craft library-name OUT NAME        a builder; the header names the library NAME (a path)
 //   trace_craft set-library-path OUT PATH    a builder, then setInternalLibraryPath(PATH)
+//   trace_craft random-count OUT COUNT       a builder, a network, then addConstant of COUNT FLOAT
+//                                            weights marked random (a 1-element Dims: the count is
+//                                            what a hostile trace would claim)
 //   trace_craft major IN OUT MAJOR           IN with the file header's major version set to MAJOR
 //                                            (header check recomputed: only the version is wrong)
 #include <xxhash.h>
@@ -58,6 +61,16 @@ int main(int argc, char** argv) {
   } else if (what == "set-library-path" && argc == 4) {
     auto w = withBuilder(out, abi::kLibraryName, abi::kLibraryVersion);
     w->beginCall(api::kentry_setInternalLibraryPath, 0, 0).argString(argv[3]).endCall();
+    w->close();
+  } else if (what == "random-count" && argc == 4) {
+    auto w = withBuilder(out, abi::kLibraryName, abi::kLibraryVersion);
+    w->beginCall(api::kBuilder_createNetworkV2, 1, 0).argU64(0).retHandle(2).endCall();
+    const int64_t dims[] = {1};
+    w->beginCall(api::kNetworkDefinition_addConstant, 2, 1)
+        .argDims(dims)
+        .argWeightsRandom(static_cast<uint32_t>(abi::DataType::kFLOAT), std::strtoull(argv[3], nullptr, 10), 7)
+        .retHandle(3)
+        .endCall();
     w->close();
   } else if (what == "major" && argc == 5) {  // a new major starts at minor 0
     std::ifstream in(argv[2], std::ios::binary);

@@ -1,11 +1,16 @@
 // trtrace rewrite IN OUT --raw|--compress: re-stores every blob raw (fastest zero-copy replay) or
 // compressed (smallest). The call log's segments are copied one by one, each stored zstd-compressed
 // when that pays (--log-level 0: raw). OUT appears only when complete (temp+rename).
+// Damage is never laundered: every blob's content hash is checked (Reader::checkedBlob) before it
+// is copied, and a damaged or missing blob stops the rewrite (exit 2) unless --salvage, which
+// drops the damaged blobs and keeps the calls before the first call that uses one (a clean prefix,
+// like a truncated trace's), and says what it dropped.
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <unordered_set>
 #include <vector>
 
 #include "commands.h"
@@ -20,6 +25,41 @@ struct RewriteOptions {
   bool raw = false, compress = false, noByteGroup = false, salvage = false;
   int level = 3, threads = 2, logLevel = 3;
 };
+
+namespace {
+
+// The seq of the first call that references a blob in `damaged` or one the trace does not hold
+// (UINT64_MAX: none), and that blob's name for the report.
+uint64_t firstCallUsing(const Reader& r, const std::unordered_set<BlobRef, BlobRefHasher>& damaged, std::string& which) {
+  uint64_t cut = UINT64_MAX;
+  r.forEachCall([&](const CallView& c) {
+    auto bad = [&](const ValueView& v) {
+      if (v.kind() != ValueKind::WeightsBlob) return false;
+      const BlobRef b = v.blob();
+      if (!damaged.count(b) && r.hasBlob(b)) return false;
+      which = "blob " + toHex(b.hash) + (r.hasBlob(b) ? " (damaged)" : " (not in the trace)");
+      return true;
+    };
+    bool uses = false;
+    for (size_t i = 0; i < c.argCount() && !uses; ++i) uses = bad(c.arg(i));
+    if (!uses && c.ret()) uses = bad(*c.ret());
+    if (uses) cut = c.seq();
+    return !uses;
+  });
+  return cut;
+}
+
+// Copies the call log up to (not including) call `cut`: whole segments, then the cut one's prefix.
+void copyCalls(const Reader& r, Writer& w, uint64_t cut) {
+  for (size_t i = 0; i < r.segmentCount(); ++i) {
+    const SegmentInfo si = r.segmentInfo(i);
+    if (si.firstSeq >= cut) break;
+    if (cut - si.firstSeq >= si.calls) w.appendSegment(r.segmentBytes(i).bytes());
+    else w.appendSegment(r.segmentPrefix(i, static_cast<uint32_t>(cut - si.firstSeq)).bytes());
+  }
+}
+
+}  // namespace
 
 static int runRewrite(const RewriteOptions& o) {
   auto r = Reader::open(o.in);
@@ -49,16 +89,34 @@ static int runRewrite(const RewriteOptions& o) {
     uint64_t heldBytes = 0, total = 0, done = 0;
     for (auto& b : r->blobs()) total += b.ref.length;
     Progress progress("trtrace rewrite " + o.out, total);
+    std::unordered_set<BlobRef, BlobRefHasher> damaged;
     for (auto& b : r->blobs()) {
       progress.update(done);
       done += b.ref.length;
-      BlobView v = r->blob(b.ref);
+      BlobView v;
+      try {
+        v = r->checkedBlob(b.ref);
+      } catch (const Error& e) {
+        if (!o.salvage) throw Error(Error::Kind::Corrupt, std::string(e.what()) + "; use --salvage to keep the calls before the first one that uses it");
+        std::fprintf(stderr, "trtrace: salvage: %s: dropped\n", e.what());
+        damaged.insert(b.ref);
+        continue;
+      }
       w->putBlob(v.data(), v.size(), b.hint);
       if (!v.isZeroCopy()) { heldBytes += v.size(); held.push_back(std::move(v)); }
       if (heldBytes > wo.queueBytes) { w->drainBlobs(); held.clear(); heldBytes = 0; }
     }
     w->drainBlobs();
-    for (size_t i = 0; i < r->segmentCount(); ++i) w->appendSegment(r->segmentBytes(i).bytes());
+    std::string which;
+    const uint64_t cut = firstCallUsing(*r, damaged, which);
+    if (cut != UINT64_MAX && !o.salvage)
+      throw Error(Error::Kind::Corrupt, o.in + ": call #" + std::to_string(cut) + " uses " + which +
+                                            "; use --salvage to keep the calls before it");
+    if (cut != UINT64_MAX)
+      std::fprintf(stderr, "trtrace: salvage: %s: call #%llu uses %s: kept the %llu calls before it, dropped the other %llu\n",
+                   o.in.c_str(), (unsigned long long)cut, which.c_str(), (unsigned long long)cut,
+                   (unsigned long long)(r->callCount() - cut));
+    copyCalls(*r, *w, cut);
     w->close();
     std::filesystem::rename(tmp, o.out);
     auto st = w->stats();
@@ -86,7 +144,9 @@ Command addRewrite(CLI::App& app) {
       ->check(CLI::Range(0, 22));
   sub->add_flag("--no-byte-group", o->noByteGroup, "Disable the fp16/bf16/fp32 byte-grouping transform");
   sub->add_option("--threads", o->threads, "Compression threads")->check(CLI::Range(0, 64));
-  sub->add_flag("--salvage", o->salvage, "Rewrite the readable prefix of a truncated trace");
+  sub->add_flag("--salvage", o->salvage,
+                "Rewrite what can be kept of a truncated or damaged trace: its readable prefix, without damaged "
+                "blobs and the calls from the first one that uses one");
   return {sub, [o, sub] {
     if (!o->raw && !o->compress) throw Error(Error::Kind::Usage, "rewrite: choose --raw or --compress");
     if (std::filesystem::weakly_canonical(o->in) == std::filesystem::weakly_canonical(o->out))

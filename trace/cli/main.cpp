@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
       default: return kError;
     }
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "trtrace: %s\n", e.what());
+    std::fprintf(stderr, "trtrace: %s\n", trtrace::describe(e).c_str());
     return kError;
   }
   return kError;

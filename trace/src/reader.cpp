@@ -651,6 +651,32 @@ void Reader::forEachCall(const std::function<bool(const CallView&)>& fn) const {
 
 BlobView Reader::segmentBytes(size_t i) const { return impl_->segment(i).bytes; }
 
+BlobView Reader::segmentPrefix(size_t i, uint32_t calls) const {
+  Impl::SegmentFb seg = impl_->segment(i);
+  const fb::Segment* s = seg.root;
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<flatbuffers::Offset<fb::ApiDescriptor>> apis;
+  if (s->apis())
+    for (auto* d : *s->apis()) {
+      std::vector<flatbuffers::Offset<flatbuffers::String>> names;
+      if (d->arg_names())
+        for (auto* n : *d->arg_names()) names.push_back(b.CreateString(sv(n)));
+      apis.push_back(fb::CreateApiDescriptor(b, d->id(), b.CreateString(sv(d->interface())), b.CreateString(sv(d->method())),
+                                             b.CreateVector(names)));
+    }
+  std::vector<flatbuffers::Offset<fb::CallRecord>> records;
+  const uint32_t n = s->calls() ? std::min<uint32_t>(calls, s->calls()->size()) : 0;
+  for (uint32_t k = 0; k < n; ++k) {
+    auto* c = s->calls()->Get(k)->call();
+    b.ForceVectorAlignment(c ? c->size() : 0, 1, 8);  // nested calls stay 8-aligned (writer.cpp)
+    records.push_back(fb::CreateCallRecord(b, b.CreateVector(c ? c->data() : nullptr, c ? c->size() : 0)));
+  }
+  b.Finish(fb::CreateSegment(b, s->index(), s->first_seq(), b.CreateVector(apis), b.CreateVector(records)));
+  auto buf = std::make_unique<std::byte[]>(b.GetSize());
+  std::memcpy(buf.get(), b.GetBufferPointer(), b.GetSize());
+  return BlobView::owned(std::move(buf), b.GetSize());
+}
+
 SegmentInfo Reader::segmentInfo(size_t i) const {
   if (i >= impl_->segs.size()) throw Error(Error::Kind::Usage, impl_->path + ": no segment " + std::to_string(i));
   const auto& sg = impl_->segs[i];
@@ -742,9 +768,11 @@ std::vector<const ApiInfo*> Reader::apis() const {
 bool Reader::hasBlob(const BlobRef& ref) const { return impl_->findBlob(ref) != nullptr; }
 BlobView Reader::blob(const Hash128& h, uint64_t len) const { return impl_->blob({h, len}); }
 BlobView Reader::checkedBlob(const BlobRef& ref) const {
-  BlobView b = impl_->blob(ref);
+  BlobView b = impl_->blob(ref);  // throws if missing or undecodable (naming the blob and its offset)
   if (b.size() != ref.length || !(hash128(b.data(), b.size()) == ref.hash))
-    throw Error(Error::Kind::Corrupt, impl_->path + ": " + blobName(ref) + ": content does not match its hash (damaged weights)");
+    throw Error(Error::Kind::Corrupt, impl_->path + ": " + blobName(ref) + " at offset " +
+                                          std::to_string(impl_->findBlob(ref)->offset) +
+                                          ": content does not match its hash (damaged weights)");
   return b;
 }
 const std::vector<BlobInfo>& Reader::blobs() const { return impl_->blobs; }
@@ -850,7 +878,9 @@ VerifyReport Reader::verify(const std::function<void(uint64_t, uint64_t)>& progr
       }
       case F::BlockType::Footer: {
         footerAt = pos;
-        if (!closedHeader || m.fh.footerOffset != pos) issue(P::Corrupt, pos, "footer: not where the file header says");
+        // An open file may end with its footer: the close stopped (crash, failed write) before the
+        // file header was patched. Its blocks are whole: a clean prefix, as the reader treats it.
+        if (closedHeader && m.fh.footerOffset != pos) issue(P::Corrupt, pos, "footer: not where the file header says");
         auto* f = flatbuffers::GetRoot<fb::Footer>(m.base + pos + sizeof(F::BlockHeader));
         size_t ns = f->segments() ? f->segments()->size() : 0, nb = f->blobs() ? f->blobs()->size() : 0;
         if (ns != segOffsets.size() || nb != blobOffsets.size() || f->total_calls() != rep.calls)

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -143,16 +144,31 @@ struct Writer::Impl {
   mutable std::mutex statsMu;
   Stats stats;
   bool closed = false;
+  std::atomic<bool> failed{false};  // a write failed: nothing more is written (writer.h, "Failure")
+  std::mutex failMu;
+  std::string failure;              // the first failed write's message, repeated by every later one
+  [[noreturn]] void throwFailed() {
+    std::lock_guard g(failMu);
+    throw Error(Error::Kind::Io, failure);
+  }
 
   // --- file output -------------------------------------------------------------------------
+  // The one place that writes to the file.
   void pwriteAll(const void* p, uint64_t n, uint64_t off) {
+    if (failed) throwFailed();
     auto* c = static_cast<const char*>(p);
     while (n > 0) {
-      ssize_t k = ::pwrite(fd, c, std::min<uint64_t>(n, 1u << 30), static_cast<off_t>(off));
+      const int fault = opt.writeFault ? opt.writeFault() : 0;
+      ssize_t k = fault ? (errno = fault, -1) : ::pwrite(fd, c, std::min<uint64_t>(n, 1u << 30), static_cast<off_t>(off));
       if (k < 0) {
         if (errno == EINTR) continue;
-        throw Error(Error::Kind::Io, opt.path + ": write at offset " + std::to_string(off) +
-                                         " failed: " + detail::errnoText());
+        const std::string what = opt.path + ": write at offset " + std::to_string(off) + " failed: " + detail::errnoText();
+        {
+          std::lock_guard g(failMu);
+          if (failure.empty()) failure = what;
+        }
+        failed = true;
+        throwFailed();
       }
       c += k; off += static_cast<uint64_t>(k); n -= static_cast<uint64_t>(k);
     }
@@ -291,6 +307,9 @@ struct Writer::Impl {
 
   void consume(const BlobJob& j, WorkerScratch& s) {
     try {
+      // After a failed write the caller's bytes are not even read: the capture may have let the
+      // application free them already (capture/session.cpp, Session::disable).
+      if (failed) throwFailed();
       writeBlob(j, s);
     } catch (...) {
       std::lock_guard g(blobMu);

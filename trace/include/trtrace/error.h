@@ -1,6 +1,7 @@
 // trtrace::Error: the one exception type of the trace library. Its message is a single line that
 // names the file and the offset or field at fault; the CLI prints it as "trtrace: <message>".
 #pragma once
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -16,5 +17,13 @@ class Error : public std::runtime_error {
  private:
   Kind kind_;
 };
+
+// The line a tool prints for an exception that reached its top level: its message, except for the
+// standard library's allocation failures, whose what() is a bare type name ("std::bad_alloc").
+inline std::string describe(const std::exception& e) {
+  if (dynamic_cast<const std::bad_alloc*>(&e)) return "out of memory";
+  if (dynamic_cast<const std::length_error*>(&e)) return std::string("out of memory (size beyond any buffer: ") + e.what() + ")";
+  return e.what();
+}
 
 }  // namespace trtrace

@@ -174,6 +174,9 @@ class Reader {
   // A segment's FlatBuffer (verified), e.g. to copy it into another trace: a view into the
   // mapping (raw segment) or an owned, inflated buffer (compressed segment).
   BlobView segmentBytes(size_t segment) const;
+  // The same segment holding only its first `calls` calls (and all its API descriptors), as an
+  // owned FlatBuffer: what `trtrace rewrite --salvage` keeps of the segment where it cuts.
+  BlobView segmentPrefix(size_t segment, uint32_t calls) const;
   // Where a segment is and how it is stored (its block header only; nothing inflated).
   SegmentInfo segmentInfo(size_t segment) const;
 
@@ -184,7 +187,8 @@ class Reader {
   BlobView blob(const Hash128& hash, uint64_t length) const;  // throws Error if missing/bad
   BlobView blob(const BlobRef& ref) const { return blob(ref.hash, ref.length); }
   // blob(), then its XXH3-128 checked against its key before anything uses the bytes: throws
-  // Error (Corrupt) "<file>: blob <hex> (<n> B): content does not match its hash (damaged weights)".
+  // Error (Corrupt) "<file>: blob <hex> (<n> B) at offset <n>: content does not match its hash
+  // (damaged weights)".
   BlobView checkedBlob(const BlobRef& ref) const;
   const std::vector<BlobInfo>& blobs() const;  // sorted by (hash.hi, hash.lo, length)
 

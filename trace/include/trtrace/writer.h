@@ -1,5 +1,9 @@
 // Writer: append-only, streaming trace writer.
 //
+// Failure: the first failed write (full disk, I/O error) stops the writer: every later write
+// throws without touching the file, so the file stays what it was: its complete blocks are a clean
+// prefix (docs/format.md), whatever the caller does next.
+//
 // Threading: every method may be called from any thread concurrently, except that one CallEncoder
 // is used by one thread between beginCall() and its endCall(). Calls are encoded without a lock
 // (each beginCall hands out its own encoder; nested beginCall on one thread is fine); endCall()
@@ -34,6 +38,10 @@ struct WriterOptions {
   uint32_t chunkBytes = 4 << 20;    // blobs are compressed in chunks of this many raw bytes
   int workerThreads = 1;            // 0 = compress/write on the caller's thread
   uint64_t queueBytes = 256 << 20;  // putBlob blocks while this many enqueued bytes are pending
+  // Test-only fault injection (capture/session.cpp, TRTRACE_FAULT_WRITE_FAIL): called before every
+  // write to the file; a non-zero errno fails that write as the system would (ENOSPC, EIO), faults
+  // a test cannot get from a real filesystem on demand. Empty (the default): no effect.
+  std::function<int()> writeFault;
 };
 
 struct HeaderInfo {
