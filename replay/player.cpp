@@ -34,9 +34,13 @@ enum Exit : int {
   kOk = 0,
   kBadInput = 1,            // unreadable/corrupt capture, bad options, library not loadable
   kDivergence = 2,          // the replay behaved differently from the capture
-  kFailureReproduced = 3,   // the capture's build failure happened again (as recorded)
+  kFailureReproduced = 3,   // the capture's build failure happened again (as recorded, or not recorded)
   kEngineDiffers = 4,       // --check: an engine differs from the one recorded at capture
 };
+
+// A build call without a recorded outcome (converted NVIDIA captures: docs/format.md, "Build
+// outcomes"): whatever the replay gives is taken as what the app got.
+constexpr char kOutcomeUnknown[] = " (outcome not recorded in the capture: the replay's is taken as the app's)";
 
 // Writes `bytes` to `path` atomically: a temp file in the same folder, then rename.
 void writeAtomically(const std::string& path, const void* data, size_t size) {
@@ -226,14 +230,14 @@ int main(int argc, char** argv) {
     } else {
       for (const auto& r : results) {
         if (r.ok) {
-          std::string vs;
+          std::string vs = r.captured ? "" : kOutcomeUnknown;
           if (r.captured && r.captured->ok)
             vs = (r.captured->engineHash == r.engineHash && r.captured->engineSize == r.engineSize)
                      ? ", identical to capture" : ", DIFFERENT from capture";
           std::printf("network %u: engine %s (%llu bytes, xxh3 %s%s)\n", r.network - 1, r.path.empty() ? "(not written)" : r.path.c_str(),
                       (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), vs.c_str());
         } else {
-          std::printf("network %u: build failed, as at capture:\n", r.network - 1);
+          std::printf("network %u: build failed%s:\n", r.network - 1, r.captured ? ", as at capture" : kOutcomeUnknown);
           for (const auto& e : r.errors) std::printf("  %s\n", e.c_str());
         }
       }

@@ -121,18 +121,30 @@ def test_player_reads_nvidia_json_directly(nvidia, tmp_path, name):
     assert list(tmpdir.iterdir()) == [], "the player left its temporary trace behind"
 
 
-def test_failing_build_is_not_an_engine(nvidia, tmp_path):
-    """--fail: the build fails at replay too. NVIDIA's JSON does not record build outcomes, so the
-    player cannot tell 'failed as captured' (3) from a divergence (2); either way: no engine."""
+def test_failing_build_is_a_reproduced_failure(nvidia, tmp_path):
+    """--fail: NVIDIA's JSON does not record build outcomes. The converted build carries none, and
+    the player takes the replay's failure as the app's: exit 3 and the library's errors, exactly as
+    for our own trace of the same app (issue 12, class 4), never a divergence (2)."""
     reason = nv.unavailable_reason()
     d = tmp_path / "fail"
     d.mkdir()
-    js, _, proc = nv.capture([APPS / "build_cnn.py", "--out", d / "app.engine", "--fail"], d / "cap.json", cwd=d)
+    args = [APPS / "build_cnn.py", "--out", d / "app.engine", "--fail"]
+    js, _, proc = nv.capture(args, d / "cap.json", cwd=d)
     assert proc.returncode != 0 and js.exists(), reason
+    ours = tmp_path / "ours.trtrace"
+    app = run([sys.executable, *args], env=dict(os.environ, LD_PRELOAD=str(SHIM), TRT_SHIM_OUTPUT_FILE=str(ours)))
+    assert app.returncode != 0 and ours.exists(), app.stderr
+    own = run([PLAYER, ours, "-o", tmp_path / "own.engine", "--lib", trt_lib(), "-q"])
+    assert own.returncode == 3, own.stdout + own.stderr
     out = tmp_path / "replay.engine"
-    p = run([PLAYER, "-j", js, "-o", out, "--lib", trt_lib(), "-q"])
-    assert p.returncode in (2, 3), p.stdout + p.stderr
-    assert "build" in (p.stdout + p.stderr) and not engines(out)
+    for cap in (js, tmp_path / "conv.trtrace"):
+        if cap.suffix == ".trtrace":
+            assert run([TRTRACE, "convert", js, cap]).returncode == 0
+        p = run([PLAYER, "-j", cap, "-o", out, "--lib", trt_lib(), "-q"])
+        assert p.returncode == own.returncode, p.stdout + p.stderr
+        assert "divergence" not in p.stderr, p.stderr
+        assert "network 0: build failed (outcome not recorded in the capture" in p.stdout, p.stdout
+        assert not engines(out)
 
 
 # ---- 2. trace -> JSON+BIN -> trace ---------------------------------------------------------------
