@@ -40,7 +40,7 @@ enum Exit : int {
 
 // A build call without a recorded outcome (converted NVIDIA captures: docs/format.md, "Build
 // outcomes"): whatever the replay gives is taken as what the app got.
-constexpr char kOutcomeUnknown[] = " (outcome not recorded in the capture: the replay's is taken as the app's)";
+constexpr char kOutcomeUnknown[] = "outcome not recorded in the capture: the replay's is taken as the app's";
 
 // Writes `bytes` to `path` atomically: a temp file in the same folder, then rename.
 void writeAtomically(const std::string& path, const void* data, size_t size) {
@@ -230,14 +230,15 @@ int main(int argc, char** argv) {
     } else {
       for (const auto& r : results) {
         if (r.ok) {
-          std::string vs = r.captured ? "" : kOutcomeUnknown;
+          std::string vs = r.captured ? "" : std::string("; ") + kOutcomeUnknown;
           if (r.captured && r.captured->ok)
             vs = (r.captured->engineHash == r.engineHash && r.captured->engineSize == r.engineSize)
                      ? ", identical to capture" : ", DIFFERENT from capture";
           std::printf("network %u: engine %s (%llu bytes, xxh3 %s%s)\n", r.network - 1, r.path.empty() ? "(not written)" : r.path.c_str(),
                       (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), vs.c_str());
         } else {
-          std::printf("network %u: build failed%s:\n", r.network - 1, r.captured ? ", as at capture" : kOutcomeUnknown);
+          std::printf("network %u: build failed%s%s%s:\n", r.network - 1, r.captured ? ", as at capture" : " (",
+                      r.captured ? "" : kOutcomeUnknown, r.captured ? "" : ")");
           for (const auto& e : r.errors) std::printf("  %s\n", e.c_str());
         }
       }

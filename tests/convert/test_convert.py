@@ -37,9 +37,10 @@ APPS_UNDER_TEST = {
     "threads": ("build_cnn.py", ["--networks", "2", "--threads", "2"], {}),
     "inline_all": ("build_cnn.py", [], {"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN": "100000"}),
     "bin_only": ("build_cnn.py", ["--networks", "2"], {"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN": "0"}),
+    "nonfinite": ("build_cnn.py", ["--nonfinite"], {}),
 }
-REPLAYABLE = ["cnn", "onnx", "multi", "threads", "inline_all", "bin_only"]
-GOLDEN = ["cnn", "onnx", "multi", "inline_all", "bin_only"]  # threads: interleaving differs per run
+REPLAYABLE = ["cnn", "onnx", "multi", "threads", "inline_all", "bin_only"]  # nonfinite: JSON loses +-inf
+GOLDEN = ["cnn", "onnx", "multi", "inline_all", "bin_only", "nonfinite"]  # threads: interleaving differs per run
 
 
 def trt_lib():
@@ -143,7 +144,7 @@ def test_failing_build_is_a_reproduced_failure(nvidia, tmp_path):
         p = run([PLAYER, "-j", cap, "-o", out, "--lib", trt_lib(), "-q"])
         assert p.returncode == own.returncode, p.stdout + p.stderr
         assert "divergence" not in p.stderr, p.stderr
-        assert "network 0: build failed (outcome not recorded in the capture" in p.stdout, p.stdout
+        assert "network 0: build failed (outcome not recorded in the capture: the replay's is taken" in p.stdout, p.stdout
         assert not engines(out)
 
 
@@ -183,6 +184,50 @@ def test_trace_to_json_text_is_json_dumps(tmp_path):
     assert sorted(doc) == ["api_calls", "output_bin", "trt_version"]
     assert doc["output_bin"] == "x.bin" and doc["trt_version"] == 10601
     assert [c["api_index"] for c in doc["api_calls"]] == list(range(len(doc["api_calls"])))
+
+
+def nulls(doc):
+    """(api_index, argument, element) of every null inline weight value and null argument."""
+    out = []
+    for c in doc["api_calls"]:
+        for k, v in c.items():
+            if v is None:
+                out.append((c["api_index"], k, None))
+            elif isinstance(v, dict) and isinstance(v.get("inline"), list):
+                out += [(c["api_index"], k, i) for i, x in enumerate(v["inline"]) if x is None]
+    return out
+
+
+def check_null_conversion(js, tmp_path):
+    """JSON with nulls -> trace: one warning line naming the first null and the count; the nulls
+    are NaN in the trace (written back as null in the same places); the trace replays."""
+    want = nulls(json.loads(js.read_text()))
+    assert len(want) == 3, want  # +inf fp32, -inf fp16, NaN
+    trace = tmp_path / "nf.trtrace"
+    r = run([TRTRACE, "convert", js, trace])
+    assert r.returncode == 0, r.stderr
+    warn = [ln for ln in r.stderr.splitlines() if "warning" in ln]
+    assert len(warn) == 1 and "3 null number(s)" in warn[0] and "converted to NaN" in warn[0], r.stderr
+    assert f"api_calls[{want[0][0]}] NetworkDefinition::addConstant argument \"weights\".inline[0]" in warn[0], warn
+    back = tmp_path / "back.json"
+    assert run([TRTRACE, "convert", trace, back]).returncode == 0
+    assert nulls(json.loads(back.read_text())) == want
+    p = run([PLAYER, trace, "-o", tmp_path / "nf.engine", "--lib", trt_lib(), "-q"])
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_null_numbers_of_our_json_convert_to_nan(tmp_path):
+    """Our trace -> JSON writes non-finite values as null (as NVIDIA does), and JSON -> trace takes
+    them back as NaN with one warning line, never a refusal (issue 12, class 4)."""
+    trace = our_capture(tmp_path, "nonfinite")
+    js = tmp_path / "ours.json"
+    assert run([TRTRACE, "convert", trace, js]).returncode == 0
+    check_null_conversion(js, tmp_path)
+
+
+def test_null_numbers_of_nvidia_json_convert_to_nan(nvidia, tmp_path):
+    """NVIDIA's capture of the same app has the nulls in the same places; it converts and replays."""
+    check_null_conversion(nvidia["nonfinite"][0], tmp_path)
 
 
 # ---- 3. golden: ours vs NVIDIA's -----------------------------------------------------------------
