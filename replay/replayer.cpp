@@ -106,11 +106,13 @@ void* Replayer::object(uint64_t handle) const {
   return it->second;
 }
 
-void* Replayer::receiverImpl(int level) {
+void* Replayer::receiverObject() {
   void* pub = object(call_->receiver());
   if (!pub) diverge("call on a null object");
-  return static_cast<void* const*>(pub)[1 + level];
+  return pub;
 }
+
+void* Replayer::receiverImpl(int level) { return static_cast<void* const*>(receiverObject())[1 + level]; }
 
 bool Replayer::argBool(size_t i) { return arg(i).asBool(); }
 int64_t Replayer::argI64(size_t i) { return arg(i).asI64(); }
