@@ -36,10 +36,14 @@ enum Exit : int {
   kOk = 0,
   kBadInput = 1,            // unreadable/corrupt capture, bad options, library not loadable
   kDivergence = 2,          // the replay behaved differently from the capture
-  kFailureReproduced = 3,   // the capture's build failure happened again (as recorded)
+  kFailureReproduced = 3,   // the capture's build failure happened again (as recorded, or not recorded)
   kEngineDiffers = 4,       // --check: an engine differs from the one recorded at capture
   kNondeterministic = 5,    // --check: rebuilds at other heap layouts gave different engines
 };
+
+// A build call without a recorded outcome (converted NVIDIA captures: docs/format.md, "Build
+// outcomes"): whatever the replay gives is taken as what the app got.
+constexpr char kOutcomeUnknown[] = "outcome not recorded in the capture: the replay's is taken as the app's";
 
 // Writes `bytes` to `path` atomically: a temp file in the same folder, then rename.
 void writeAtomically(const std::string& path, const void* data, size_t size) {
@@ -257,7 +261,7 @@ int main(int argc, char** argv) {
     } else {
       for (const auto& r : results) {
         if (r.ok) {
-          std::string vs;
+          std::string vs = r.captured ? "" : std::string("; ") + kOutcomeUnknown;
           if (verdicts.count(r.network))
             vs = verdicts[r.network] == "identical" ? ", identical to capture"
                  : verdicts[r.network] == "different" ? ", DIFFERENT from capture"
@@ -265,7 +269,8 @@ int main(int argc, char** argv) {
           std::printf("network %u: engine %s (%llu bytes, xxh3 %s%s)\n", r.network - 1, r.path.empty() ? "(not written)" : r.path.c_str(),
                       (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), vs.c_str());
         } else {
-          std::printf("network %u: build failed, as at capture:\n", r.network - 1);
+          std::printf("network %u: build failed%s%s%s:\n", r.network - 1, r.captured ? ", as at capture" : " (",
+                      r.captured ? "" : kOutcomeUnknown, r.captured ? "" : ")");
           for (const auto& e : r.errors) std::printf("  %s\n", e.c_str());
         }
       }

@@ -112,11 +112,13 @@ void* Replayer::object(uint64_t handle) const {
   return it->second;
 }
 
-void* Replayer::receiverImpl(int level) {
+void* Replayer::receiverObject() {
   void* pub = object(call_->receiver());
   if (!pub) diverge("call on a null object");
-  return static_cast<void* const*>(pub)[1 + level];
+  return pub;
 }
+
+void* Replayer::receiverImpl(int level) { return static_cast<void* const*>(receiverObject())[1 + level]; }
 
 bool Replayer::argBool(size_t i) { return arg(i).asBool(); }
 int64_t Replayer::argI64(size_t i) { return arg(i).asI64(); }
@@ -424,15 +426,18 @@ void override_Builder_buildSerializedNetwork(Replayer& x) {
     bytes = hm->data();
     res.engineHash = hash128(bytes, res.engineSize);
   }
-  const bool capturedOk = res.captured ? res.captured->ok : true;
-  if (res.ok != capturedOk) {
+  // No recorded outcome (a converted NVIDIA capture: its JSON never says whether a build
+  // succeeded): the replay's outcome is taken as the app's, so a failure is reproduced, not a divergence.
+  if (res.captured && res.ok != res.captured->ok) {
     std::string msg = res.ok ? "the build succeeded, but it failed at capture"
                              : "the build failed, but it succeeded at capture";
     for (const auto& e : res.errors) msg += "\n  " + e;
     x.diverge(msg);
   }
   x.buildDone(res, bytes);
-  x.bindResult(engine);
+  // Without a recorded outcome the converter still gave the engine a handle (it cannot know there
+  // was none): a failed build leaves that handle unbound instead of diverging.
+  if (engine || res.captured) x.bindResult(engine);
 }
 
 }  // namespace trtrace::replay

@@ -79,7 +79,8 @@ class Replayer {
   void run(const std::function<void(const NetworkResult&, const void* engine)>& onEngine);
 
   // ---- used by generated code -----------------------------------------------------------------
-  void* receiverImpl(int level);
+  void* receiverObject();           // the receiver's real object (wrapped interfaces are called on it)
+  void* receiverImpl(int level);   // its V-pointer at chain `level` (public layout: field 1 + level)
   bool argBool(size_t i);
   int64_t argI64(size_t i);
   uint64_t argU64(size_t i);

@@ -80,14 +80,20 @@ def entry_methods(spec):
     return out
 
 
+def interposed(spec):
+    """Interfaces whose objects the shim wraps: the library's pimpl classes and the `wrapped`
+    abstract ones. Other abstract interfaces (application callbacks, the parser) are not interposed."""
+    return [i for i in spec.interfaces.values() if not i.abstract or i.wrapped]
+
+
 def all_methods(spec):
     """Every API id in declaration order: entries, then per interface its destroy + methods."""
     if not hasattr(spec, "_all"):
         ms = entry_methods(spec)
-        for itf in spec.interfaces.values():
-            if itf.abstract:
-                continue  # application/parser-side interfaces: described for the ABI, not interposed
-            ms.append(Method(itf.name, DESTROY, [], Type("void", text="void"), False, "record", {}))
+        for itf in interposed(spec):
+            # A wrapped interface's destructor is protected: a deletion is never replayed.
+            ms.append(Method(itf.name, DESTROY, [], Type("void", text="void"), False,
+                             "unsupported" if itf.wrapped else "record", {}))
             ms.extend(itf.methods)
         spec._all = ms
     return spec._all
@@ -131,11 +137,13 @@ def classify(spec, t: Type, ann=None):
     kind = spec.kind(t.base)
     if ann.get("out"):
         return "out"
+    if ann.get("len") and t.ptr == 2 and kind == "opaque":
+        return "count"            # a returned array of foreign objects: recorded as its length
     if t.base == "cstr" and t.ptr == 0:
         return "string"
     if t.base == "cstr" and t.ptr == 1:
         return "strings"
-    if kind == "interface" and spec.interfaces[base].abstract:
+    if kind == "interface" and spec.interfaces[base].abstract and not spec.interfaces[base].wrapped:
         return "foreign"          # application-implemented callbacks cannot travel in a trace
     if kind == "interface":
         if t.ptr == 2:
@@ -169,6 +177,8 @@ def arg_kind(spec, t: Type, ann=None):
     handles:<Interface> | array:<scalar> | bytes | strings | out | foreign | void"""
     k = classify(spec, t, ann)
     base = spec.resolve(t.base)
+    if k == "count":
+        return "i64"
     if k == "scalar":
         return {"Bool": "bool", "F32": "f32", "F64": "f64", "U64": "u64"}.get(scalar_enc(spec, t), "i64")
     if k in ("enum", "enums"):
@@ -335,7 +345,7 @@ def gen_table_cpp(spec):
         mode = {"record": "Record", "passthrough": "Passthrough", "unsupported": "Unsupported"}[m.mode]
         slot = m.slot if m.interface != "entry" and m.name != DESTROY else -1
         o.append(f'  {{{m.api_id}, "{m.interface}", "{m.name}", a{m.api_id}, k{m.api_id}, {len(m.params)}, '
-                 f'"{arg_kind(spec, m.ret)}", Mode::{mode}, {slot}}},')
+                 f'"{arg_kind(spec, m.ret, m.ret_ann)}", Mode::{mode}, {slot}}},')
     o.append("};")
     o.append("struct EnumDesc { uint32_t id; std::string_view name; const std::pair<int64_t, std::string_view>* values; uint32_t n; };")
     for e in spec.enums.values():
@@ -424,7 +434,10 @@ def fwd_arg(spec, cpp, p):
 
 
 def ret_expr(spec, cpp, m):
-    k = classify(spec, m.ret)
+    k = classify(spec, m.ret, m.ret_ann)
+    if k == "count":
+        n = m.ret_ann["len"]
+        return f"(c.retI64({n} ? *{n} : 0), r)"
     if k == "handle":
         it = cpp.base(m.ret.base)
         target = f"abi::{it}" + (" const" if m.ret.const else "")
@@ -439,84 +452,103 @@ def ret_expr(spec, cpp, m):
     return "(c.retOther(), r)"
 
 
+def capture_method(spec, cpp, ov, itf, m, self_expr, real_expr, own_vtable):
+    """One recording method: record the arguments, forward to `real_expr`, record the result."""
+    o = []
+    key = f"{itf.name}.{m.name}"
+    sig = f"{cpp.type(m.ret)} {m.name}({cpp.params(m)}){' const' if m.const else ''} noexcept"
+    sig = f"virtual {sig}" if own_vtable else f"{sig} override"
+    args = ", ".join(fwd_arg(spec, cpp, p) for p in m.params)
+    if key in ov["capture"]:
+        if itf.wrapped:
+            raise SpecError(f"override capture {key}: overrides of wrapped interfaces are not supported")
+        fwd = ", ".join(p.name for p in m.params)
+        return [f"  {sig} {{ return override_{itf.name}_{m.name}({self_expr}, {real_expr}{', ' if fwd else ''}{fwd}); }}"]
+    if m.mode == "passthrough":
+        return [f"  {sig} {{ return {real_expr}->{m.name}({args}); }}"]
+    o.append(f"  {sig} {{")
+    hints = [("&" if p.type.ref else "") + p.name for p in m.params
+             if classify(spec, p.type, p.ann) == "handle"]
+    hint = f", netHint({', '.join(hints)})" if hints else ""
+    o.append(f"    Call c({self_expr}, api::k{m.ident}, {'true' if m.mode == 'unsupported' else 'false'}{hint});")
+    for p in m.params:
+        o.append(f"    {enc_arg(spec, cpp, m, p)}")
+        if classify(spec, p.type, p.ann) == "handles":
+            it = cpp.base(p.type.base)
+            o.append(f"    Unwrapped<abi::{it}> u_{p.name}({p.name}, {len_expr(m, p)});")
+    void = m.ret.base == "void" and not m.ret.ptr
+    call = f"{real_expr}->{m.name}({args});"
+    o.append(f"    {call}" if void else f"    {'auto' if not m.ret.ref else 'auto&'} r = {call}")
+    for p in m.params:
+        if m.notes.get("destroys") == p.name:
+            o.append(f"    forget({'&' if p.type.ref else ''}{p.name});")
+    o.append("    c.done();" if void else f"    return {ret_expr(spec, cpp, m)};")
+    o.append("  }")
+    return o
+
+
+def gen_capture_wrapped(spec, cpp, ov, itf):
+    """A wrapped abstract interface: our object is itself the interface. Object's destructor takes
+    the first two vtable slots, then come these methods in spec order (the spec checks `~()` is
+    first), each recording and forwarding to the real object."""
+    o = [f"struct Obj{itf.name} final : Object {{",
+         f"  abi::I{itf.name}* target() const {{ return static_cast<abi::I{itf.name}*>(real); }}"]
+    for m in itf.methods:
+        o += capture_method(spec, cpp, ov, itf, m, f"const_cast<Obj{itf.name}*>(this)", "target()", True)
+    o.append(f"  explicit Obj{itf.name}(void* real) : Object(real, &kIface{itf.name}) {{}}")
+    o.append("};")
+    return o
+
+
 def gen_capture(spec, cpp, ov):
     o = ["// Generated by schema/apigen.py -- do not edit. Included by capture/wrappers.cpp.",
          "// One recording wrapper per vtable class: record the arguments, forward to the real",
          "// object (our objects unwrapped), record and wrap the result.", ""]
     o.append("// Interface descriptors: name, chain length, factory.")
-    for itf in spec.interfaces.values():
-        if not itf.abstract:
-            o.append(f"extern const Iface kIface{itf.name};")
+    for itf in interposed(spec):
+        o.append(f"extern const Iface kIface{itf.name};")
     o.append("")
-    for itf in spec.interfaces.values():
-        if itf.abstract:
-            continue
-        o.append(f"struct Shim{itf.name} final : abi::V{itf.name} {{")
-        o.append("  Object* self;")
-        o.append(f"  explicit Shim{itf.name}(Object* s) : self(s) {{}}")
-        o.append(f"  abi::V{itf.name}* real() const {{ return static_cast<abi::V{itf.name}*>(self->realImpl({itf.level})); }}")
-        for m in itf.methods:
-            key = f"{itf.name}.{m.name}"
-            sig = f"{cpp.type(m.ret)} {m.name}({cpp.params(m)}){' const' if m.const else ''} noexcept override"
-            args = ", ".join(fwd_arg(spec, cpp, p) for p in m.params)
-            if key in ov["capture"]:
-                fwd = ", ".join(p.name for p in m.params)
-                o.append(f"  {sig} {{ return override_{itf.name}_{m.name}(self, real(){', ' if fwd else ''}{fwd}); }}")
-                continue
-            if m.mode == "passthrough":
-                o.append(f"  {sig} {{ return real()->{m.name}({args}); }}")
-                continue
-            o.append(f"  {sig} {{")
-            hints = [("&" if p.type.ref else "") + p.name for p in m.params
-                     if classify(spec, p.type, p.ann) == "handle"]
-            hint = f", netHint({', '.join(hints)})" if hints else ""
-            o.append(f"    Call c(self, api::k{m.ident}, {'true' if m.mode == 'unsupported' else 'false'}{hint});")
-            for p in m.params:
-                o.append(f"    {enc_arg(spec, cpp, m, p)}")
-                if classify(spec, p.type, p.ann) == "handles":
-                    it = cpp.base(p.type.base)
-                    o.append(f"    Unwrapped<abi::{it}> u_{p.name}({p.name}, {len_expr(m, p)});")
-            void = m.ret.base == "void" and not m.ret.ptr
-            call = f"real()->{m.name}({args});"
-            o.append(f"    {call}" if void else f"    {'auto' if not m.ret.ref else 'auto&'} r = {call}")
-            for p in m.params:
-                if m.notes.get("destroys") == p.name:
-                    o.append(f"    forget({'&' if p.type.ref else ''}{p.name});")
-            o.append("    c.done();" if void else f"    return {ret_expr(spec, cpp, m)};")
-            o.append("  }")
-        o.append("};")
-        # The object: public layout {vptr, impl per level}, then the shims.
+    for itf in interposed(spec):
         chain = itf.chain
-        o.append(f"struct Obj{itf.name} final : Object {{")
-        for lvl, name in enumerate(chain):
-            o.append(f"  Shim{name} s{lvl}{{this}};")
-        for pub in spec.publics.get(itf.name, []):
-            # A virtual function of the public class after its destructor: same behaviour as the
-            # vtable method of that name (recorded and forwarded by our shim).
-            m = next(m for m in itf.methods if m.name == pub)
-            fwd = ", ".join(p.name for p in m.params)
-            o.append(f"  virtual {cpp.type(m.ret)} {m.name}({cpp.params(m)}){' const' if m.const else ''} noexcept "
-                     f"{{ return s{len(chain) - 1}.{m.name}({fwd}); }}")
-        o.append(f"  Obj{itf.name}(void* real) : Object(real, &kIface{itf.name}) {{")
-        for lvl, name in enumerate(chain):
-            o.append(f"    impl[{lvl}] = &s{lvl};")
-            o.append(f'    extendVtable(&s{lvl}, "{name}", {len(spec.interfaces[name].methods)}, {lvl});')
-        o.append("  }")
-        o.append("};")
+        if itf.wrapped:
+            o += gen_capture_wrapped(spec, cpp, ov, itf)
+        else:
+            o.append(f"struct Shim{itf.name} final : abi::V{itf.name} {{")
+            o.append("  Object* self;")
+            o.append(f"  explicit Shim{itf.name}(Object* s) : self(s) {{}}")
+            o.append(f"  abi::V{itf.name}* real() const {{ return static_cast<abi::V{itf.name}*>(self->realImpl({itf.level})); }}")
+            for m in itf.methods:
+                o += capture_method(spec, cpp, ov, itf, m, "self", "real()", False)
+            o.append("};")
+            # The object: public layout {vptr, impl per level}, then the shims.
+            o.append(f"struct Obj{itf.name} final : Object {{")
+            for lvl, name in enumerate(chain):
+                o.append(f"  Shim{name} s{lvl}{{this}};")
+            for pub in spec.publics.get(itf.name, []):
+                # A virtual function of the public class after its destructor: same behaviour as the
+                # vtable method of that name (recorded and forwarded by our shim).
+                m = next(m for m in itf.methods if m.name == pub)
+                fwd = ", ".join(p.name for p in m.params)
+                o.append(f"  virtual {cpp.type(m.ret)} {m.name}({cpp.params(m)}){' const' if m.const else ''} noexcept "
+                         f"{{ return s{len(chain) - 1}.{m.name}({fwd}); }}")
+            o.append(f"  Obj{itf.name}(void* real) : Object(real, &kIface{itf.name}) {{")
+            for lvl, name in enumerate(chain):
+                o.append(f"    impl[{lvl}] = &s{lvl};")
+                o.append(f'    extendVtable(&s{lvl}, "{name}", {len(spec.interfaces[name].methods)}, {lvl});')
+            o.append("  }")
+            o.append("};")
         o.append(f'const Iface kIface{itf.name}{{"{itf.name}", {len(chain)}, {"true" if itf.name in spec.appowned else "false"}, api::k{itf.name}_destroy, '
                  f'[](void* real) -> Object* {{ return new Obj{itf.name}(real); }}}};')
         o.append("")
     o.append("extern const Iface* const kAllIfaces[] = {")
-    for itf in spec.interfaces.values():
-        if not itf.abstract:
-            o.append(f"  &kIface{itf.name},")
+    for itf in interposed(spec):
+        o.append(f"  &kIface{itf.name},")
     o.append("};")
     o.append("extern const size_t kNumIfaces = sizeof(kAllIfaces) / sizeof(kAllIfaces[0]);")
     o.append("")
     o.append("const Iface* findIface(std::string_view name) {")
-    for itf in spec.interfaces.values():
-        if not itf.abstract:
-            o.append(f'  if (name == "{itf.name}") return &kIface{itf.name};')
+    for itf in interposed(spec):
+        o.append(f'  if (name == "{itf.name}") return &kIface{itf.name};')
     o.append("  return nullptr;")
     o.append("}")
     return "\n".join(o) + "\n"
@@ -626,11 +658,14 @@ def gen_replay(spec, cpp, ov):
             continue
         itf = spec.interfaces[m.interface]
         o.append(f"static void {fn}(Replayer& x) {{")
-        o.append(f"  auto* self = static_cast<abi::V{itf.name}*>(x.receiverImpl({itf.level}));")
+        if itf.wrapped:
+            o.append(f"  auto* self = static_cast<abi::I{itf.name}*>(x.receiverObject());")
+        else:
+            o.append(f"  auto* self = static_cast<abi::V{itf.name}*>(x.receiverImpl({itf.level}));")
         for i, p in enumerate(m.params):
             o.append(f"  {dec_arg(spec, cpp, m, i, p)}")
         args = ", ".join(call_arg(spec, p, i) for i, p in enumerate(m.params))
-        k = classify(spec, m.ret)
+        k = classify(spec, m.ret, m.ret_ann)
         if m.ret.base == "void" and not m.ret.ptr:
             o.append(f"  self->{m.name}({args});")
         elif k == "handle":
@@ -640,6 +675,10 @@ def gen_replay(spec, cpp, ov):
             o.append(f"  x.checkBool(self->{m.name}({args}));")
         elif k in ("scalar", "enum"):
             o.append(f"  x.checkScalar(static_cast<int64_t>(self->{m.name}({args})));")
+        elif k == "count":
+            n = next(i for i, p in enumerate(m.params) if p.name == m.ret_ann["len"])
+            o.append(f"  (void)self->{m.name}({args});")
+            o.append(f"  x.checkScalar(*a{n});")
         else:
             o.append(f"  (void)self->{m.name}({args});")
         for i, p in enumerate(m.params):
@@ -763,7 +802,7 @@ def gen_conformance(spec, cpp):
     TRTRACE_CONF_TESTS defined) for the tests, which call its hand-written recipes make(), extra()."""
     if not all(hasattr(m, "ident") for m in all_methods(spec)):
         gen_table_h(spec)                      # assigns m.ident
-    itfs = [i for i in spec.interfaces.values() if not i.abstract]
+    itfs = interposed(spec)
     o = ["// Generated by schema/apigen.py -- do not edit. Included by tests/conformance/conformance_test.cpp",
          "// inside namespace trtrace::conf (with `using namespace trtrace::abi`).", "",
          "#ifndef TRTRACE_CONF_TESTS", "",
@@ -787,6 +826,15 @@ def gen_conformance(spec, cpp):
     o.append("// Counting call wrappers: C<Name>(publicObject) calls through the V-pointer of its chain level")
     o.append("// (field 1 + level of the public object); every call counts its API id with hit().")
     for itf in itfs:
+        if itf.wrapped:  # the object is the interface: its methods are its own vtable
+            o.append(f"struct C{itf.name} {{")
+            o.append(f"  I{itf.name}* v_;")
+            o.append(f"  explicit C{itf.name}(const void* obj) : v_(static_cast<I{itf.name}*>(const_cast<void*>(obj))) {{}}")
+            for m in itf.methods:
+                args = ", ".join(p.name for p in m.params)
+                o.append(f"  {cpp.type(m.ret)} {m.name}({cpp.params(m)}) {{ hit(api::k{m.ident}); return v_->{m.name}({args}); }}")
+            o.append("};")
+            continue
         lv = itf.level
         base = f" : C{itf.base}" if itf.base else ""
         o.append(f"struct C{itf.name}{base} {{")

@@ -51,6 +51,7 @@ class Method:
     const: bool
     mode: str                 # record | passthrough | unsupported
     notes: dict               # destroys=param, since=X.Y
+    ret_ann: dict = dataclasses.field(default_factory=dict)  # `-> T [len=param]`: returned array's length
     slot: int = 0             # vtable slot (after the two destructor slots of VRoot)
     api_id: int = -1
     line: str = ""
@@ -69,6 +70,7 @@ class Interface:
     abstract: bool
     methods: list
     dtor_slot: int | None = None   # abstract interfaces: position of `~()`
+    wrapped: bool = False          # abstract, implemented by the library, wrapped and recorded by the shim
 
     @property
     def chain(self):
@@ -279,12 +281,12 @@ def _parse_top(spec: Spec, line: str, where: str):
         spec.structs[s.name] = s
         return s
     if kw == "interface":
-        m = re.match(r"^interface\s+(\w+)(\s*:\s*(\w+))?(\s+abstract)?$", line)
+        m = re.match(r"^interface\s+(\w+)(\s*:\s*(\w+))?(\s+abstract(\s+wrapped)?)?$", line)
         if not m:
             raise SpecError("bad interface header")
         if m.group(1) in spec.interfaces:
             raise SpecError(f"interface {m.group(1)} declared twice")
-        itf = Interface(m.group(1), m.group(3), bool(m.group(4)), [])
+        itf = Interface(m.group(1), m.group(3), bool(m.group(4)), [], wrapped=bool(m.group(5)))
         spec.interfaces[itf.name] = itf
         return itf
     if kw == "public":
@@ -345,9 +347,13 @@ def _parse_member(spec: Spec, block, line: str, where: str):
         mode = (m.group("mode") or "!record")[1:]
         if mode not in ("record", "passthrough", "unsupported"):
             raise SpecError(f"unknown mode !{mode}")
+        ret, ret_ann = m.group("ret") or "void", {}
+        if "[" in ret:  # `-> T [len=param]`
+            ret, ann = ret.split("[", 1)
+            ret_ann = _parse_ann(",".join(re.findall(r"([^\[\]]+)\]", "[" + ann)))
         block.methods.append(Method(block.name, m.group("name"), parse_params(m.group("params"), where),
-                                    parse_type(m.group("ret") or "void"), bool(m.group("const")), mode,
-                                    _parse_notes(m.group("notes")), line=line, where=where))
+                                    parse_type(ret), bool(m.group("const")), mode,
+                                    _parse_notes(m.group("notes")), ret_ann=ret_ann, line=line, where=where))
     else:
         raise SpecError("indented line outside a block")
 
@@ -373,6 +379,9 @@ def _finish(spec: Spec):
             for t in [m.ret] + [p.type for p in m.params]:
                 spec.kind(t.base)
             names = {p.name for p in m.params}
+            rl = m.ret_ann.get("len")
+            if rl is not None and not any(p.name == rl and p.ann.get("out") and p.type.ptr == 1 for p in m.params):
+                raise SpecError(f"{m.key}: -> [len={rl}] must name an [out] scalar pointer parameter")
             for p in m.params:
                 for k in ("len", "bytes"):
                     v = p.ann.get(k)
@@ -380,6 +389,10 @@ def _finish(spec: Spec):
                         raise SpecError(f"{m.key}: [{k}={v}] names no parameter")
         except SpecError as e:
             raise SpecError(f"{m.where}: {e}") from None
+    for itf in spec.interfaces.values():
+        if itf.wrapped and (itf.base or itf.dtor_slot != 0):
+            raise SpecError(f"interface {itf.name}: a wrapped interface has no base and its `~()` comes first "
+                            f"(the shim's object puts its methods after its own destructor)")
     for itf_name, names in spec.publics.items():
         itf = spec.interfaces.get(itf_name)
         if itf is None:

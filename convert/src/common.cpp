@@ -149,8 +149,8 @@ double halfToDouble(uint16_t h) {
 }
 
 void appendDouble(std::string& out, double v) {
-  if (std::isnan(v)) { out += "NaN"; return; }
-  if (std::isinf(v)) { out += v < 0 ? "-Infinity" : "Infinity"; return; }
+  // JSON has no NaN or infinities: null, as NVIDIA's shim writes them (docs/json-bin-layout.md, §6).
+  if (!std::isfinite(v)) { out += "null"; return; }
   if (v == 0) { out += std::signbit(v) ? "-0.0" : "0.0"; return; }
   char buf[64];
   auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);

@@ -55,7 +55,7 @@ uint32_t blobHintFor(uint32_t dtype);  // BlobHint value
 uint16_t floatToHalf(double v);        // round to nearest even
 double halfToDouble(uint16_t h);
 
-// Python repr() of a double (what json.dumps writes): shortest round-trip digits.
+// Python repr() of a double (what json.dumps writes): shortest round-trip digits; null if not finite.
 void appendDouble(std::string& out, double v);
 
 // The spec: (interface, method) -> API ids (overloads), enum name -> type id.

@@ -8,6 +8,8 @@
 #include <simdjson.h>
 
 #include <array>
+#include <cstdio>
+#include <limits>
 #include <chrono>
 #include <filesystem>
 #include <cstring>
@@ -189,6 +191,7 @@ class Converter {
   void decodeWeights(element e, Arg& a, uint32_t net, std::string_view name);
   void emit(CallEncoder& e, const Arg& a);
   int64_t getInt(element e, std::string_view what);
+  double getNumber(element e, std::string_view field, int64_t index = -1);
 
   std::string jsonPath_, tracePath_;
   JsonToTraceOptions opt_;
@@ -204,6 +207,8 @@ class Converter {
   size_t index_ = 0;
   int64_t apiIndex_ = -1;
   uint64_t pendingBlobBytes_ = 0;
+  std::string call_;       // "Class::function" of the record being converted
+  std::string firstNull_;  // where the first null number was (the warning names it)
 
   // State that mirrors the capture shim's: handles in creation order, network ids.
   // Trace handles are ours, dense from 1 (one per returned object): a vector. NVIDIA ids come from
@@ -272,6 +277,9 @@ Stats Converter::run() {
   s.ws();
   if (s.pos != s.n) s.fail("content after the top-level object");
   if (!calls) throw Error(Error::Kind::Corrupt, jsonPath_ + ": no \"api_calls\" array (not an NVIDIA TensorRT capture JSON?)");
+  if (st_.nullNumbers)  // NVIDIA's shim writes NaN and +-inf as null: the value is lost at capture
+    std::fprintf(stderr, "trtrace: warning: %s: %llu null number(s) (NVIDIA writes non-finite values as null; first: %s); "
+                 "converted to NaN\n", jsonPath_.c_str(), static_cast<unsigned long long>(st_.nullNumbers), firstNull_.c_str());
   writer_->close();
   auto ws = writer_->stats();
   st_.blobPuts = ws.blobPuts;
@@ -387,6 +395,19 @@ int64_t Converter::getInt(element e, std::string_view what) {
   fail("'" + std::string(what) + "' is not an integer");
 }
 
+// A JSON number as a double. NVIDIA's shim (nlohmann::json) writes NaN and +-inf as null, so the
+// value is lost: null becomes NaN (docs/json-bin-layout.md, §6), counted for one warning per file.
+// `index` >= 0: element `index` of the inline weights of argument `field`.
+double Converter::getNumber(element e, std::string_view field, int64_t index) {
+  double v;
+  if (e.get_double().get(v) == simdjson::SUCCESS) return v;
+  const std::string where = "\"" + std::string(field) + "\"" + (index >= 0 ? ".inline[" + std::to_string(index) + "]" : "");
+  if (!e.is_null()) fail("argument " + where + " is not a number");
+  if (st_.nullNumbers++ == 0)
+    firstNull_ = "api_calls[" + std::to_string(index_) + "] " + call_ + " argument " + where;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
 uint64_t Converter::handleOf(int64_t nvId, std::string_view what) {
   auto it = handles_.find(nvId);
   if (it == handles_.end())
@@ -419,6 +440,7 @@ void Converter::convertRecord(object o) {
   int64_t objectId = -1;
   if (o.at_key("object").get(e) == simdjson::SUCCESS) objectId = getInt(e, "object");
   const std::vector<const api::ApiDesc*>& cands = spec_.lookup(cls.empty() ? "entry" : cls, fn);
+  call_.assign(cls.empty() ? "" : cls).append("::").append(fn);
   if (cands.empty())
     fail("unknown call " + std::string(cls) + "::" + std::string(fn) + " (not in the API spec of " + abi::kLibraryName +
              " " + abi::kLibraryVersion + ")", Error::Kind::Usage);
@@ -551,9 +573,7 @@ void Converter::decode(const api::ApiDesc& d, uint32_t i, const object& o, std::
     a.i = getInt(e, name), a.u = static_cast<uint64_t>(a.i);
   } else if (kind == "f32" || kind == "f64") {
     need();
-    double v;
-    if (e.get_double().get(v) != simdjson::SUCCESS) fail("argument \"" + std::string(name) + "\" is not a number");
-    a.k = kind == "f32" ? K::F32 : K::F64, a.f = v;
+    a.k = kind == "f32" ? K::F32 : K::F64, a.f = getNumber(e, name);
   } else if (kind.starts_with("enum:")) {
     need();
     a.k = K::Enum, a.t = spec_.enumId(kind.substr(5)), a.i = getInt(e, name);
@@ -583,11 +603,7 @@ void Converter::decode(const api::ApiDesc& d, uint32_t i, const object& o, std::
   } else if (kind == "array:f32") {
     if (!present) return;
     a.k = K::F32Arr;
-    for (element x : ensureArray()) {
-      double v;
-      if (x.get_double().get(v) != simdjson::SUCCESS) fail("argument \"" + std::string(name) + "\": not a number");
-      a.fs.push_back(static_cast<float>(v));
-    }
+    for (element x : ensureArray()) a.fs.push_back(static_cast<float>(getNumber(x, name)));
     a.length = a.fs.size();
   } else if (kind.starts_with("array:")) {
     if (!present) return;
@@ -658,8 +674,7 @@ void Converter::decodeWeights(element e, Arg& a, uint32_t net, std::string_view 
       ++k;
       switch (info.dtype) {
         case 0: case 1: {
-          double dv;
-          if (v.get_double().get(dv) != simdjson::SUCCESS) fail(arg + ": inline value is not a number");
+          const double dv = getNumber(v, name, static_cast<int64_t>(k - 1));
           if (info.dtype == 0) {
             float f = static_cast<float>(dv);
             info.bytes.append(reinterpret_cast<const char*>(&f), 4);

@@ -6,7 +6,8 @@ softmax. Weights are seeded random fp32 and fp16. Writes the serialized engine(s
 (several networks: --out<index>, as the capture/replay documentation names them).
 
 Options for the capture tests: --networks N builds N networks with interleaved construction,
---threads N builds the networks on N threads, --fail makes the build fail on purpose.
+--threads N builds the networks on N threads, --fail makes the build fail on purpose,
+--nonfinite adds layers whose weights and parameters hold NaN and +-inf (no effect on the result).
 """
 import argparse
 import os
@@ -18,7 +19,7 @@ import numpy as np
 import tensorrt_rtx as trt
 
 
-def populate(net, rng, variant, fail=False):
+def populate(net, rng, variant, fail=False, nonfinite=False):
     """Adds the layers of network `variant` to `net` and returns the output tensor."""
     c_in, hw = 3, 16 + 4 * variant
     x = net.add_input(f"input{variant}", trt.float32, (1, c_in, hw, hw))
@@ -45,12 +46,25 @@ def populate(net, rng, variant, fail=False):
         # A shape mismatch the builder rejects: (1,10) + (1,7) is not broadcastable.
         bad = net.add_constant((1, 7), trt.Weights(np.ones((1, 7), np.float32)))
         add = net.add_elementwise(add.get_output(0), bad.get_output(0), trt.ElementWiseOperation.SUM)
+    if nonfinite:
+        add = add_nonfinite(net, add.get_output(0))
     sm = net.add_softmax(add.get_output(0))
     sm.axes = 1 << 1
     out = sm.get_output(0)
     out.name = f"probs{variant}"
     net.mark_output(out)
     return out
+
+
+def add_nonfinite(net, x):
+    """Identity layers on x holding non-finite weights: min(x, +inf) (fp32 inline constant),
+    max(x, -inf) (fp16 constant, cast), and an unused NaN constant."""
+    inf = net.add_constant((1, 1), trt.Weights(np.array([[np.inf]], np.float32)))
+    x = net.add_elementwise(x, inf.get_output(0), trt.ElementWiseOperation.MIN).get_output(0)
+    ninf = net.add_cast(net.add_constant((1, 1), trt.Weights(np.array([[-np.inf]], np.float16))).get_output(0),
+                        trt.float32)
+    net.add_constant((2,), trt.Weights(np.array([np.nan, 1.0], np.float32)))
+    return net.add_elementwise(x, ninf.get_output(0), trt.ElementWiseOperation.MAX)
 
 
 def build(builder, net):
@@ -66,6 +80,7 @@ def main():
     ap.add_argument("--networks", type=int, default=1)
     ap.add_argument("--threads", type=int, default=0, help="build each network on its own thread")
     ap.add_argument("--fail", action="store_true")
+    ap.add_argument("--nonfinite", action="store_true")
     ap.add_argument("--kill-after-builds", type=int, default=-1,
                     help="SIGKILL this process after that many builds (0: before the first build)")
     ap.add_argument("--fork", action="store_true",
@@ -97,7 +112,7 @@ def main():
         def worker(i):
             builder = trt.Builder(logger)
             net = builder.create_network()
-            populate(net, np.random.default_rng(args.seed + i), i, args.fail)
+            populate(net, np.random.default_rng(args.seed + i), i, args.fail, args.nonfinite)
             results[i] = build(builder, net)
         ts = [threading.Thread(target=worker, args=(i,)) for i in range(args.networks)]
         for t in ts:
@@ -109,7 +124,7 @@ def main():
         nets = [builder.create_network() for _ in range(args.networks)]
         # Interleave: populate all networks before building any of them.
         for i, net in enumerate(nets):
-            populate(net, np.random.default_rng(args.seed + i), i, args.fail)
+            populate(net, np.random.default_rng(args.seed + i), i, args.fail, args.nonfinite)
         maybe_die(0)
         for i, net in enumerate(nets):
             results[i] = build(builder, net)

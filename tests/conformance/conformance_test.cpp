@@ -396,6 +396,7 @@ Made<IOptimizationProfile> make(Ctx& c, Tag<IOptimizationProfile>) {
   return made(c.b().createOptimizationProfile(), -1, -1);
 }
 Made<ITensor> make(Ctx& c, Tag<ITensor>) { return made(c.x(), -1, -1); }
+Made<IPluginRegistry> make(Ctx& c, Tag<IPluginRegistry>) { return made(&c.b().getPluginRegistry(), -1, -1); }
 Made<ILayer> make(Ctx& c, Tag<ILayer>) { return made(c.layer(c.n().addIdentity(*c.x())), 1, 1); }
 
 // A small network the CPU-only AOT build accepts: input -> relu -> output.
@@ -608,6 +609,26 @@ CONF_EXTRA(Builder) {
   c.n().markOutput(*c.out(c.n().addActivation(*in, ActivationType::kRELU)));
   (void)b.isNetworkSupported(*c.network, *c.cfg());
   b.reset();
+  c.log.take();
+}
+
+// A wrapped abstract interface (30-interfaces.api): slots are checked through the object's own vtable.
+CONF_EXTRA(PluginRegistry) {
+  (void)m;
+  using RegistryFn = IPluginRegistry* (*)();
+  auto process = reinterpret_cast<RegistryFn>(dlsym(lib().handle, "getPluginRegistry"));
+  ASSERT_NE(process, nullptr);
+  EXPECT_NE(&c.b().getPluginRegistry(), process()) << "a builder's registry is its own, not getPluginRegistry()";
+  int32_t all = -1, recursive = -1;
+  auto list = w.getAllCreators(&all);
+  auto rlist = w.getAllCreatorsRecursive(&recursive);
+  EXPECT_GE(all, 0) << "PluginRegistry.getAllCreators writes the count";
+  EXPECT_GE(recursive, all) << "PluginRegistry.getAllCreatorsRecursive includes the registry's own creators";
+  EXPECT_TRUE(all == 0 || list != nullptr);
+  EXPECT_TRUE(recursive == 0 || rlist != nullptr);
+  EXPECT_EQ(w.getCreator("trtrace_no_such_plugin", "1", ""), nullptr) << "PluginRegistry.getCreator";
+  w.setErrorRecorder(nullptr);
+  EXPECT_EQ(w.getErrorRecorder(), nullptr) << "PluginRegistry.setErrorRecorder / getErrorRecorder";
   c.log.take();
 }
 

@@ -39,9 +39,10 @@ APPS_UNDER_TEST = {
     "bin_only": ("build_cnn.py", ["--networks", "2"], {"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN": "0"}),
     # equal bytes behind distinct pointers (issue 12, class 2): ids are per pointer in NVIDIA's JSON
     "aliased": ("build_aliased_weights.py", [], {}),
+    "nonfinite": ("build_cnn.py", ["--nonfinite"], {}),
 }
-REPLAYABLE = ["cnn", "onnx", "multi", "threads", "inline_all", "bin_only", "aliased"]
-GOLDEN = ["cnn", "onnx", "multi", "inline_all", "bin_only"]  # threads: interleaving differs per run
+REPLAYABLE = ["cnn", "onnx", "multi", "threads", "inline_all", "bin_only", "aliased"]  # nonfinite: JSON loses +-inf
+GOLDEN = ["cnn", "onnx", "multi", "inline_all", "bin_only", "nonfinite"]  # threads: interleaving differs per run
 
 
 def trt_lib():
@@ -123,18 +124,30 @@ def test_player_reads_nvidia_json_directly(nvidia, tmp_path, name):
     assert list(tmpdir.iterdir()) == [], "the player left its temporary trace behind"
 
 
-def test_failing_build_is_not_an_engine(nvidia, tmp_path):
-    """--fail: the build fails at replay too. NVIDIA's JSON does not record build outcomes, so the
-    player cannot tell 'failed as captured' (3) from a divergence (2); either way: no engine."""
+def test_failing_build_is_a_reproduced_failure(nvidia, tmp_path):
+    """--fail: NVIDIA's JSON does not record build outcomes. The converted build carries none, and
+    the player takes the replay's failure as the app's: exit 3 and the library's errors, exactly as
+    for our own trace of the same app (issue 12, class 4), never a divergence (2)."""
     reason = nv.unavailable_reason()
     d = tmp_path / "fail"
     d.mkdir()
-    js, _, proc = nv.capture([APPS / "build_cnn.py", "--out", d / "app.engine", "--fail"], d / "cap.json", cwd=d)
+    args = [APPS / "build_cnn.py", "--out", d / "app.engine", "--fail"]
+    js, _, proc = nv.capture(args, d / "cap.json", cwd=d)
     assert proc.returncode != 0 and js.exists(), reason
+    ours = tmp_path / "ours.trtrace"
+    app = run([sys.executable, *args], env=dict(os.environ, LD_PRELOAD=str(SHIM), TRT_SHIM_OUTPUT_FILE=str(ours)))
+    assert app.returncode != 0 and ours.exists(), app.stderr
+    own = run([PLAYER, ours, "-o", tmp_path / "own.engine", "--lib", trt_lib(), "-q"])
+    assert own.returncode == 3, own.stdout + own.stderr
     out = tmp_path / "replay.engine"
-    p = run([PLAYER, "-j", js, "-o", out, "--lib", trt_lib(), "-q"])
-    assert p.returncode in (2, 3), p.stdout + p.stderr
-    assert "build" in (p.stdout + p.stderr) and not engines(out)
+    for cap in (js, tmp_path / "conv.trtrace"):
+        if cap.suffix == ".trtrace":
+            assert run([TRTRACE, "convert", js, cap]).returncode == 0
+        p = run([PLAYER, "-j", cap, "-o", out, "--lib", trt_lib(), "-q"])
+        assert p.returncode == own.returncode, p.stdout + p.stderr
+        assert "divergence" not in p.stderr, p.stderr
+        assert "network 0: build failed (outcome not recorded in the capture: the replay's is taken" in p.stdout, p.stdout
+        assert not engines(out)
 
 
 # ---- 2. trace -> JSON+BIN -> trace ---------------------------------------------------------------
@@ -173,6 +186,50 @@ def test_trace_to_json_text_is_json_dumps(tmp_path):
     assert sorted(doc) == ["api_calls", "output_bin", "trt_version"]
     assert doc["output_bin"] == "x.bin" and doc["trt_version"] == 10601
     assert [c["api_index"] for c in doc["api_calls"]] == list(range(len(doc["api_calls"])))
+
+
+def nulls(doc):
+    """(api_index, argument, element) of every null inline weight value and null argument."""
+    out = []
+    for c in doc["api_calls"]:
+        for k, v in c.items():
+            if v is None:
+                out.append((c["api_index"], k, None))
+            elif isinstance(v, dict) and isinstance(v.get("inline"), list):
+                out += [(c["api_index"], k, i) for i, x in enumerate(v["inline"]) if x is None]
+    return out
+
+
+def check_null_conversion(js, tmp_path):
+    """JSON with nulls -> trace: one warning line naming the first null and the count; the nulls
+    are NaN in the trace (written back as null in the same places); the trace replays."""
+    want = nulls(json.loads(js.read_text()))
+    assert len(want) == 3, want  # +inf fp32, -inf fp16, NaN
+    trace = tmp_path / "nf.trtrace"
+    r = run([TRTRACE, "convert", js, trace])
+    assert r.returncode == 0, r.stderr
+    warn = [ln for ln in r.stderr.splitlines() if "warning" in ln]
+    assert len(warn) == 1 and "3 null number(s)" in warn[0] and "converted to NaN" in warn[0], r.stderr
+    assert f"api_calls[{want[0][0]}] NetworkDefinition::addConstant argument \"weights\".inline[0]" in warn[0], warn
+    back = tmp_path / "back.json"
+    assert run([TRTRACE, "convert", trace, back]).returncode == 0
+    assert nulls(json.loads(back.read_text())) == want
+    p = run([PLAYER, trace, "-o", tmp_path / "nf.engine", "--lib", trt_lib(), "-q"])
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_null_numbers_of_our_json_convert_to_nan(tmp_path):
+    """Our trace -> JSON writes non-finite values as null (as NVIDIA does), and JSON -> trace takes
+    them back as NaN with one warning line, never a refusal (issue 12, class 4)."""
+    trace = our_capture(tmp_path, "nonfinite")
+    js = tmp_path / "ours.json"
+    assert run([TRTRACE, "convert", trace, js]).returncode == 0
+    check_null_conversion(js, tmp_path)
+
+
+def test_null_numbers_of_nvidia_json_convert_to_nan(nvidia, tmp_path):
+    """NVIDIA's capture of the same app has the nulls in the same places; it converts and replays."""
+    check_null_conversion(nvidia["nonfinite"][0], tmp_path)
 
 
 # ---- 3. golden: ours vs NVIDIA's -----------------------------------------------------------------

@@ -32,6 +32,7 @@ struct Stats {
   uint64_t binBytes = 0;       // BIN read or written
   uint64_t traceBytes = 0;     // trace read or written
   uint64_t blobPuts = 0, uniqueBlobs = 0;  // jsonToTrace: putBlob calls / distinct blobs
+  uint64_t nullNumbers = 0;    // jsonToTrace: JSON nulls where a number belongs, converted to NaN
   double seconds = 0;
 };
 
