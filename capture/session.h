@@ -77,6 +77,7 @@ class Session {
   uint64_t nextHandle_ = 0;
   std::atomic<uint32_t> networks_{0};
   std::atomic<uint64_t> randomSeeds_{0};
+  std::atomic<bool> jsonFailed_{false};  // the JSON+BIN export failed once: said once, not retried
 };
 
 }  // namespace trtrace::capture

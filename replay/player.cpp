@@ -13,14 +13,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
+#include <optional>
+#include <set>
 #include <string_view>
 #include <string>
 
 #include "replayer.h"
 #include "trtrace/convert.h"
 #include "trtrace/error.h"
+#include "trtrace/files.h"
 #include "trtrace/format.h"
 #include "trtrace/hash.h"
 
@@ -37,32 +39,6 @@ enum Exit : int {
   kFailureReproduced = 3,   // the capture's build failure happened again (as recorded)
   kEngineDiffers = 4,       // --check: an engine differs from the one recorded at capture
 };
-
-// Writes `bytes` to `path` atomically: a temp file in the same folder, then rename.
-void writeAtomically(const std::string& path, const void* data, size_t size) {
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(Error::Kind::Io, path + ": cannot create (" + std::strerror(errno) + ")");
-  const char* p = static_cast<const char*>(data);
-  size_t left = size;
-  while (left) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error(Error::Kind::Io, path + ": write failed (" + std::strerror(e) + ")");
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    throw Error(Error::Kind::Io, path + ": cannot finish writing (" + std::strerror(e) + ")");
-  }
-}
 
 void* loadLibrary(const std::string& requested, std::string& used) {
   std::vector<std::string> names;
@@ -83,11 +59,11 @@ void* loadLibrary(const std::string& requested, std::string& used) {
 // or a file named *.json goes through convert/ (whose errors name the JSON fault); anything else is
 // opened as a trace, whose reader names what is wrong with it (magic, version, ...).
 bool isJson(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(Error::Kind::Io, path + ": cannot open (" + std::strerror(errno) + ")");
+  const int fd = files::openInput(path);  // a regular file (a FIFO would hang a plain open)
   char buf[4096];
-  f.read(buf, sizeof buf);
-  std::string_view head(buf, static_cast<size_t>(f.gcount()));
+  const ssize_t n = ::pread(fd, buf, sizeof buf, 0);
+  ::close(fd);
+  std::string_view head(buf, n > 0 ? static_cast<size_t>(n) : 0);
   if (head.substr(0, 8) == std::string_view("TRTRACE\0", 8)) return false;
   if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) return true;
   if (head.substr(0, 3) == "\xEF\xBB\xBF") head.remove_prefix(3);  // UTF-8 byte order mark
@@ -95,12 +71,23 @@ bool isJson(const std::string& path) {
   return i != std::string_view::npos && head[i] == '{';
 }
 
-struct TempTrace {
-  std::string path;
-  ~TempTrace() {
-    if (!path.empty()) ::unlink(path.c_str());
+// The capture as a trace. NVIDIA JSON+BIN input is converted (convert/) into a file with no name
+// (files::anonymousFile: nothing in /tmp to guess or follow), gone when the player exits.
+std::unique_ptr<Reader> openCapture(const std::string& capture) {
+  if (!isJson(capture)) return Reader::open(capture);
+  const int fd = files::anonymousFile();
+  try {
+    convert::JsonToTraceOptions o;
+    o.traceFd = fd;
+    convert::jsonToTrace(capture, capture + " (converted)", o);
+    auto reader = Reader::open(fd, capture + " (converted)");
+    ::close(fd);
+    return reader;
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
-};
+}
 
 std::string jsonEscape(const std::string& s) {
   std::string o;
@@ -112,148 +99,175 @@ std::string jsonEscape(const std::string& s) {
   return o;
 }
 
+struct Args {
+  std::string capture, output;
+  Options opt;
+  bool stats = false, json = false, check = false;
+  std::optional<int64_t> network;  // --network, 0-based as given
+};
+
+// Loads the library and checks its version; returns createInferBuilder_INTERNAL.
+void* openLibrary(const Options& opt) {
+  std::string used;
+  void* lib = loadLibrary(opt.libPath, used);
+  using VersionFn = int32_t (*)();
+  auto version = reinterpret_cast<VersionFn>(dlsym(lib, "getInferLibVersion"));
+  const int32_t libVersion = version ? version() : 0;
+  if (libVersion / 100 != abi::kLibraryVersionInt / 100 && !opt.ignoreVersion)
+    throw Error(Error::Kind::Usage, used + ": library version " + std::to_string(libVersion) + ", this player needs " +
+                                        abi::kLibraryVersion + " (--ignore-version to try anyway)");
+  void* create = dlsym(lib, "createInferBuilder_INTERNAL");
+  if (!create) throw Error(Error::Kind::Usage, used + ": no createInferBuilder_INTERNAL (not TensorRT-RTX?)");
+  return create;
+}
+
+// Refuses a capture with nothing to replay, says what is missing from an incomplete one, and
+// refuses another library's capture (unless --ignore-version).
+void checkCapture(const Reader& reader, const Args& a) {
+  const std::string cut = reader.truncationMessage();
+  if (reader.truncatedAt() && *reader.truncatedAt() <= sizeof(format::FileHeader))  // not even the header block
+    throw Error(Error::Kind::Truncated, cut + "; no capture to replay");
+  if (reader.callCount() == 0)
+    throw Error(Error::Kind::Empty, (cut.empty() ? a.capture + ": holds no calls" : cut + "; no calls before it") +
+                                        " (nothing to replay)");
+  if (!cut.empty())
+    std::fprintf(stderr, "tensorrt_player: warning: %s; replaying the complete prefix\n", cut.c_str());
+  else if (!reader.closedCleanly())
+    std::fprintf(stderr, "tensorrt_player: warning: %s: not closed (the capture did not finish); replaying the %llu calls it holds\n",
+                 a.capture.c_str(), static_cast<unsigned long long>(reader.callCount()));
+  const HeaderView& h = reader.header();
+  if (h.libraryVersion != abi::kLibraryVersion && !a.opt.ignoreVersion)
+    throw Error(Error::Kind::Usage, a.capture + ": captured with " + std::string(h.libraryName) + " " +
+                                        std::string(h.libraryVersion) + ", this player replays " + abi::kLibraryName +
+                                        " " + abi::kLibraryVersion + " (--ignore-version to try anyway)");
+}
+
+// The engine file of each network that will be built (trace network id -> path; "" without -o),
+// all checked as outputs before any build. A --network the capture does not have is an error.
+std::map<uint32_t, std::string> plannedOutputs(const Reader& reader, const Args& a) {
+  std::set<uint32_t> networks, builds;
+  reader.forEachCall([&](const CallView& c) {
+    if (c.networkId()) networks.insert(c.networkId());
+    if (c.apiId() == api::kBuilder_buildSerializedNetwork && (a.opt.network < 0 || c.networkId() == uint64_t(a.opt.network)))
+      builds.insert(c.networkId());
+    return true;
+  });
+  if (a.network && !networks.count(static_cast<uint32_t>(*a.network + 1)))
+    throw Error(Error::Kind::Usage, "--network " + std::to_string(*a.network) + ": " + a.capture +
+                                        (networks.empty() ? " has no networks"
+                                                          : " has networks 0 to " + std::to_string(networks.size() - 1)));
+  std::map<uint32_t, std::string> out;
+  for (uint32_t n : builds) {
+    out[n] = a.output.empty() ? "" : builds.size() == 1 ? a.output : a.output + std::to_string(n - 1);
+    if (!a.output.empty()) files::checkOutput(out[n]);  // inputs are all open now (a JSON's BIN too)
+  }
+  return out;
+}
+
+bool sameAsCapture(const NetworkResult& r) {
+  return r.captured && r.captured->engineHash == r.engineHash && r.captured->engineSize == r.engineSize;
+}
+
+void printJson(const Args& a, const Replayer::Stats& s, double openSeconds, const std::vector<NetworkResult>& results) {
+  std::printf("{\"capture\": \"%s\", \"calls\": %llu, \"skipped\": %llu, \"open_s\": %.6f, \"dispatch_s\": %.6f, "
+              "\"build_s\": %.6f, \"scalar_mismatches\": %llu, \"networks\": [",
+              jsonEscape(a.capture).c_str(), (unsigned long long)s.calls, (unsigned long long)s.skipped, openSeconds,
+              s.dispatchSeconds, s.buildSeconds, (unsigned long long)s.scalarMismatches);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto& r = results[i];
+    const char* same = !r.captured || !r.ok ? "unknown" : sameAsCapture(r) ? "identical" : "different";
+    std::printf("%s{\"network\": %u, \"ok\": %s, \"engine\": \"%s\", \"size\": %llu, \"xxh3\": \"%s\", "
+                "\"build_s\": %.6f, \"vs_capture\": \"%s\"}",
+                i ? ", " : "", r.network - 1, r.ok ? "true" : "false", jsonEscape(r.path).c_str(),
+                (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), r.buildSeconds, same);
+  }
+  std::printf("]}\n");
+}
+
+void printText(const Args& a, const Replayer::Stats& s, double openSeconds, const std::vector<NetworkResult>& results) {
+  for (const auto& r : results) {
+    if (r.ok) {
+      std::string vs;
+      if (r.captured && r.captured->ok) vs = sameAsCapture(r) ? ", identical to capture" : ", DIFFERENT from capture";
+      std::printf("network %u: engine %s (%llu bytes, xxh3 %s%s)\n", r.network - 1, r.path.empty() ? "(not written)" : r.path.c_str(),
+                  (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), vs.c_str());
+    } else {
+      std::printf("network %u: build failed, as at capture:\n", r.network - 1);
+      for (const auto& e : r.errors) std::printf("  %s\n", e.c_str());
+    }
+  }
+  if (!a.stats) return;
+  std::fprintf(stderr, "stats: open %.3f ms, %llu calls dispatched in %.3f ms (%.0f calls/s), builds %.3f s\n",
+               openSeconds * 1e3, (unsigned long long)s.calls, s.dispatchSeconds * 1e3,
+               s.dispatchSeconds > 0 ? s.calls / s.dispatchSeconds : 0.0, s.buildSeconds);
+  for (const auto& r : results) std::fprintf(stderr, "stats: network %u build %.3f s\n", r.network - 1, r.buildSeconds);
+}
+
+int play(const Args& a) {
+  using Clock = std::chrono::steady_clock;
+  if (a.network && *a.network < 0)
+    throw Error(Error::Kind::Usage, "--network " + std::to_string(*a.network) + ": networks are numbered from 0");
+  auto t0 = Clock::now();
+  isJson(a.capture);                                // the capture is an input: opened (and checked) first,
+  if (!a.output.empty()) files::checkOutput(a.output);  // so that an output over it fails before any work
+  std::unique_ptr<Reader> reader = openCapture(a.capture);
+  const double openSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  checkCapture(*reader, a);
+  void* create = openLibrary(a.opt);
+  const std::map<uint32_t, std::string> outputs = plannedOutputs(*reader, a);
+
+  std::vector<NetworkResult> results;
+  bool failureReproduced = false, differs = false;
+  Replayer player(*reader, a.opt, create);
+  player.run([&](const NetworkResult& r0, const void* engine) {
+    NetworkResult r = r0;
+    if (auto it = outputs.find(r.network); r.ok && it != outputs.end() && !it->second.empty()) {
+      r.path = it->second;
+      files::writeAtomically(r.path, engine, r.engineSize);
+    }
+    if (!r.ok) failureReproduced = true;
+    if (a.check && r.ok && r.captured && !sameAsCapture(r)) differs = true;
+    results.push_back(r);
+  });
+  const auto& s = player.stats();
+  if (s.calls == 0) throw Error(Error::Kind::Empty, a.capture + ": no call was replayed (nothing to do)");
+  if (a.json) printJson(a, s, openSeconds, results);
+  else printText(a, s, openSeconds, results);
+  if (a.check && differs) return kEngineDiffers;
+  if (failureReproduced) return kFailureReproduced;
+  return kOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"tensorrt_player: rebuild TensorRT-RTX engines from a capture, without the application"};
-  std::string capture, output, libPath;
-  Options opt;
-  bool stats = false, json = false, check = false;
-  app.add_option("-j,--json-file,capture", capture, "capture: a trtrace trace or NVIDIA JSON (+BIN beside it)")->required();
-  app.add_option("-o,--output", output, "engine file; several networks: <output>0, <output>1, ...");
-  app.add_option("--lib", libPath, "the real libtensorrt_rtx.so.1 (default: TRT_SHIM_NVINFER_LIB_NAME, "
-                                   "then libtensorrt_rtx.so, then libtensorrt_rtx.so.1)");
-  int64_t networkIndex = -1;
-  app.add_option("--network", networkIndex, "replay only this network: 0, 1, ... in creation order (the <output> suffix)");
-  app.add_option("--seed", opt.seed, "seed for weights the capture marked random");
-  app.add_flag("--skip-unsupported", opt.skipUnsupported, "skip calls the capture marked UNSUPPORTED");
-  app.add_flag("--ignore-version", opt.ignoreVersion, "replay a capture of another library version");
-  app.add_flag("--trust-weights", opt.trustWeights,
+  Args a;
+  app.add_option("-j,--json-file,capture", a.capture, "capture: a trtrace trace or NVIDIA JSON (+BIN beside it)")->required();
+  app.add_option("-o,--output", a.output, "engine file; several networks: <output>0, <output>1, ...");
+  app.add_option("--lib", a.opt.libPath, "the real libtensorrt_rtx.so.1 (default: TRT_SHIM_NVINFER_LIB_NAME, "
+                                         "then libtensorrt_rtx.so, then libtensorrt_rtx.so.1)");
+  app.add_option("--network", a.network, "replay only this network: 0, 1, ... in creation order (the <output> suffix)");
+  app.add_option("--seed", a.opt.seed, "seed for weights the capture marked random");
+  app.add_flag("--skip-unsupported", a.opt.skipUnsupported, "skip calls the capture marked UNSUPPORTED");
+  app.add_flag("--ignore-version", a.opt.ignoreVersion, "replay a capture of another library version");
+  app.add_flag("--trust-weights", a.opt.trustWeights,
                "skip the content-hash check of raw weight blobs (for a trace `trtrace verify` passed)");
-  app.add_flag("--check", check, "compare each engine's XXH3-128 with the one recorded at capture");
-  app.add_flag("--stats", stats, "print open/dispatch/build times per network");
-  app.add_flag("--json", json, "machine-readable summary on stdout");
-  app.add_flag("-q,--quiet", opt.quiet, "hide the library's warnings");
+  app.add_flag("--check", a.check, "compare each engine's XXH3-128 with the one recorded at capture");
+  app.add_flag("--stats", a.stats, "print open/dispatch/build times per network");
+  app.add_flag("--json", a.json, "machine-readable summary on stdout");
+  app.add_flag("-q,--quiet", a.opt.quiet, "hide the library's warnings");
   CLI11_PARSE(app, argc, argv);
-  if (libPath.empty()) {
-    if (const char* v = std::getenv("TRT_SHIM_NVINFER_LIB_NAME"); v && *v) libPath = v;
+  if (a.opt.libPath.empty()) {
+    if (const char* v = std::getenv("TRT_SHIM_NVINFER_LIB_NAME"); v && *v) a.opt.libPath = v;
   }
-  opt.libPath = libPath;
-  opt.network = networkIndex < 0 ? -1 : networkIndex + 1;  // trace network ids start at 1
-
-  using Clock = std::chrono::steady_clock;
+  a.opt.network = a.network && *a.network >= 0 ? *a.network + 1 : -1;  // trace network ids start at 1
   try {
-    if (!output.empty()) {  // an output that cannot be created fails now, not after the builds
-      std::string dir = output.find('/') == std::string::npos ? "." : output.substr(0, output.rfind('/') + 1);
-      if (::access(dir.c_str(), W_OK | X_OK) != 0)
-        throw Error(Error::Kind::Io, output + ": cannot create (" + std::strerror(errno) + ")");
-    }
-    auto t0 = Clock::now();
-    // NVIDIA JSON+BIN input: converted (convert/) to a temporary trace, removed when done.
-    TempTrace converted;
-    if (isJson(capture)) {
-      const char* dir = std::getenv("TMPDIR");
-      converted.path = std::string(dir && *dir ? dir : "/tmp") + "/tensorrt_player." + std::to_string(getpid()) + ".trtrace";
-      convert::jsonToTrace(capture, converted.path);
-    }
-    std::unique_ptr<Reader> reader = Reader::open(converted.path.empty() ? capture : converted.path);
-    if (!converted.path.empty()) ::unlink(converted.path.c_str());  // the mapping stays valid
-    const double openSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (reader->truncatedAt() && *reader->truncatedAt() <= sizeof(format::FileHeader))  // not even the header block
-      throw Error(Error::Kind::Truncated, reader->truncationMessage() + "; no capture to replay");
-    if (auto msg = reader->truncationMessage(); !msg.empty())
-      std::fprintf(stderr, "tensorrt_player: warning: %s; replaying the complete prefix\n", msg.c_str());
-    else if (!reader->closedCleanly())
-      std::fprintf(stderr, "tensorrt_player: warning: %s: not closed (the capture did not finish); replaying the %llu calls it holds\n",
-                   capture.c_str(), static_cast<unsigned long long>(reader->callCount()));
-    const HeaderView& h = reader->header();
-    if (h.libraryVersion != abi::kLibraryVersion && !opt.ignoreVersion)
-      throw Error(Error::Kind::Usage, capture + ": captured with " + std::string(h.libraryName) + " " +
-                                          std::string(h.libraryVersion) + ", this player replays " +
-                                          abi::kLibraryName + " " + abi::kLibraryVersion + " (--ignore-version to try anyway)");
-
-    std::string used;
-    void* lib = loadLibrary(opt.libPath, used);
-    using VersionFn = int32_t (*)();
-    auto version = reinterpret_cast<VersionFn>(dlsym(lib, "getInferLibVersion"));
-    const int32_t libVersion = version ? version() : 0;
-    if (libVersion / 100 != abi::kLibraryVersionInt / 100 && !opt.ignoreVersion)
-      throw Error(Error::Kind::Usage, used + ": library version " + std::to_string(libVersion) + ", this player needs " +
-                                          abi::kLibraryVersion + " (--ignore-version to try anyway)");
-    void* create = dlsym(lib, "createInferBuilder_INTERNAL");
-    if (!create) throw Error(Error::Kind::Usage, used + ": no createInferBuilder_INTERNAL (not TensorRT-RTX?)");
-
-    // Networks that will be built decide the output names.
-    std::map<uint32_t, int> builds;
-    reader->forEachCall([&](const CallView& c) {
-      if (c.apiId() == api::kBuilder_buildSerializedNetwork && (opt.network < 0 || c.networkId() == static_cast<uint32_t>(opt.network))) builds[c.networkId()]++;
-      return true;
-    });
-    const bool single = builds.size() <= 1;
-
-    std::vector<NetworkResult> results;
-    bool failureReproduced = false, differs = false;
-    Replayer player(*reader, opt, create);
-    player.run([&](const NetworkResult& r0, const void* engine) {
-      NetworkResult r = r0;
-      if (r.ok && !output.empty()) {
-        r.path = single ? output : output + std::to_string(r.network - 1);
-        writeAtomically(r.path, engine, r.engineSize);
-      }
-      if (!r.ok) failureReproduced = true;
-      if (check && r.ok && r.captured && !(r.captured->engineHash == r.engineHash && r.captured->engineSize == r.engineSize))
-        differs = true;
-      results.push_back(r);
-    });
-    const auto& s = player.stats();
-
-    if (json) {
-      std::printf("{\"capture\": \"%s\", \"calls\": %llu, \"skipped\": %llu, \"open_s\": %.6f, \"dispatch_s\": %.6f, "
-                  "\"build_s\": %.6f, \"scalar_mismatches\": %llu, \"networks\": [",
-                  jsonEscape(capture).c_str(), (unsigned long long)s.calls, (unsigned long long)s.skipped, openSeconds,
-                  s.dispatchSeconds, s.buildSeconds, (unsigned long long)s.scalarMismatches);
-      for (size_t i = 0; i < results.size(); ++i) {
-        const auto& r = results[i];
-        const char* same = !r.captured || !r.ok ? "unknown"
-                           : (r.captured->engineHash == r.engineHash && r.captured->engineSize == r.engineSize) ? "identical"
-                                                                                                             : "different";
-        std::printf("%s{\"network\": %u, \"ok\": %s, \"engine\": \"%s\", \"size\": %llu, \"xxh3\": \"%s\", "
-                    "\"build_s\": %.6f, \"vs_capture\": \"%s\"}",
-                    i ? ", " : "", r.network - 1, r.ok ? "true" : "false", jsonEscape(r.path).c_str(),
-                    (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), r.buildSeconds, same);
-      }
-      std::printf("]}\n");
-    } else {
-      for (const auto& r : results) {
-        if (r.ok) {
-          std::string vs;
-          if (r.captured && r.captured->ok)
-            vs = (r.captured->engineHash == r.engineHash && r.captured->engineSize == r.engineSize)
-                     ? ", identical to capture" : ", DIFFERENT from capture";
-          std::printf("network %u: engine %s (%llu bytes, xxh3 %s%s)\n", r.network - 1, r.path.empty() ? "(not written)" : r.path.c_str(),
-                      (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), vs.c_str());
-        } else {
-          std::printf("network %u: build failed, as at capture:\n", r.network - 1);
-          for (const auto& e : r.errors) std::printf("  %s\n", e.c_str());
-        }
-      }
-      if (stats) {
-        std::fprintf(stderr, "stats: open %.3f ms, %llu calls dispatched in %.3f ms (%.0f calls/s), builds %.3f s\n",
-                     openSeconds * 1e3, (unsigned long long)s.calls, s.dispatchSeconds * 1e3,
-                     s.dispatchSeconds > 0 ? s.calls / s.dispatchSeconds : 0.0, s.buildSeconds);
-        for (const auto& r : results) std::fprintf(stderr, "stats: network %u build %.3f s\n", r.network - 1, r.buildSeconds);
-      }
-    }
-    if (check && differs) return kEngineDiffers;
-    if (failureReproduced) return kFailureReproduced;
-    return kOk;
+    return play(a);
   } catch (const Divergence& e) {
-    std::fprintf(stderr, "tensorrt_player: %s: divergence at %s\n", capture.c_str(), e.what());
+    std::fprintf(stderr, "tensorrt_player: %s: divergence at %s\n", a.capture.c_str(), e.what());
     return kDivergence;
-  } catch (const Error& e) {
-    std::fprintf(stderr, "tensorrt_player: %s\n", e.what());
-    return kBadInput;
-  } catch (const std::exception& e) {
+  } catch (const std::exception& e) {  // trtrace::Error and the rest: one line, bad input
     std::fprintf(stderr, "tensorrt_player: %s\n", e.what());
     return kBadInput;
   }

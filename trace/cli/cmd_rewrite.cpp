@@ -1,15 +1,13 @@
 // trtrace rewrite IN OUT --raw|--compress: re-stores every blob raw (fastest zero-copy replay) or
 // compressed (smallest). The call log's segments are copied one by one, each stored zstd-compressed
-// when that pays (--log-level 0: raw). OUT appears only when complete (temp+rename).
-#include <unistd.h>
-
+// when that pays (--log-level 0: raw). OUT appears only when complete, never over IN (trtrace/files.h).
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <vector>
 
 #include "commands.h"
 #include "trtrace/error.h"
+#include "trtrace/files.h"
 #include "trtrace/reader.h"
 #include "trtrace/writer.h"
 
@@ -25,6 +23,10 @@ static int runRewrite(const RewriteOptions& o) {
   auto r = Reader::open(o.in);
   if (r->truncatedAt() && !o.salvage)
     throw Error(Error::Kind::Truncated, r->truncationMessage() + "; use --salvage to rewrite the readable prefix");
+  if (r->callCount() == 0)
+    throw Error(Error::Kind::Empty, (r->truncatedAt() ? r->truncationMessage() + "; no calls before it" : o.in + ": holds no calls") +
+                                        " (nothing to rewrite)");
+  files::PendingOutputs outputs;  // OUT is never IN (same file by device and inode), and appears complete or not at all
   HeaderInfo hi;
   auto& h = r->header();
   hi.producer = std::string(h.producer);
@@ -36,40 +38,34 @@ static int runRewrite(const RewriteOptions& o) {
   hi.pid = h.pid;
   hi.startTimeNs = h.startTimeNs;
   WriterOptions wo;
-  std::string tmp = o.out + ".tmp." + std::to_string(::getpid());
-  wo.path = tmp;
+  wo.fd = outputs.add(o.out);
+  wo.path = o.out;
   wo.zstdLevel = o.raw ? 0 : o.level;
   wo.byteGrouping = !o.noByteGroup;
   wo.logZstdLevel = o.logLevel;
   wo.workerThreads = o.threads;
-  try {
-    auto w = Writer::create(wo, hi);
-    // Blobs: decompressed buffers stay alive until the workers consumed them (bounded).
-    std::vector<BlobView> held;
-    uint64_t heldBytes = 0, total = 0, done = 0;
-    for (auto& b : r->blobs()) total += b.ref.length;
-    Progress progress("trtrace rewrite " + o.out, total);
-    for (auto& b : r->blobs()) {
-      progress.update(done);
-      done += b.ref.length;
-      BlobView v = r->blob(b.ref);
-      w->putBlob(v.data(), v.size(), b.hint);
-      if (!v.isZeroCopy()) { heldBytes += v.size(); held.push_back(std::move(v)); }
-      if (heldBytes > wo.queueBytes) { w->drainBlobs(); held.clear(); heldBytes = 0; }
-    }
-    w->drainBlobs();
-    for (size_t i = 0; i < r->segmentCount(); ++i) w->appendSegment(r->segmentBytes(i).bytes());
-    w->close();
-    std::filesystem::rename(tmp, o.out);
-    auto st = w->stats();
-    std::printf("%s: %llu blobs, %s stored (%llu compressed), %llu calls\n", o.out.c_str(),
-                (unsigned long long)st.uniqueBlobs, humanBytes(double(st.storedBytes)).c_str(),
-                (unsigned long long)st.compressedBlobs, (unsigned long long)st.calls);
-  } catch (...) {
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
-    throw;
+  auto w = Writer::create(wo, hi);
+  // Blobs: decompressed buffers stay alive until the workers consumed them (bounded).
+  std::vector<BlobView> held;
+  uint64_t heldBytes = 0, total = 0, done = 0;
+  for (auto& b : r->blobs()) total += b.ref.length;
+  Progress progress("trtrace rewrite " + o.out, total);
+  for (auto& b : r->blobs()) {
+    progress.update(done);
+    done += b.ref.length;
+    BlobView v = r->blob(b.ref);
+    w->putBlob(v.data(), v.size(), b.hint);
+    if (!v.isZeroCopy()) { heldBytes += v.size(); held.push_back(std::move(v)); }
+    if (heldBytes > wo.queueBytes) { w->drainBlobs(); held.clear(); heldBytes = 0; }
   }
+  w->drainBlobs();
+  for (size_t i = 0; i < r->segmentCount(); ++i) w->appendSegment(r->segmentBytes(i).bytes());
+  w->close();
+  outputs.commit();
+  auto st = w->stats();
+  std::printf("%s: %llu blobs, %s stored (%llu compressed), %llu calls\n", o.out.c_str(),
+              (unsigned long long)st.uniqueBlobs, humanBytes(double(st.storedBytes)).c_str(),
+              (unsigned long long)st.compressedBlobs, (unsigned long long)st.calls);
   return kOk;
 }
 
@@ -89,8 +85,6 @@ Command addRewrite(CLI::App& app) {
   sub->add_flag("--salvage", o->salvage, "Rewrite the readable prefix of a truncated trace");
   return {sub, [o, sub] {
     if (!o->raw && !o->compress) throw Error(Error::Kind::Usage, "rewrite: choose --raw or --compress");
-    if (std::filesystem::weakly_canonical(o->in) == std::filesystem::weakly_canonical(o->out))
-      throw Error(Error::Kind::Usage, "rewrite: output must differ from input");
     return runRewrite(*o);
   }};
 }
