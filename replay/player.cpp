@@ -145,14 +145,15 @@ void checkCapture(const Reader& reader, const Args& a) {
 // The engine file of each network that will be built (trace network id -> path; "" without -o),
 // all checked as outputs before any build. A --network the capture does not have is an error.
 std::map<uint32_t, std::string> plannedOutputs(const Reader& reader, const Args& a) {
-  std::set<uint32_t> networks, builds;
+  std::set<uint64_t> networks;  // 64-bit: a huge --network must not wrap onto an existing id
+  std::set<uint32_t> builds;
   reader.forEachCall([&](const CallView& c) {
     if (c.networkId()) networks.insert(c.networkId());
     if (c.apiId() == api::kBuilder_buildSerializedNetwork && (a.opt.network < 0 || c.networkId() == uint64_t(a.opt.network)))
       builds.insert(c.networkId());
     return true;
   });
-  if (a.network && !networks.count(static_cast<uint32_t>(*a.network + 1)))
+  if (a.network && !networks.count(static_cast<uint64_t>(*a.network) + 1))
     throw Error(Error::Kind::Usage, "--network " + std::to_string(*a.network) + ": " + a.capture +
                                         (networks.empty() ? " has no networks"
                                                           : " has networks 0 to " + std::to_string(networks.size() - 1)));

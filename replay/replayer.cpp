@@ -72,7 +72,7 @@ void Replayer::run(const std::function<void(const NetworkResult&, const void*)>&
     call_ = &c;
     const uint32_t net = c.networkId();
     const Dispatch* play = findPlay(c.apiId());
-    if (options_.network >= 0 && net != 0 && net != static_cast<uint32_t>(options_.network) && !(play && play->destroys)) {
+    if (options_.network >= 0 && net != 0 && int64_t{net} != options_.network && !(play && play->destroys)) {
       ++stats_.skipped;
       return true;
     }
@@ -135,6 +135,7 @@ abi::Dims64 Replayer::argDims(size_t i) {
   abi::Dims64 d{};
   auto ints = v.ints();
   if (v.kind() == ValueKind::I64Array && ints.size() == 1 && (ints[0] < 0 || ints[0] > 8)) {
+    if (ints[0] < INT32_MIN || ints[0] > INT32_MAX) outOfRange(i, std::to_string(ints[0]), 32, true);
     d.nbDims = static_cast<int32_t>(ints[0]);  // an out-of-range nbDims, kept as recorded
     return d;
   }

@@ -20,7 +20,8 @@ TOOLS = {"tensorrt_player", "trtrace verify", "trtrace info", "trtrace dump", "t
          "trtrace rewrite --salvage"}
 SIX = ["tensorrt_player", "trtrace verify", "trtrace info", "trtrace dump", "trtrace convert", "trtrace rewrite"]
 # Cases whose command adds arguments to the tool's usual one (the player and dump take --network).
-EXTRA = {"network_missing": ["--network", "7"], "network_negative": ["--network", "-1"]}
+EXTRA = {"network_missing": ["--network", "7"], "network_negative": ["--network", "-1"],
+         "network_wraps": ["--network", "4294967296"]}   # 2^32: must not wrap onto network 0
 
 
 def rows():
@@ -138,7 +139,7 @@ def hardening_inputs(d, env, good, data, bl, js, bn, put):
     two = d / "two.trtrace"
     proc = cpp_app(d / "two.engine", "--networks", 2, env=dict(env, TRT_SHIM_OUTPUT_FILE=str(two)))
     assert proc.returncode == 0, proc.stderr
-    c["network_missing"] = c["network_negative"] = two
+    c["network_missing"] = c["network_negative"] = c["network_wraps"] = two
     return c
 
 
@@ -178,7 +179,7 @@ def test_every_case_has_rows_for_what_it_claims():
     others = {"malformed_json", "missing_bin", "short_bin", "library_abi", "library_missing", "unwritable_output",
               "unwritable_output_json", "output_is_input", "bin_output_is_input", "output_is_bin", "output_folder",
               "fifo", "folder", "proc_file", "empty_api_calls", "cut_json_no_bin", "int32_overflow",
-              "network_missing", "network_negative"}
+              "network_missing", "network_negative", "network_wraps"}
     assert cases == traces | others
     # Every trace input is documented for the player and verify at least.
     for case in traces:
