@@ -41,6 +41,9 @@ enum Exit : int {
 };
 
 void* loadLibrary(const std::string& requested, std::string& used) {
+  // A path to a file: checked as an input first (a FIFO would hang dlopen; no output may replace it).
+  if (requested.find('/') != std::string::npos && ::access(requested.c_str(), F_OK) == 0)
+    ::close(files::openInput(requested));
   std::vector<std::string> names;
   if (!requested.empty()) names.push_back(requested);
   else names = {"libtensorrt_rtx.so", "libtensorrt_rtx.so.1"};

@@ -103,12 +103,13 @@ def inputs(tmp_path_factory):
     c["short_bin"] = d / "short.json"
     c["library_version"] = craft("version", d / "oldlib.trtrace", "1.3.0.35")
     c["unknown_api"] = craft("unknown-api", d / "unknown.trtrace")
-    c["library_abi"] = c["library_missing"] = c["unwritable_output"] = good
+    c["library_abi"] = c["library_missing"] = c["library_fifo"] = c["unwritable_output"] = good
+    os.mkfifo(d / "lib.fifo")
     c["unwritable_output_json"] = d / "good.json"
     c.update(hardening_inputs(d, env, good, data, bl, js, bn, put))
     libs = {"library_abi": next(p for p in map(pathlib.Path, ["/lib/x86_64-linux-gnu/libz.so.1",
                                                               "/usr/lib/x86_64-linux-gnu/libz.so.1"]) if p.exists()),
-            "library_missing": d / "nope.so"}
+            "library_missing": d / "nope.so", "library_fifo": d / "lib.fifo"}
     return d, c, libs
 
 
@@ -176,7 +177,8 @@ def test_every_case_has_rows_for_what_it_claims():
     cases = {r[0] for r in ROWS}
     traces = {"missing", "empty", "wrong_magic", "newer_major", "truncated", "unclosed", "corrupt_log", "hash_mismatch",
               "library_version", "unknown_api", "trailing_garbage", "no_calls"}
-    others = {"malformed_json", "missing_bin", "short_bin", "library_abi", "library_missing", "unwritable_output",
+    others = {"malformed_json", "missing_bin", "short_bin", "library_abi", "library_missing", "library_fifo",
+              "unwritable_output",
               "unwritable_output_json", "output_is_input", "bin_output_is_input", "output_is_bin", "output_folder",
               "fifo", "folder", "proc_file", "empty_api_calls", "cut_json_no_bin", "int32_overflow",
               "network_missing", "network_negative", "network_wraps"}
