@@ -116,11 +116,12 @@ int PendingOutputs::add(const std::string& finalPath) {
 void PendingOutputs::commit() {
   for (auto& f : files_) {
     const int fd = std::exchange(f.fd, -1);
-    if (::fsync(fd) != 0 || ::close(fd) != 0 || ::rename(f.temp.c_str(), f.final.c_str()) != 0)
-      throw Error(Error::Kind::Io, f.final + ": cannot finish writing (" + errnoText(errno) + ")");
+    const bool synced = ::fsync(fd) == 0;
+    const int e = errno;
+    if (::close(fd) != 0 || !synced || ::rename(f.temp.c_str(), f.final.c_str()) != 0)
+      throw Error(Error::Kind::Io, f.final + ": cannot finish writing (" + errnoText(synced ? errno : e) + ")");
     f.temp.clear();  // renamed: nothing to remove
   }
-  committed_ = true;
 }
 
 PendingOutputs::~PendingOutputs() {

@@ -41,7 +41,6 @@ class PendingOutputs {
     int fd;
   };
   std::vector<File> files_;
-  bool committed_ = false;
 };
 
 // `size` bytes to `path`, through a PendingOutputs: complete or not at all.
