@@ -314,13 +314,17 @@ void Session::exportJson() noexcept {
   // TRT_SHIM_OUTPUT_JSON_FILE: NVIDIA's JSON+BIN pair, written whole from the trace at each flush
   // point (the documented rule: the .json is overwritten each time; the .bin ends up the same as
   // if appended). Written under temporary names and renamed, so a reader never sees half a file.
-  if (config_.outputJson.empty()) return;
+  // A failure is said once and stops the export (the trace goes on); the summary then does not
+  // name the JSON.
+  if (config_.outputJson.empty() || jsonFailed_) return;
   try {
     convert::traceToJson(path_, config_.outputJson);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "trtrace: error writing %s: %s\n", config_.outputJson.c_str(), e.what());
+    if (!jsonFailed_.exchange(true))
+      std::fprintf(stderr, "trtrace: %s; not writing the JSON+BIN export\n", e.what());
   } catch (...) {
-    std::fprintf(stderr, "trtrace: error writing %s\n", config_.outputJson.c_str());
+    if (!jsonFailed_.exchange(true))
+      std::fprintf(stderr, "trtrace: %s: error writing; not writing the JSON+BIN export\n", config_.outputJson.c_str());
   }
 }
 
@@ -374,7 +378,7 @@ void Session::close() noexcept {
     Writer::Stats s = w->stats();
     exportJson();
     std::string out = path_;
-    if (!config_.outputJson.empty()) out += " and " + config_.outputJson + " (+ " + convert::binPathFor(config_.outputJson) + ")";
+    if (!config_.outputJson.empty() && !jsonFailed_) out += " and " + config_.outputJson + " (+ " + convert::binPathFor(config_.outputJson) + ")";
     std::fprintf(stderr,
                  "trtrace: captured %llu calls, %u networks; weights %s logical, %s unique, %s stored -> %s\n",
                  static_cast<unsigned long long>(s.calls), networks_.load(), humanBytes(double(s.blobPutBytes)).c_str(),

@@ -88,6 +88,7 @@ class Session {
   std::atomic<uint64_t> randomSeeds_{0};
   std::mutex ptrMu_;
   std::unordered_map<const void*, uint64_t> weightsPtrs_;
+  std::atomic<bool> jsonFailed_{false};  // the JSON+BIN export failed once: said once, not retried
 };
 
 }  // namespace trtrace::capture

@@ -14,8 +14,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
+#include <optional>
+#include <set>
 #include <string_view>
 #include <string>
 
@@ -23,6 +24,7 @@
 #include "replayer.h"
 #include "trtrace/convert.h"
 #include "trtrace/error.h"
+#include "trtrace/files.h"
 #include "trtrace/format.h"
 #include "trtrace/hash.h"
 
@@ -45,33 +47,10 @@ enum Exit : int {
 // outcomes"): whatever the replay gives is taken as what the app got.
 constexpr char kOutcomeUnknown[] = "outcome not recorded in the capture: the replay's is taken as the app's";
 
-// Writes `bytes` to `path` atomically: a temp file in the same folder, then rename.
-void writeAtomically(const std::string& path, const void* data, size_t size) {
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(Error::Kind::Io, path + ": cannot create (" + std::strerror(errno) + ")");
-  const char* p = static_cast<const char*>(data);
-  size_t left = size;
-  while (left) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error(Error::Kind::Io, path + ": write failed (" + std::strerror(e) + ")");
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    throw Error(Error::Kind::Io, path + ": cannot finish writing (" + std::strerror(e) + ")");
-  }
-}
-
 void* loadLibrary(const std::string& requested, std::string& used) {
+  // A path to a file: checked as an input first (a FIFO would hang dlopen; no output may replace it).
+  if (requested.find('/') != std::string::npos && ::access(requested.c_str(), F_OK) == 0)
+    ::close(files::openInput(requested));
   std::vector<std::string> names;
   if (!requested.empty()) names.push_back(requested);
   else names = {"libtensorrt_rtx.so", "libtensorrt_rtx.so.1"};
@@ -90,11 +69,11 @@ void* loadLibrary(const std::string& requested, std::string& used) {
 // or a file named *.json goes through convert/ (whose errors name the JSON fault); anything else is
 // opened as a trace, whose reader names what is wrong with it (magic, version, ...).
 bool isJson(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(Error::Kind::Io, path + ": cannot open (" + std::strerror(errno) + ")");
+  const int fd = files::openInput(path);  // a regular file (a FIFO would hang a plain open)
   char buf[4096];
-  f.read(buf, sizeof buf);
-  std::string_view head(buf, static_cast<size_t>(f.gcount()));
+  const ssize_t n = ::pread(fd, buf, sizeof buf, 0);
+  ::close(fd);
+  std::string_view head(buf, n > 0 ? static_cast<size_t>(n) : 0);
   if (head.substr(0, 8) == std::string_view("TRTRACE\0", 8)) return false;
   if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) return true;
   if (head.substr(0, 3) == "\xEF\xBB\xBF") head.remove_prefix(3);  // UTF-8 byte order mark
@@ -102,12 +81,23 @@ bool isJson(const std::string& path) {
   return i != std::string_view::npos && head[i] == '{';
 }
 
-struct TempTrace {
-  std::string path;
-  ~TempTrace() {
-    if (!path.empty()) ::unlink(path.c_str());
+// The capture as a trace. NVIDIA JSON+BIN input is converted (convert/) into a file with no name
+// (files::anonymousFile: nothing in /tmp to guess or follow), gone when the player exits.
+std::unique_ptr<Reader> openCapture(const std::string& capture) {
+  if (!isJson(capture)) return Reader::open(capture);
+  const int fd = files::anonymousFile();
+  try {
+    convert::JsonToTraceOptions o;
+    o.traceFd = fd;
+    convert::jsonToTrace(capture, capture + " (converted)", o);
+    auto reader = Reader::open(fd, capture + " (converted)");
+    ::close(fd);
+    return reader;
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
-};
+}
 
 std::string jsonEscape(const std::string& s) {
   std::string o;
@@ -119,179 +109,223 @@ std::string jsonEscape(const std::string& s) {
   return o;
 }
 
+struct Args {
+  std::string capture, output;
+  Options opt;
+  bool stats = false, json = false, check = false;
+  std::optional<int64_t> network;  // --network, 0-based as given
+};
+
+// Loads the library and checks its version; returns createInferBuilder_INTERNAL (and the name used).
+void* openLibrary(const Options& opt, std::string& used) {
+  void* lib = loadLibrary(opt.libPath, used);
+  using VersionFn = int32_t (*)();
+  auto version = reinterpret_cast<VersionFn>(dlsym(lib, "getInferLibVersion"));
+  const int32_t libVersion = version ? version() : 0;
+  if (libVersion / 100 != abi::kLibraryVersionInt / 100 && !opt.ignoreVersion)
+    throw Error(Error::Kind::Usage, used + ": library version " + std::to_string(libVersion) + ", this player needs " +
+                                        abi::kLibraryVersion + " (--ignore-version to try anyway)");
+  void* create = dlsym(lib, "createInferBuilder_INTERNAL");
+  if (!create) throw Error(Error::Kind::Usage, used + ": no createInferBuilder_INTERNAL (not TensorRT-RTX?)");
+  return create;
+}
+
+// Refuses a capture with nothing to replay, says what is missing from an incomplete one, and
+// refuses another library's capture (unless --ignore-version).
+void checkCapture(const Reader& reader, const Args& a) {
+  const std::string cut = reader.truncationMessage();
+  if (reader.truncatedAt() && *reader.truncatedAt() <= sizeof(format::FileHeader))  // not even the header block
+    throw Error(Error::Kind::Truncated, cut + "; no capture to replay");
+  if (reader.callCount() == 0)
+    throw Error(Error::Kind::Empty, (cut.empty() ? a.capture + ": holds no calls" : cut + "; no calls before it") +
+                                        " (nothing to replay)");
+  if (!cut.empty())
+    std::fprintf(stderr, "tensorrt_player: warning: %s; replaying the complete prefix\n", cut.c_str());
+  else if (!reader.closedCleanly())
+    std::fprintf(stderr, "tensorrt_player: warning: %s: not closed (the capture did not finish); replaying the %llu calls it holds\n",
+                 a.capture.c_str(), static_cast<unsigned long long>(reader.callCount()));
+  const HeaderView& h = reader.header();
+  if (h.libraryVersion != abi::kLibraryVersion && !a.opt.ignoreVersion)
+    throw Error(Error::Kind::Usage, a.capture + ": captured with " + std::string(h.libraryName) + " " +
+                                        std::string(h.libraryVersion) + ", this player replays " + abi::kLibraryName +
+                                        " " + abi::kLibraryVersion + " (--ignore-version to try anyway)");
+}
+
+// The engine file of each network that will be built (trace network id -> path; "" without -o),
+// all checked as outputs before any build. A --network the capture does not have is an error.
+std::map<uint32_t, std::string> plannedOutputs(const Reader& reader, const Args& a) {
+  std::set<uint64_t> networks;  // 64-bit: a huge --network must not wrap onto an existing id
+  std::set<uint32_t> builds;
+  reader.forEachCall([&](const CallView& c) {
+    if (c.networkId()) networks.insert(c.networkId());
+    if (c.apiId() == api::kBuilder_buildSerializedNetwork && (a.opt.network < 0 || c.networkId() == uint64_t(a.opt.network)))
+      builds.insert(c.networkId());
+    return true;
+  });
+  if (a.network && !networks.count(static_cast<uint64_t>(*a.network) + 1))
+    throw Error(Error::Kind::Usage, "--network " + std::to_string(*a.network) + ": " + a.capture +
+                                        (networks.empty() ? " has no networks"
+                                                          : " has networks 0 to " + std::to_string(networks.size() - 1)));
+  std::map<uint32_t, std::string> out;
+  for (uint32_t n : builds) {
+    out[n] = a.output.empty() ? "" : builds.size() == 1 ? a.output : a.output + std::to_string(n - 1);
+    if (!a.output.empty()) files::checkOutput(out[n]);  // inputs are all open now (a JSON's BIN too)
+  }
+  return out;
+}
+
+bool sameAsCapture(const NetworkResult& r) {
+  return r.captured && r.captured->engineHash == r.engineHash && r.captured->engineSize == r.engineSize;
+}
+
+// What each built network's engine is, next to the capture's: "identical", "different" or
+// "nondeterministic" (absent: the capture recorded no engine for it).
+using Verdicts = std::map<uint32_t, std::string>;
+
+// --check: an engine that differs gets a second opinion (recheck.h) before it is called different;
+// a rebuild that gives the capture's engine replaces the output.
+Verdicts compareWithCapture(const Args& a, const std::string& lib, std::vector<NetworkResult>& results) {
+  Verdicts verdicts;
+  for (auto& r : results) {
+    if (!r.ok || !r.captured || !r.captured->ok) continue;
+    auto& v = verdicts[r.network];
+    v = sameAsCapture(r) ? "identical" : "different";
+    if (!a.check || v == "identical") continue;
+    std::vector<std::string> pass;
+    if (a.opt.seed) pass.insert(pass.end(), {"--seed", std::to_string(a.opt.seed)});
+    if (a.opt.skipUnsupported) pass.push_back("--skip-unsupported");
+    if (a.opt.ignoreVersion) pass.push_back("--ignore-version");
+    if (a.opt.trustWeights) pass.push_back("--trust-weights");
+    const Recheck rc = recheckNetwork({a.capture, lib, pass}, r.network - 1, r.engineHash, r.engineSize,
+                                      r.captured->engineHash, r.captured->engineSize, r.path);
+    if (rc.verdict == Recheck::Verdict::Matched) {
+      r.engineHash = r.captured->engineHash, r.engineSize = r.captured->engineSize;
+      v = "identical";
+      std::fprintf(stderr, "tensorrt_player: network %u: identical to capture on a rebuild at another heap layout "
+                   "(library nondeterminism: its first build differed)\n", r.network - 1);
+    } else if (rc.verdict == Recheck::Verdict::Nondeterministic) {
+      v = "nondeterministic";
+      std::fprintf(stderr, "tensorrt_player: network %u: differs: library nondeterminism suspected (%d builds at "
+                   "different heap layouts gave %d distinct engines, none the capture's)\n", r.network - 1, rc.builds, rc.distinct);
+    }
+  }
+  return verdicts;
+}
+
+void printJson(const Args& a, const Replayer::Stats& s, double openSeconds, const std::vector<NetworkResult>& results,
+               const Verdicts& verdicts) {
+  std::printf("{\"capture\": \"%s\", \"calls\": %llu, \"skipped\": %llu, \"open_s\": %.6f, \"dispatch_s\": %.6f, "
+              "\"build_s\": %.6f, \"scalar_mismatches\": %llu, \"networks\": [",
+              jsonEscape(a.capture).c_str(), (unsigned long long)s.calls, (unsigned long long)s.skipped, openSeconds,
+              s.dispatchSeconds, s.buildSeconds, (unsigned long long)s.scalarMismatches);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto& r = results[i];
+    const auto it = verdicts.find(r.network);
+    const char* same = it == verdicts.end() ? "unknown" : it->second.c_str();
+    std::printf("%s{\"network\": %u, \"ok\": %s, \"engine\": \"%s\", \"size\": %llu, \"xxh3\": \"%s\", "
+                "\"build_s\": %.6f, \"vs_capture\": \"%s\"}",
+                i ? ", " : "", r.network - 1, r.ok ? "true" : "false", jsonEscape(r.path).c_str(),
+                (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), r.buildSeconds, same);
+  }
+  std::printf("]}\n");
+}
+
+void printText(const Args& a, const Replayer::Stats& s, double openSeconds, const std::vector<NetworkResult>& results,
+               const Verdicts& verdicts) {
+  for (const auto& r : results) {
+    if (r.ok) {
+      std::string vs = r.captured ? "" : std::string("; ") + kOutcomeUnknown;
+      if (auto it = verdicts.find(r.network); it != verdicts.end())
+        vs = it->second == "identical" ? ", identical to capture"
+             : it->second == "different" ? ", DIFFERENT from capture" : ", differs: library nondeterminism suspected";
+      std::printf("network %u: engine %s (%llu bytes, xxh3 %s%s)\n", r.network - 1, r.path.empty() ? "(not written)" : r.path.c_str(),
+                  (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), vs.c_str());
+    } else {
+      std::printf("network %u: build failed%s%s%s:\n", r.network - 1, r.captured ? ", as at capture" : " (",
+                  r.captured ? "" : kOutcomeUnknown, r.captured ? "" : ")");
+      for (const auto& e : r.errors) std::printf("  %s\n", e.c_str());
+    }
+  }
+  if (!a.stats) return;
+  std::fprintf(stderr, "stats: open %.3f ms, %llu calls dispatched in %.3f ms (%.0f calls/s), builds %.3f s\n",
+               openSeconds * 1e3, (unsigned long long)s.calls, s.dispatchSeconds * 1e3,
+               s.dispatchSeconds > 0 ? s.calls / s.dispatchSeconds : 0.0, s.buildSeconds);
+  for (const auto& r : results) std::fprintf(stderr, "stats: network %u build %.3f s\n", r.network - 1, r.buildSeconds);
+}
+
+int play(const Args& a) {
+  using Clock = std::chrono::steady_clock;
+  if (a.network && *a.network < 0)
+    throw Error(Error::Kind::Usage, "--network " + std::to_string(*a.network) + ": networks are numbered from 0");
+  auto t0 = Clock::now();
+  isJson(a.capture);                                // the capture is an input: opened (and checked) first,
+  if (!a.output.empty()) files::checkOutput(a.output);  // so that an output over it fails before any work
+  std::unique_ptr<Reader> reader = openCapture(a.capture);
+  const double openSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  checkCapture(*reader, a);
+  std::string lib;
+  void* create = openLibrary(a.opt, lib);
+  const std::map<uint32_t, std::string> outputs = plannedOutputs(*reader, a);
+
+  std::vector<NetworkResult> results;
+  bool failureReproduced = false;
+  Replayer player(*reader, a.opt, create);
+  player.run([&](const NetworkResult& r0, const void* engine) {
+    NetworkResult r = r0;
+    if (auto it = outputs.find(r.network); r.ok && it != outputs.end() && !it->second.empty()) {
+      r.path = it->second;
+      files::writeAtomically(r.path, engine, r.engineSize);
+    }
+    if (!r.ok) failureReproduced = true;
+    results.push_back(r);
+  });
+  const auto& s = player.stats();
+  if (s.calls == 0) throw Error(Error::Kind::Empty, a.capture + ": no call was replayed (nothing to do)");
+  const Verdicts verdicts = compareWithCapture(a, lib, results);
+  if (a.json) printJson(a, s, openSeconds, results, verdicts);
+  else printText(a, s, openSeconds, results, verdicts);
+  auto any = [&](const char* v) {
+    return std::any_of(verdicts.begin(), verdicts.end(), [&](const auto& kv) { return kv.second == v; });
+  };
+  if (a.check && any("different")) return kEngineDiffers;
+  if (a.check && any("nondeterministic")) return kNondeterministic;
+  if (failureReproduced) return kFailureReproduced;
+  return kOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"tensorrt_player: rebuild TensorRT-RTX engines from a capture, without the application"};
-  std::string capture, output, libPath;
-  Options opt;
-  bool stats = false, json = false, check = false;
-  app.add_option("-j,--json-file,capture", capture, "capture: a trtrace trace or NVIDIA JSON (+BIN beside it)")->required();
-  app.add_option("-o,--output", output, "engine file; several networks: <output>0, <output>1, ...");
-  app.add_option("--lib", libPath, "the real libtensorrt_rtx.so.1 (default: TRT_SHIM_NVINFER_LIB_NAME, "
-                                   "then libtensorrt_rtx.so, then libtensorrt_rtx.so.1)");
-  int64_t networkIndex = -1;
-  app.add_option("--network", networkIndex, "replay only this network: 0, 1, ... in creation order (the <output> suffix)");
-  app.add_option("--seed", opt.seed, "seed for weights the capture marked random");
-  app.add_flag("--skip-unsupported", opt.skipUnsupported, "skip calls the capture marked UNSUPPORTED");
-  app.add_flag("--ignore-version", opt.ignoreVersion, "replay a capture of another library version");
-  app.add_flag("--trust-weights", opt.trustWeights,
+  Args a;
+  app.add_option("-j,--json-file,capture", a.capture, "capture: a trtrace trace or NVIDIA JSON (+BIN beside it)")->required();
+  app.add_option("-o,--output", a.output, "engine file; several networks: <output>0, <output>1, ...");
+  app.add_option("--lib", a.opt.libPath, "the real libtensorrt_rtx.so.1 (default: TRT_SHIM_NVINFER_LIB_NAME, "
+                                         "then libtensorrt_rtx.so, then libtensorrt_rtx.so.1)");
+  app.add_option("--network", a.network, "replay only this network: 0, 1, ... in creation order (the <output> suffix)");
+  app.add_option("--seed", a.opt.seed, "seed for weights the capture marked random");
+  app.add_flag("--skip-unsupported", a.opt.skipUnsupported, "skip calls the capture marked UNSUPPORTED");
+  app.add_flag("--ignore-version", a.opt.ignoreVersion, "replay a capture of another library version");
+  app.add_flag("--trust-weights", a.opt.trustWeights,
                "skip the content-hash check of raw weight blobs (for a trace `trtrace verify` passed)");
-  app.add_flag("--check", check, "compare each engine's XXH3-128 with the one recorded at capture");
-  app.add_flag("--stats", stats, "print open/dispatch/build times per network");
-  app.add_flag("--json", json, "machine-readable summary on stdout");
-  app.add_flag("-q,--quiet", opt.quiet, "hide the library's warnings");
+  app.add_flag("--check", a.check, "compare each engine's XXH3-128 with the one recorded at capture");
+  app.add_flag("--stats", a.stats, "print open/dispatch/build times per network");
+  app.add_flag("--json", a.json, "machine-readable summary on stdout");
+  app.add_flag("-q,--quiet", a.opt.quiet, "hide the library's warnings");
   int heapShift = 0;  // internal: the --check rebuilds (recheck.h)
   app.add_option("--heap-shift", heapShift)->group("");
   CLI11_PARSE(app, argc, argv);
   if (heapShift > 0) shiftHeap(std::min(heapShift, 64));
-  if (libPath.empty()) {
-    if (const char* v = std::getenv("TRT_SHIM_NVINFER_LIB_NAME"); v && *v) libPath = v;
+  if (a.opt.libPath.empty()) {
+    if (const char* v = std::getenv("TRT_SHIM_NVINFER_LIB_NAME"); v && *v) a.opt.libPath = v;
   }
-  opt.libPath = libPath;
-  opt.network = networkIndex < 0 ? -1 : networkIndex + 1;  // trace network ids start at 1
-
-  using Clock = std::chrono::steady_clock;
+  a.opt.network = a.network && *a.network >= 0 ? *a.network + 1 : -1;  // trace network ids start at 1
   try {
-    if (!output.empty()) {  // an output that cannot be created fails now, not after the builds
-      std::string dir = output.find('/') == std::string::npos ? "." : output.substr(0, output.rfind('/') + 1);
-      if (::access(dir.c_str(), W_OK | X_OK) != 0)
-        throw Error(Error::Kind::Io, output + ": cannot create (" + std::strerror(errno) + ")");
-    }
-    auto t0 = Clock::now();
-    // NVIDIA JSON+BIN input: converted (convert/) to a temporary trace, removed when done.
-    TempTrace converted;
-    if (isJson(capture)) {
-      const char* dir = std::getenv("TMPDIR");
-      converted.path = std::string(dir && *dir ? dir : "/tmp") + "/tensorrt_player." + std::to_string(getpid()) + ".trtrace";
-      convert::jsonToTrace(capture, converted.path);
-    }
-    std::unique_ptr<Reader> reader = Reader::open(converted.path.empty() ? capture : converted.path);
-    if (!converted.path.empty()) ::unlink(converted.path.c_str());  // the mapping stays valid
-    const double openSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (reader->truncatedAt() && *reader->truncatedAt() <= sizeof(format::FileHeader))  // not even the header block
-      throw Error(Error::Kind::Truncated, reader->truncationMessage() + "; no capture to replay");
-    if (auto msg = reader->truncationMessage(); !msg.empty())
-      std::fprintf(stderr, "tensorrt_player: warning: %s; replaying the complete prefix\n", msg.c_str());
-    else if (!reader->closedCleanly())
-      std::fprintf(stderr, "tensorrt_player: warning: %s: not closed (the capture did not finish); replaying the %llu calls it holds\n",
-                   capture.c_str(), static_cast<unsigned long long>(reader->callCount()));
-    const HeaderView& h = reader->header();
-    if (h.libraryVersion != abi::kLibraryVersion && !opt.ignoreVersion)
-      throw Error(Error::Kind::Usage, capture + ": captured with " + std::string(h.libraryName) + " " +
-                                          std::string(h.libraryVersion) + ", this player replays " +
-                                          abi::kLibraryName + " " + abi::kLibraryVersion + " (--ignore-version to try anyway)");
-
-    std::string used;
-    void* lib = loadLibrary(opt.libPath, used);
-    using VersionFn = int32_t (*)();
-    auto version = reinterpret_cast<VersionFn>(dlsym(lib, "getInferLibVersion"));
-    const int32_t libVersion = version ? version() : 0;
-    if (libVersion / 100 != abi::kLibraryVersionInt / 100 && !opt.ignoreVersion)
-      throw Error(Error::Kind::Usage, used + ": library version " + std::to_string(libVersion) + ", this player needs " +
-                                          abi::kLibraryVersion + " (--ignore-version to try anyway)");
-    void* create = dlsym(lib, "createInferBuilder_INTERNAL");
-    if (!create) throw Error(Error::Kind::Usage, used + ": no createInferBuilder_INTERNAL (not TensorRT-RTX?)");
-
-    // Networks that will be built decide the output names.
-    std::map<uint32_t, int> builds;
-    reader->forEachCall([&](const CallView& c) {
-      if (c.apiId() == api::kBuilder_buildSerializedNetwork && (opt.network < 0 || c.networkId() == static_cast<uint32_t>(opt.network))) builds[c.networkId()]++;
-      return true;
-    });
-    const bool single = builds.size() <= 1;
-
-    std::vector<NetworkResult> results;
-    bool failureReproduced = false, differs = false;
-    Replayer player(*reader, opt, create);
-    player.run([&](const NetworkResult& r0, const void* engine) {
-      NetworkResult r = r0;
-      if (r.ok && !output.empty()) {
-        r.path = single ? output : output + std::to_string(r.network - 1);
-        writeAtomically(r.path, engine, r.engineSize);
-      }
-      if (!r.ok) failureReproduced = true;
-      results.push_back(r);
-    });
-    const auto& s = player.stats();
-    // --check: an engine that differs gets a second opinion before it is called different.
-    std::map<uint32_t, std::string> verdicts;  // network -> "identical" / "different" / "nondeterministic"
-    bool nondeterministic = false;
-    for (auto& r : results) {
-      if (!r.ok || !r.captured || !r.captured->ok) continue;
-      auto& v = verdicts[r.network];
-      if (r.captured->engineHash == r.engineHash && r.captured->engineSize == r.engineSize) { v = "identical"; continue; }
-      v = "different";
-      if (!check) continue;
-      std::vector<std::string> pass;
-      if (opt.seed) pass.insert(pass.end(), {"--seed", std::to_string(opt.seed)});
-      if (opt.skipUnsupported) pass.push_back("--skip-unsupported");
-      if (opt.ignoreVersion) pass.push_back("--ignore-version");
-      if (opt.trustWeights) pass.push_back("--trust-weights");
-      Recheck rc = recheckNetwork({capture, used, pass}, r.network - 1, r.engineHash, r.engineSize,
-                                  r.captured->engineHash, r.captured->engineSize, r.path);
-      if (rc.verdict == Recheck::Verdict::Matched) {
-        r.engineHash = r.captured->engineHash, r.engineSize = r.captured->engineSize;
-        v = "identical";
-        std::fprintf(stderr, "tensorrt_player: network %u: identical to capture on a rebuild at another heap layout "
-                     "(library nondeterminism: its first build differed)\n", r.network - 1);
-      } else if (rc.verdict == Recheck::Verdict::Nondeterministic) {
-        v = "nondeterministic", nondeterministic = true;
-        std::fprintf(stderr, "tensorrt_player: network %u: differs: library nondeterminism suspected (%d builds at "
-                     "different heap layouts gave %d distinct engines, none the capture's)\n", r.network - 1, rc.builds, rc.distinct);
-      } else {
-        v = "different", differs = true;
-      }
-    }
-
-    if (json) {
-      std::printf("{\"capture\": \"%s\", \"calls\": %llu, \"skipped\": %llu, \"open_s\": %.6f, \"dispatch_s\": %.6f, "
-                  "\"build_s\": %.6f, \"scalar_mismatches\": %llu, \"networks\": [",
-                  jsonEscape(capture).c_str(), (unsigned long long)s.calls, (unsigned long long)s.skipped, openSeconds,
-                  s.dispatchSeconds, s.buildSeconds, (unsigned long long)s.scalarMismatches);
-      for (size_t i = 0; i < results.size(); ++i) {
-        const auto& r = results[i];
-        const char* same = verdicts.count(r.network) ? verdicts[r.network].c_str() : "unknown";
-        std::printf("%s{\"network\": %u, \"ok\": %s, \"engine\": \"%s\", \"size\": %llu, \"xxh3\": \"%s\", "
-                    "\"build_s\": %.6f, \"vs_capture\": \"%s\"}",
-                    i ? ", " : "", r.network - 1, r.ok ? "true" : "false", jsonEscape(r.path).c_str(),
-                    (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), r.buildSeconds, same);
-      }
-      std::printf("]}\n");
-    } else {
-      for (const auto& r : results) {
-        if (r.ok) {
-          std::string vs = r.captured ? "" : std::string("; ") + kOutcomeUnknown;
-          if (verdicts.count(r.network))
-            vs = verdicts[r.network] == "identical" ? ", identical to capture"
-                 : verdicts[r.network] == "different" ? ", DIFFERENT from capture"
-                                                      : ", differs: library nondeterminism suspected";
-          std::printf("network %u: engine %s (%llu bytes, xxh3 %s%s)\n", r.network - 1, r.path.empty() ? "(not written)" : r.path.c_str(),
-                      (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), vs.c_str());
-        } else {
-          std::printf("network %u: build failed%s%s%s:\n", r.network - 1, r.captured ? ", as at capture" : " (",
-                      r.captured ? "" : kOutcomeUnknown, r.captured ? "" : ")");
-          for (const auto& e : r.errors) std::printf("  %s\n", e.c_str());
-        }
-      }
-      if (stats) {
-        std::fprintf(stderr, "stats: open %.3f ms, %llu calls dispatched in %.3f ms (%.0f calls/s), builds %.3f s\n",
-                     openSeconds * 1e3, (unsigned long long)s.calls, s.dispatchSeconds * 1e3,
-                     s.dispatchSeconds > 0 ? s.calls / s.dispatchSeconds : 0.0, s.buildSeconds);
-        for (const auto& r : results) std::fprintf(stderr, "stats: network %u build %.3f s\n", r.network - 1, r.buildSeconds);
-      }
-    }
-    if (check && differs) return kEngineDiffers;
-    if (check && nondeterministic) return kNondeterministic;
-    if (failureReproduced) return kFailureReproduced;
-    return kOk;
+    return play(a);
   } catch (const Divergence& e) {
-    std::fprintf(stderr, "tensorrt_player: %s: divergence at %s\n", capture.c_str(), e.what());
+    std::fprintf(stderr, "tensorrt_player: %s: divergence at %s\n", a.capture.c_str(), e.what());
     return kDivergence;
-  } catch (const Error& e) {
-    std::fprintf(stderr, "tensorrt_player: %s\n", e.what());
-    return kBadInput;
-  } catch (const std::exception& e) {
+  } catch (const std::exception& e) {  // trtrace::Error and the rest: one line, bad input
     std::fprintf(stderr, "tensorrt_player: %s\n", describe(e).c_str());
     return kBadInput;
   }

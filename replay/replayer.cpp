@@ -37,10 +37,10 @@ using namespace trtrace::abi;
 #include "replay_gen.inc"
 
 namespace {
-PlayFn findPlay(uint32_t id) {
-  static const std::vector<PlayFn> table = [] {
-    std::vector<PlayFn> t(api::kMaxApiId + 1, nullptr);
-    for (const Dispatch& d : kDispatch) t[d.id] = d.fn;
+const Dispatch* findPlay(uint32_t id) {
+  static const std::vector<const Dispatch*> table = [] {
+    std::vector<const Dispatch*> t(api::kMaxApiId + 1, nullptr);
+    for (const Dispatch& d : kDispatch) t[d.id] = &d;
     return t;
   }();
   return id < table.size() ? table[id] : nullptr;
@@ -58,6 +58,13 @@ std::string Replayer::where() const {
 
 void Replayer::diverge(const std::string& what) const { throw Divergence(where() + ": " + what); }
 
+void Replayer::outOfRange(size_t i, const std::string& value, int bits, bool isSigned) const {
+  const api::ApiDesc* d = call_ ? api::find(call_->apiId()) : nullptr;
+  const std::string name = d && i < d->nargs ? " (" + std::string(d->args[i]) + ")" : "";
+  diverge("argument " + std::to_string(i) + name + ": " + value + " does not fit its " + std::to_string(bits) + "-bit " +
+          (isSigned ? "signed" : "unsigned") + " parameter");
+}
+
 void Replayer::run(const std::function<void(const NetworkResult&, const void*)>& onEngine) {
   onEngine_ = onEngine;
   using Clock = std::chrono::steady_clock;
@@ -66,7 +73,8 @@ void Replayer::run(const std::function<void(const NetworkResult&, const void*)>&
     progress.update(c.seq());
     call_ = &c;
     const uint32_t net = c.networkId();
-    if (options_.network >= 0 && net != 0 && net != static_cast<uint32_t>(options_.network)) {
+    const Dispatch* play = findPlay(c.apiId());
+    if (options_.network >= 0 && net != 0 && int64_t{net} != options_.network && !(play && play->destroys)) {
       ++stats_.skipped;
       return true;
     }
@@ -78,8 +86,7 @@ void Replayer::run(const std::function<void(const NetworkResult&, const void*)>&
       diverge("the capture marked this call UNSUPPORTED (" + std::string(c.unsupportedInterface()) + " slot " +
               std::to_string(c.unsupportedSlot()) + "); pass --skip-unsupported to replay without it");
     }
-    PlayFn fn = findPlay(c.apiId());
-    if (!fn) {
+    if (!play) {
       const ApiInfo* info = reader_.api(c.apiId());
       diverge(std::string("unknown API id ") + std::to_string(c.apiId()) +
               (info ? " (" + std::string(info->interfaceName) + "::" + std::string(info->methodName) + ")" : "") +
@@ -88,7 +95,7 @@ void Replayer::run(const std::function<void(const NetworkResult&, const void*)>&
     auto t0 = Clock::now();
     const double buildBefore = stats_.buildSeconds, outputBefore = stats_.outputSeconds;
     try {
-      fn(*this);
+      play->fn(*this);
     } catch (const std::bad_alloc&) {  // one line naming the call, never a bare "std::bad_alloc"
       throw Error(Error::Kind::Io, reader_.path() + ": " + where() + ": out of memory replaying this call");
     }
@@ -121,11 +128,8 @@ void* Replayer::receiverObject() {
 void* Replayer::receiverImpl(int level) { return static_cast<void* const*>(receiverObject())[1 + level]; }
 
 bool Replayer::argBool(size_t i) { return arg(i).asBool(); }
-int64_t Replayer::argI64(size_t i) { return arg(i).asI64(); }
-uint64_t Replayer::argU64(size_t i) { return arg(i).asU64(); }
 float Replayer::argF32(size_t i) { return static_cast<float>(arg(i).asF64()); }
 double Replayer::argF64(size_t i) { return arg(i).asF64(); }
-int64_t Replayer::argEnum(size_t i) { return arg(i).asI64(); }
 
 const char* Replayer::argString(size_t i) {
   ValueView v = arg(i);
@@ -139,6 +143,7 @@ abi::Dims64 Replayer::argDims(size_t i) {
   abi::Dims64 d{};
   auto ints = v.ints();
   if (v.kind() == ValueKind::I64Array && ints.size() == 1 && (ints[0] < 0 || ints[0] > 8)) {
+    if (ints[0] < INT32_MIN || ints[0] > INT32_MAX) outOfRange(i, std::to_string(ints[0]), 32, true);
     d.nbDims = static_cast<int32_t>(ints[0]);  // an out-of-range nbDims, kept as recorded
     return d;
   }
@@ -390,7 +395,7 @@ void Replayer::buildDone(NetworkResult result, const void* engine) {
 void override_entry_createInferBuilder_INTERNAL(Replayer& x) {
   using Fn = void* (*)(void*, int32_t);
   auto fn = reinterpret_cast<Fn>(x.createBuilderFn());
-  const int32_t version = static_cast<int32_t>(x.argI64(1));
+  const int32_t version = x.argInt<int32_t>(1);
   x.bindResult(fn(static_cast<abi::ILogger*>(&x.logger()), version));
 }
 

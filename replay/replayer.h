@@ -3,11 +3,13 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -69,6 +71,10 @@ using PlayFn = void (*)(Replayer&);
 struct Dispatch {
   uint32_t id;
   PlayFn fn;
+  // The call deletes its receiver: replayed even in a network --network skips, for an object this
+  // replay created (e.g. a skipped network's INetworkDefinition, created by a builder call of no
+  // network), so that objects go in the capture's order and none outlives the builder that made it.
+  bool destroys;
 };
 
 class Replayer {
@@ -82,11 +88,10 @@ class Replayer {
   void* receiverObject();           // the receiver's real object (wrapped interfaces are called on it)
   void* receiverImpl(int level);   // its V-pointer at chain `level` (public layout: field 1 + level)
   bool argBool(size_t i);
-  int64_t argI64(size_t i);
-  uint64_t argU64(size_t i);
+  template <class T>
+  T argInt(size_t i);  // an integer parameter of type T: a recorded value T cannot hold diverges
   float argF32(size_t i);
   double argF64(size_t i);
-  int64_t argEnum(size_t i);
   const char* argString(size_t i);
   abi::Dims64 argDims(size_t i);
   abi::Weights argWeights(size_t i);
@@ -109,6 +114,8 @@ class Replayer {
   void* createBuilderFn() const { return createBuilder_; }
   void buildDone(NetworkResult result, const void* engine);  // reports and releases build buffers
   [[noreturn]] void diverge(const std::string& what) const;
+  // Argument i holds `value`, which a `bits`-bit (un)signed parameter cannot hold.
+  [[noreturn]] void outOfRange(size_t i, const std::string& value, int bits, bool isSigned) const;
 
   struct Stats {
     uint64_t calls = 0, skipped = 0, scalarMismatches = 0;
@@ -157,13 +164,39 @@ class Replayer {
 };
 
 template <class T>
+T Replayer::argInt(size_t i) {
+  ValueView v = arg(i);
+  using L = std::numeric_limits<T>;
+  if constexpr (std::is_signed_v<T>) {
+    const int64_t x = v.asI64();
+    if (x < static_cast<int64_t>(L::min()) || x > static_cast<int64_t>(L::max())) outOfRange(i, std::to_string(x), L::digits + 1, true);
+  } else {
+    const uint64_t x = v.asU64();
+    if (x > static_cast<uint64_t>(L::max())) outOfRange(i, std::to_string(x), L::digits, false);
+  }
+  return std::is_signed_v<T> ? static_cast<T>(v.asI64()) : static_cast<T>(v.asU64());
+}
+
+template <class T>
 std::vector<T> Replayer::argArray(size_t i) {
   ValueView v = arg(i);
   std::vector<T> out;
-  if (v.kind() == ValueKind::F32Array)
+  if (v.kind() == ValueKind::F32Array) {
     for (float f : v.floats()) out.push_back(static_cast<T>(f));
-  else
-    for (int64_t x : v.ints()) out.push_back(static_cast<T>(x));
+    return out;
+  }
+  for (int64_t x : v.ints()) {
+    if constexpr (std::is_integral_v<T>) {
+      if (x < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+          static_cast<uint64_t>(x) > static_cast<uint64_t>(std::numeric_limits<T>::max()))
+        outOfRange(i, std::to_string(x), std::numeric_limits<T>::digits + std::is_signed_v<T>, std::is_signed_v<T>);
+    } else if constexpr (std::is_enum_v<T>) {
+      using U = std::underlying_type_t<T>;
+      if (x < static_cast<int64_t>(std::numeric_limits<U>::min()) || x > static_cast<int64_t>(std::numeric_limits<U>::max()))
+        outOfRange(i, std::to_string(x), std::numeric_limits<U>::digits + 1, true);
+    }
+    out.push_back(static_cast<T>(x));
+  }
   return out;
 }
 

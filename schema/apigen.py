@@ -587,10 +587,13 @@ def dec_arg(spec, cpp, m, i, p):
     """C++ statement(s) declaring a_i, decoded from argument i of the recorded call."""
     k = classify(spec, p.type, p.ann)
     t = cpp.type(p.type)
+    if k == "scalar" and scalar_enc(spec, p.type) in ("I64", "U64"):  # integers: range-checked once, here
+        return f"auto a{i} = x.argInt<{t}>({i});"
     if k == "scalar":
         return f"auto a{i} = static_cast<{t}>(x.arg{scalar_enc(spec, p.type)}({i}));"
     if k == "enum":
-        return f"auto a{i} = static_cast<abi::{spec.resolve(p.type.base)}>(x.argEnum({i}));"
+        e = f"abi::{spec.resolve(p.type.base)}"
+        return f"auto a{i} = static_cast<{e}>(x.argInt<std::underlying_type_t<{e}>>({i}));"
     if k == "string":
         return f"const char* a{i} = x.argString({i});"
     if k == "dims":
@@ -688,7 +691,7 @@ def gen_replay(spec, cpp, ov):
     o.append("")
     o.append("const Dispatch kDispatch[] = {")
     for m, fn in entries:
-        o.append(f"  {{{m.api_id}, {fn}}},")
+        o.append(f"  {{{m.api_id}, {fn}, {'true' if m.name == DESTROY else 'false'}}},")
     o.append("};")
     return "\n".join(o) + "\n"
 

@@ -110,6 +110,27 @@ def test_player_selects_one_network(tmp):
     assert not (tmp / "one.engine0").exists() and not (tmp / "one.engine1").exists()
 
 
+def test_one_network_numbering_and_a_valid_destruction_order(tmp):
+    """Networks are numbered from 0 by every tool (info, dump --network, the player's --network and
+    its <engine>N names), and replaying one network of several destroys what it created in a valid
+    order: each network here has its own builder, whose createNetworkV2 belongs to no network, so
+    the skipped network's INetworkDefinition exists and must go before its builder (the library
+    reports "IBuilder::~IBuilder ... undefined behavior" otherwise, even with -q)."""
+    _, env = drop_in_dir(tmp)
+    assert cpp_app(tmp / "app.engine", "--networks", 2, env=dict(env, TRT_SHIM_OUTPUT_FILE=str(tmp / "m.trtrace"))).returncode == 0
+    info = json.loads(trtrace("info", "--json", tmp / "m.trtrace").stdout)
+    for n in (0, 1):
+        proc = play(tmp / "m.trtrace", tmp / f"one{n}.engine", "--network", n, "--json", "-q")
+        assert "[TRT] error" not in proc.stderr, proc.stderr
+        assert (tmp / f"one{n}.engine").read_bytes() == (tmp / f"app.engine{n}").read_bytes()
+        assert [r["network"] for r in json.loads(proc.stdout)["networks"]] == [n]
+        dump = trtrace("dump", "--network", n, tmp / "m.trtrace").stdout.splitlines()
+        assert len(dump) == info["networks"][str(n)] and all(f" net={n} " in line for line in dump)
+        built = next(line for line in dump if "buildSerializedNetwork" in line)
+        assert json.loads(proc.stdout)["networks"][0]["xxh3"] in built
+    assert sorted(info["networks"]) == ["0", "1"]
+
+
 def test_player_json_stats(tmp):
     capture("build_cnn.py", tmp / "s.trtrace", "--out", tmp / "s.engine")
     out = json.loads(play(tmp / "s.trtrace", tmp / "s.replay", "--json").stdout)

@@ -8,11 +8,12 @@ with the default policy (test_capture_replay.py), a Python fork after the builde
 """
 import json
 import os
+import re
 import subprocess
 
 import pytest
 
-from conftest import BIN, SHIM, cpp_app, drop_in_dir, play, run_app, trt_lib, trtrace, no_fork_under_asan
+from conftest import BIN, ROOT, SHIM, cpp_app, drop_in_dir, play, run_app, trt_lib, trtrace, no_fork_under_asan
 
 
 def info(trace):
@@ -88,6 +89,9 @@ def test_forked_child_using_the_parents_builder_names_the_missing_object(tmp):
     assert proc.stderr.strip().count("\n") == 0
     assert "object handle 1 was never created" in proc.stderr
     assert not (tmp / "child.engine").exists()
+    # README states this limit with the player's exact line (the child's pid and folder aside).
+    line = re.sub(r"p\.trtrace\.\d+", "p.trtrace.<pid>", proc.stderr.strip().replace(str(tmp) + "/", ""))
+    assert line in (ROOT / "README.md").read_text()
 
 
 def start_together(n, make_cmd, env):

@@ -72,6 +72,11 @@ def check_killed(workdir, policy, n, reference, app_engines, run):
 
     out = d / "replay.engine"
     p = PLAYER_RUN(trace, out)
+    if want == 0:  # nothing to replay is an error (docs/errors.md, no_calls): one line, no engine
+        assert p.returncode == 1, f"{policy} kill at {n}: player exit {p.returncode}\n{p.stdout}{p.stderr}"
+        assert p.stderr.count("\n") == 1 and "(nothing to replay)" in p.stderr, p.stderr
+        assert not [f for f in d.iterdir() if f.name.startswith("replay.engine")]
+        return want, 0
     assert p.returncode == 0, f"{policy} kill at {n}: player exit {p.returncode}\n{p.stdout}{p.stderr}"
     assert p.stderr.count("\n") <= 2 and "warning:" in p.stderr, p.stderr   # one line says it is a prefix
     summary = json.loads(p.stdout)

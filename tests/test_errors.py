@@ -17,10 +17,15 @@ import pytest
 from conftest import BIN, PLAYER, ROOT, TRTRACE, cpp_app, drop_in_dir, trt_lib
 
 DOC = ROOT / "docs" / "errors.md"
-TOOLS = {"tensorrt_player", "trtrace verify", "trtrace info", "trtrace convert", "trtrace rewrite", "capture"}
+TOOLS = {"tensorrt_player", "trtrace verify", "trtrace info", "trtrace dump", "trtrace convert", "trtrace rewrite",
+         "trtrace rewrite --salvage", "capture"}
 # Inputs that claim huge sizes: their rows run with the address space capped at 1 GiB, so a tool that
 # allocated by the claim would fail (or be killed) instead of printing the documented line.
 MEMORY_CAPPED = {"random_count", "huge_json_ids"}
+SIX = ["tensorrt_player", "trtrace verify", "trtrace info", "trtrace dump", "trtrace convert", "trtrace rewrite"]
+# Cases whose command adds arguments to the tool's usual one (the player and dump take --network).
+EXTRA = {"network_missing": ["--network", "7"], "network_negative": ["--network", "-1"],
+         "network_wraps": ["--network", "4294967296"]}   # 2^32: must not wrap onto network 0
 
 
 def rows():
@@ -102,8 +107,10 @@ def inputs(tmp_path_factory):
     c["short_bin"] = d / "short.json"
     c["library_version"] = craft("version", d / "oldlib.trtrace", "1.3.0.35")
     c["unknown_api"] = craft("unknown-api", d / "unknown.trtrace")
-    c["library_abi"] = c["library_missing"] = c["unwritable_output"] = good
+    c["library_abi"] = c["library_missing"] = c["library_fifo"] = c["unwritable_output"] = good
+    os.mkfifo(d / "lib.fifo")
     c["unwritable_output_json"] = d / "good.json"
+    c.update(hardening_inputs(d, env, good, data, bl, js, bn, put))
     c["random_count"] = craft("random-count", d / "random.trtrace", 1 << 33)
     c["random_count_invalid"] = craft("random-count", d / "random_invalid.trtrace", (1 << 64) - 1)
     big = re.sub(r'"(object|id)": 1(?=\D)', lambda m: f'"{m.group(1)}": {1 << 40}', js)
@@ -113,8 +120,58 @@ def inputs(tmp_path_factory):
     c["disk_full"] = d / "disk_full.trtrace"   # the capture's output
     libs = {"library_abi": next(p for p in map(pathlib.Path, ["/lib/x86_64-linux-gnu/libz.so.1",
                                                               "/usr/lib/x86_64-linux-gnu/libz.so.1"]) if p.exists()),
-            "library_missing": d / "nope.so"}
+            "library_missing": d / "nope.so", "library_fifo": d / "lib.fifo"}
     return d, c, libs
+
+
+def hardening_inputs(d, env, good, data, bl, js, bn, put):
+    """Inputs of issue 13's cases: special files, outputs over inputs, captures with nothing to do."""
+    c = {}
+    for case in ("output_is_input", "bin_output_is_input", "output_folder"):
+        c[case] = put(f"{case}.trtrace", data)
+    put("output_is_bin.json", js.replace('"good.bin"', '"output_is_bin.bin"').encode())
+    put("output_is_bin.bin", bn)
+    c["output_is_bin"] = d / "output_is_bin.json"
+    os.mkfifo(d / "fifo.trtrace")
+    c["fifo"] = d / "fifo.trtrace"
+    (d / "folder.trtrace").mkdir()
+    c["folder"] = d / "folder.trtrace"
+    c["proc_file"] = pathlib.Path("/proc/self/status")
+    c["trailing_garbage"] = put("garbage.trtrace", data + b"garbage!")
+    c["no_calls"] = put("nocalls.trtrace", data[: bl[1][1]])          # the header block only: a cut, no call
+    put("noapi.json", re.sub(r'"api_calls": \[.*\n    \]', '"api_calls": []', js, flags=re.S)
+        .replace('"good.bin"', '"noapi.bin"').encode())
+    put("noapi.bin", bn)
+    c["empty_api_calls"] = d / "noapi.json"
+    c["cut_json_no_bin"] = put("cutnobin.json", js[: len(js) // 2].encode())   # output_bin is in the lost half
+    wide = js.replace('"index": 0', '"index": 4294967297', 1).replace('"good.bin"', '"wide.bin"')
+    put("wide.json", wide.encode())
+    put("wide.bin", bn)
+    c["int32_overflow"] = d / "wide.json"
+    two = d / "two.trtrace"
+    proc = cpp_app(d / "two.engine", "--networks", 2, env=dict(env, TRT_SHIM_OUTPUT_FILE=str(two)))
+    assert proc.returncode == 0, proc.stderr
+    c["network_missing"] = c["network_negative"] = c["network_wraps"] = two
+    return c
+
+
+def command(case, tool, src, out_dir, lib):
+    """(command line, output path or None) of a row: the tool's usual command on `src`, with the
+    output (and --bin) the case needs. The capture's row runs the native app under the shim."""
+    binp = src.with_suffix(".bin")
+    if tool == "capture":
+        return [BIN / "cpp_app", out_dir / "app.engine"], None
+    out = {"output_is_input": src, "output_is_bin": binp, "output_folder": out_dir}.get(case)
+    if tool == "tensorrt_player":
+        out = out or out_dir / "o.engine"
+        return [PLAYER, "-j", src, "-o", out, "--lib", lib, *EXTRA.get(case, [])], out
+    if tool == "trtrace convert":
+        out = out or out_dir / ("c.json" if src.suffix == ".trtrace" else "c.trtrace")
+        return [TRTRACE, "convert", src, out, *(["--bin", src] if case == "bin_output_is_input" else [])], out
+    if tool.startswith("trtrace rewrite"):
+        out = out or out_dir / "r.trtrace"
+        return [TRTRACE, "rewrite", src, out, "--raw", *tool.split()[2:]], out
+    return [TRTRACE, tool.split()[1], src, *EXTRA.get(case, [])], None
 
 
 def pattern(message, file, out, lib, binp):
@@ -131,15 +188,27 @@ def pattern(message, file, out, lib, binp):
 
 def test_every_case_has_rows_for_what_it_claims():
     cases = {r[0] for r in ROWS}
-    assert cases == {"missing", "empty", "wrong_magic", "newer_major", "truncated", "unclosed", "corrupt_log",
-                     "hash_mismatch", "malformed_json", "missing_bin", "short_bin", "library_version", "library_abi",
-                     "library_missing", "unknown_api", "unwritable_output", "unwritable_output_json", "random_count",
-                     "random_count_invalid", "huge_json_ids", "disk_full"}
+    traces = {"missing", "empty", "wrong_magic", "newer_major", "truncated", "unclosed", "corrupt_log", "hash_mismatch",
+              "library_version", "unknown_api", "trailing_garbage", "no_calls", "random_count"}
+    others = {"malformed_json", "missing_bin", "short_bin", "library_abi", "library_missing", "library_fifo",
+              "unwritable_output",
+              "unwritable_output_json", "output_is_input", "bin_output_is_input", "output_is_bin", "output_folder",
+              "fifo", "folder", "proc_file", "empty_api_calls", "cut_json_no_bin", "int32_overflow",
+              "network_missing", "network_negative", "network_wraps", "random_count_invalid", "huge_json_ids",
+              "disk_full"}
+    assert cases == traces | others
     # Every trace input is documented for the player and verify at least.
-    for case in cases - {"library_abi", "library_missing", "unwritable_output", "unwritable_output_json", "missing_bin",
-                         "short_bin", "random_count_invalid", "huge_json_ids", "disk_full"}:
+    for case in traces:
         tools = {r[1] for r in ROWS if r[0] == case}
         assert {"tensorrt_player", "trtrace verify"} <= tools, case
+    # A file that is not a regular file: every one of the six tools refuses it.
+    for case in ("fifo", "folder", "proc_file"):
+        assert {r[1] for r in ROWS if r[0] == case} == set(SIX), case
+
+
+def snapshot(d, *paths):
+    """Contents of the regular files among `paths` that live in the test folder `d`."""
+    return {p: p.read_bytes() for p in paths if p.parent == d and p.is_file()}
 
 
 @pytest.mark.parametrize("case,tool,code,message", ROWS, ids=[f"{r[0]}-{r[1].replace(' ', '_')}" for r in ROWS])
@@ -150,28 +219,17 @@ def test_documented_row(inputs, tmp_path, case, tool, code, message):
     if not case.startswith("unwritable"):
         out_dir.mkdir()
     lib = libs.get(case, trt_lib())
+    cmd, out = command(case, tool, src, out_dir, lib)
+    binp = src.with_suffix(".bin")
+    before = snapshot(d, src, binp)
     env = None
     if tool == "capture":   # the native app under the shim (drop-in layout), its trace the output
         _, env = drop_in_dir(d)
         env = dict(os.environ, **env, TRT_SHIM_OUTPUT_FILE=str(src), TRT_SHIM_FLUSH_AFTER_EVERY_CALL="1",
                    TRTRACE_FAULT_WRITE_FAIL="1:ENOSPC")
-        out = None
-        cmd = [BIN / "cpp_app", out_dir / "app.engine"]
-    elif tool == "tensorrt_player":
-        out = out_dir / "o.engine"
-        cmd = [PLAYER, "-j", src, "-o", out, "--lib", lib]
-    elif tool == "trtrace rewrite":
-        out = out_dir / "r.trtrace"
-        cmd = [TRTRACE, "rewrite", src, out, "--raw"]
-    elif tool == "trtrace convert":
-        out = out_dir / ("c.json" if src.suffix == ".trtrace" else "c.trtrace")
-        cmd = [TRTRACE, "convert", src, out]
-    else:
-        out = None
-        cmd = [TRTRACE, tool.split()[1], src]
-    binp = src.with_suffix(".bin")
     cap = (lambda: resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))) if case in MEMORY_CAPPED else None
-    proc = subprocess.run([str(x) for x in cmd], capture_output=True, text=True, env=env, preexec_fn=cap)
+    # A tool that hangs (e.g. on a FIFO) fails the row instead of the run.
+    proc = subprocess.run([str(x) for x in cmd], capture_output=True, text=True, timeout=300, env=env, preexec_fn=cap)
     err = proc.stderr.strip().splitlines()
     assert proc.returncode == code, f"{' '.join(map(str, cmd))}: exit {proc.returncode}\n{proc.stdout}{proc.stderr}"
     rx = pattern(message, src, src if tool == "capture" else out, lib, binp)
@@ -182,13 +240,15 @@ def test_documented_row(inputs, tmp_path, case, tool, code, message):
         if tool != "trtrace verify":
             assert len(err) == 1, proc.stderr
     assert proc.returncode >= 0
+    if tool == "capture":                            # the app's build went on; the trace is a prefix
+        assert (out_dir / "app.engine").read_bytes() == (d / "app.engine").read_bytes()
+        assert subprocess.run([str(TRTRACE), "verify", str(src)], capture_output=True).returncode == 3
+        return
+    assert snapshot(d, src, binp) == before, "an input was changed"
     if code != 0 and out is not None and out_dir.exists():
         assert list(out_dir.iterdir()) == [], "output left behind"
     if case == "truncated" and tool == "tensorrt_player":
         assert not any(out_dir.iterdir())            # the prefix holds no build: no engine
-    if tool == "capture":                            # the app's build went on; the trace is a prefix
-        assert (out_dir / "app.engine").read_bytes() == (d / "app.engine").read_bytes()
-        assert subprocess.run([str(TRTRACE), "verify", str(src)], capture_output=True).returncode == 3
 
 
 def test_trust_weights_skips_the_hash_check(inputs, tmp_path):

@@ -120,3 +120,80 @@ def test_player_never_loads_a_library_named_in_the_capture(tmp):
                           env=env, capture_output=True, text=True)
     assert proc.returncode == 1 and "library version 0" in proc.stderr
     assert (tmp / "LOADED").exists()
+
+
+def planted(victim, names, cmd, env):
+    """Runs `cmd` from a shell that first plants a symlink to `victim` at each of `names`, where
+    "{pid}" is the tool's pid (the shell execs it): the temporary names a tool could be guessed to
+    use (the old ones were `<out>.tmp.<pid>` and `$TMPDIR/tensorrt_player.<pid>.trtrace[.tmp.<pid>]`)."""
+    script = "".join(f'ln -s "$1" "{n}"; '.replace("{pid}", "$$") for n in map(str, names)) + 'shift; exec "$@"'
+    return subprocess.run(["sh", "-c", script, "sh", str(victim), *map(str, cmd)], env=env, capture_output=True,
+                          text=True)
+
+
+def test_temporary_files_are_unguessable_and_follow_no_symlink(tmp):
+    """Another user's symlink at a predictable temporary name must not redirect a write: every
+    temporary is created O_EXCL|O_NOFOLLOW under a random name, and the player converts JSON input
+    into a file with no name at all (nothing in $TMPDIR)."""
+    _, env = drop_in_dir(tmp)
+    assert cpp_app(tmp / "app.engine", env=dict(env, TRT_SHIM_OUTPUT_FILE=str(tmp / "t.trtrace"))).returncode == 0
+    trtrace("convert", tmp / "t.trtrace", tmp / "t.json")
+    victim, tmpdir = tmp / "victim", tmp / "tmpdir"
+    victim.write_bytes(b"precious")
+    tmpdir.mkdir()
+    lib = str(trt_lib())
+    runs = [([PLAYER, "-j", tmp / "t.json", "-o", tmp / "e.engine", "--lib", lib],
+             [tmpdir / "tensorrt_player.{pid}.trtrace", tmpdir / "tensorrt_player.{pid}.trtrace.tmp.{pid}",
+              tmp / "e.engine.tmp.{pid}"], tmp / "e.engine"),
+            ([TRTRACE, "convert", tmp / "t.trtrace", tmp / "c.json"], [tmp / "c.json.tmp.{pid}", tmp / "c.bin.tmp.{pid}"],
+             tmp / "c.json"),
+            ([TRTRACE, "convert", tmp / "t.json", tmp / "c.trtrace"], [tmp / "c.trtrace.tmp.{pid}"], tmp / "c.trtrace"),
+            ([TRTRACE, "rewrite", tmp / "t.trtrace", tmp / "r.trtrace", "--raw"], [tmp / "r.trtrace.tmp.{pid}"],
+             tmp / "r.trtrace")]
+    for cmd, names, out in runs:
+        proc = planted(victim, names, cmd, dict(os.environ, TMPDIR=str(tmpdir)))
+        assert proc.returncode == 0, proc.stderr
+        assert victim.read_bytes() == b"precious", f"{cmd[:2]} wrote through a planted symlink"
+        assert out.is_file() and not out.is_symlink()
+        links = [p for p in list(tmp.iterdir()) + list(tmpdir.iterdir()) if p.is_symlink()]
+        assert len(links) == len(names)                  # left as they were, and nothing else left over
+        for p in links:
+            p.unlink()
+    assert list(tmpdir.iterdir()) == []
+    assert (tmp / "e.engine").read_bytes() == (tmp / "app.engine").read_bytes()
+    assert not [p for p in tmp.iterdir() if ".tmp." in p.name]
+
+
+def test_a_failed_json_export_is_said_once_and_not_announced(tmp):
+    """TRT_SHIM_OUTPUT_JSON_FILE in a folder that does not exist, rewritten after every call: one
+    line says it cannot be written (not one per call), the trace and the app's build go on, and the
+    closing summary does not name the JSON as written."""
+    _, env = drop_in_dir(tmp)
+    json_out = tmp / "nodir" / "x.json"
+    proc = cpp_app(tmp / "app.engine", env=dict(env, TRT_SHIM_OUTPUT_FILE=str(tmp / "t.trtrace"),
+                                                TRT_SHIM_OUTPUT_JSON_FILE=str(json_out),
+                                                TRT_SHIM_FLUSH_AFTER_EVERY_CALL="1"))
+    assert proc.returncode == 0 and (tmp / "app.engine").exists(), proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if str(json_out) in line]
+    assert len(lines) == 1, proc.stderr
+    assert "cannot create" in lines[0] and "not writing the JSON+BIN export" in lines[0]
+    summary = [line for line in proc.stderr.splitlines() if line.startswith("trtrace: captured")]
+    assert len(summary) == 1 and "x.json" not in summary[0], proc.stderr
+    trtrace("verify", tmp / "t.trtrace")
+
+
+def test_no_tool_writes_over_its_input_under_another_name(tmp):
+    """The same file by device and inode, not by name: a hard link to the input, and the <engine>N
+    name of a several-network replay, are refused before any work and leave the input as it was."""
+    _, env = drop_in_dir(tmp)
+    assert cpp_app(tmp / "app.engine", "--networks", 2, env=dict(env, TRT_SHIM_OUTPUT_FILE=str(tmp / "out1"))).returncode == 0
+    data = (tmp / "out1").read_bytes()
+    os.link(tmp / "out1", tmp / "alias.json")
+    for cmd in ([TRTRACE, "convert", tmp / "out1", tmp / "alias.json"],
+                [TRTRACE, "rewrite", tmp / "out1", tmp / "alias.json", "--raw"],
+                [PLAYER, "-j", tmp / "out1", "-o", tmp / "out", "--lib", trt_lib()]):  # network 1 -> out1
+        proc = subprocess.run(list(map(str, cmd)), capture_output=True, text=True)
+        assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+        assert "is the input" in proc.stderr and "network" not in proc.stdout
+        assert (tmp / "out1").read_bytes() == data
+    assert not [p for p in tmp.iterdir() if ".tmp." in p.name or p.name == "out0"]

@@ -15,16 +15,17 @@
 #include <fstream>
 
 #include "trtrace/convert.h"
+#include "trtrace/files.h"
 #include "trtrace/writer.h"
 
 namespace trtrace::convert {
 
 FileKind detect(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(Error::Kind::Io, path + ": cannot open (" + std::strerror(errno) + ")");
+  const int fd = files::openInput(path);
   char magic[8] = {};
-  f.read(magic, 8);
-  return f.gcount() == 8 && std::memcmp(magic, "TRTRACE", 8) == 0 ? FileKind::Trace : FileKind::Json;
+  const ssize_t n = ::pread(fd, magic, sizeof magic, 0);
+  ::close(fd);
+  return n == 8 && std::memcmp(magic, "TRTRACE", 8) == 0 ? FileKind::Trace : FileKind::Json;
 }
 
 std::string binPathFor(const std::string& p) {
@@ -33,12 +34,11 @@ std::string binPathFor(const std::string& p) {
 }
 
 MappedFile::MappedFile(const std::string& path, size_t padding, const char* what) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(Error::Kind::Io, path + ": cannot open " + what + " (" + std::strerror(errno) + ")");
+  const int fd = files::openInput(path);  // a regular file, or one line naming what it is
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
     ::close(fd);
-    throw Error(Error::Kind::Io, path + ": " + what + " is not a regular file");
+    throw Error(Error::Kind::Io, path + ": cannot open (" + std::strerror(errno) + ")");
   }
   size_ = static_cast<size_t>(st.st_size);
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
@@ -80,26 +80,6 @@ void MappedFile::release(size_t upTo) {
 
 void MappedFile::releaseAll() {
   if (base_ && size_) ::madvise(base_, size_, MADV_DONTNEED);
-}
-
-std::string PendingOutputs::add(const std::string& finalPath) {
-  std::string tmp = finalPath + ".tmp." + std::to_string(::getpid());
-  files_.emplace_back(tmp, finalPath);
-  return tmp;
-}
-
-void PendingOutputs::commit() {
-  for (auto& [tmp, fin] : files_) {
-    std::error_code ec;
-    std::filesystem::rename(tmp, fin, ec);
-    if (ec) throw Error(Error::Kind::Io, fin + ": cannot create (" + ec.message() + ")");
-  }
-  committed_ = true;
-}
-
-PendingOutputs::~PendingOutputs() {
-  if (committed_) return;
-  for (auto& [tmp, fin] : files_) ::unlink(tmp.c_str());
 }
 
 uint64_t weightBytes(uint32_t dtype, uint64_t n) {

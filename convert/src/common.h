@@ -36,19 +36,6 @@ class MappedFile {
   size_t released_ = 0;
 };
 
-// Output files that appear only on success: written under "<path>.tmp.<pid>", renamed by commit(),
-// removed by the destructor otherwise.
-class PendingOutputs {
- public:
-  std::string add(const std::string& finalPath);  // returns the temporary path to write
-  void commit();
-  ~PendingOutputs();
-
- private:
-  std::vector<std::pair<std::string, std::string>> files_;  // tmp, final
-  bool committed_ = false;
-};
-
 // Bytes of `count` elements of a TensorRT DataType code (as the capture shim computes them).
 uint64_t weightBytes(uint32_t dtype, uint64_t count);
 uint32_t blobHintFor(uint32_t dtype);  // BlobHint value

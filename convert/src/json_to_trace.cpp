@@ -6,6 +6,7 @@
 // largest record's parse tape plus the writer's bounded blob queue; mapped pages already consumed
 // are dropped as the conversion advances.
 #include <simdjson.h>
+#include <sys/stat.h>
 
 #include <array>
 #include <cstdio>
@@ -23,6 +24,7 @@
 #include "common.h"
 #include "trtrace/api_abi.h"
 #include "trtrace/convert.h"
+#include "trtrace/files.h"
 #include "trtrace/writer.h"
 
 namespace trtrace::convert {
@@ -196,7 +198,8 @@ class Converter {
   std::string jsonPath_, tracePath_;
   JsonToTraceOptions opt_;
   const Spec& spec_;
-  PendingOutputs outputs_;
+  files::PendingOutputs outputs_;
+  int traceFd_ = -1;  // the trace being written (a temporary in outputs_, or opt_.traceFd)
   std::unique_ptr<MappedFile> json_, bin_;
   std::unique_ptr<Writer> writer_;
   std::string binPath_, binName_;
@@ -277,6 +280,7 @@ Stats Converter::run() {
   s.ws();
   if (s.pos != s.n) s.fail("content after the top-level object");
   if (!calls) throw Error(Error::Kind::Corrupt, jsonPath_ + ": no \"api_calls\" array (not an NVIDIA TensorRT capture JSON?)");
+  if (st_.calls == 0) throw Error(Error::Kind::Empty, jsonPath_ + ": api_calls is empty (no calls in it)");
   if (st_.nullNumbers)  // NVIDIA's shim writes NaN and +-inf as null: the value is lost at capture
     std::fprintf(stderr, "trtrace: warning: %s: %llu null number(s) (NVIDIA writes non-finite values as null; first: %s); "
                  "converted to NaN\n", jsonPath_.c_str(), static_cast<unsigned long long>(st_.nullNumbers), firstNull_.c_str());
@@ -287,8 +291,8 @@ Stats Converter::run() {
   st_.networks = networks_;
   writer_.reset();
   outputs_.commit();
-  std::error_code ec;
-  st_.traceBytes = std::filesystem::file_size(tracePath_, ec);
+  struct stat ts {};
+  st_.traceBytes = ::fstat(traceFd_, &ts) == 0 ? static_cast<uint64_t>(ts.st_size) : 0;
   st_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return st_;
 }
@@ -314,8 +318,18 @@ void Converter::open(Scanner& s) {
   binName_ = outputBin_ ? *outputBin_ : binPath_.substr(binPath_.rfind('/') + 1);
   {
     std::error_code ec;
-    if (!std::filesystem::exists(binPath_, ec))
+    if (!std::filesystem::exists(binPath_, ec)) {
+      // No output_bin found and the document does not end like one: the JSON is cut (with its
+      // output_bin); that is the fault to name, not the BIN guessed from the file name.
+      std::string_view doc(s.p, s.n);
+      const size_t last = doc.find_last_not_of(" \t\r\n");
+      if (!outputBin_ && opt_.binPath.empty() && (last == std::string_view::npos || doc[last] != '}')) {
+        Scanner end = s;
+        end.pos = s.n;
+        end.fail("unexpected end of file");
+      }
       throw Error(Error::Kind::Io, jsonPath_ + ": its BIN file " + binPath_ + " is missing (pass the BIN path explicitly if it was moved)");
+    }
   }
   bin_ = std::make_unique<MappedFile>(binPath_, 0, "BIN");
   st_.binBytes = bin_->size();
@@ -331,17 +345,13 @@ void Converter::open(Scanner& s) {
   h.settings = {{"source", "NVIDIA JSON+BIN capture"}, {"json", jsonPath_}, {"bin", binPath_}};
   if (trtVersion_) h.settings.emplace_back("trt_version", std::to_string(*trtVersion_));
   WriterOptions wo;
-  wo.path = outputs_.add(tracePath_);
+  traceFd_ = opt_.traceFd >= 0 ? opt_.traceFd : outputs_.add(tracePath_);
+  wo.fd = traceFd_;
+  wo.path = tracePath_;
   wo.flush = FlushPolicy::AtClose;
   wo.zstdLevel = opt_.zstdLevel;
   wo.workerThreads = opt_.workerThreads;
-  try {
-    writer_ = Writer::create(wo, h);
-  } catch (const Error& e) {  // name the file asked for, not its temporary name
-    std::string m = e.what();
-    if (auto at = m.find(wo.path); at != std::string::npos) m.replace(at, wo.path.size(), tracePath_);
-    throw Error(e.kind(), m);
-  }
+  writer_ = Writer::create(wo, h);
   uint32_t n = 0;
   const api::ApiDesc* all = api::all(&n);
   for (uint32_t i = 0; i < n; ++i) {

@@ -2,6 +2,7 @@
 // (docs/json-bin-layout.md §3, §13): json.dumps(indent=4, sort_keys=True, ensure_ascii=False),
 // no trailing newline; object ids from one counter in order of first return; Weights ids per
 // network in order of first use, {"id": N} for a repeated use; BIN = raw bytes in first-use order.
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 
 #include "common.h"
 #include "trtrace/convert.h"
+#include "trtrace/files.h"
 #include "trtrace/hash.h"
 #include "trtrace/reader.h"
 
@@ -115,10 +117,14 @@ void render(std::string& o, Node& n, int indent) {
 
 class Output {
  public:
-  // Writes `path` (a temporary name); messages name `shown`, the file the user asked for.
-  Output(const std::string& path, const std::string& shown, const char* what) : path_(shown) {
-    f_ = std::fopen(path.c_str(), "wb");
-    if (!f_) throw Error(Error::Kind::Io, shown + ": cannot create " + what + " (" + std::strerror(errno) + ")");
+  // Writes to `fd` (a temporary file, trtrace/files.h); messages name `shown`, the file asked for.
+  Output(int fd, const std::string& shown) : path_(shown) {
+    const int own = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    f_ = own < 0 ? nullptr : ::fdopen(own, "wb");
+    if (!f_) {
+      if (own >= 0) ::close(own);
+      throw Error(Error::Kind::Io, shown + ": cannot create (" + std::strerror(errno) + ")");
+    }
     std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
   }
   ~Output() { if (f_) std::fclose(f_); }
@@ -165,12 +171,14 @@ Stats traceToJson(const std::string& tracePath, const std::string& jsonPath, con
   auto reader = Reader::open(tracePath);
   if (reader->truncatedAt())
     throw Error(Error::Kind::Truncated, reader->truncationMessage() + "; not converting a truncated trace");
+  if (opt.requireCalls && reader->callCount() == 0)
+    throw Error(Error::Kind::Empty, tracePath + ": holds no calls (nothing to convert)");
   st.traceBytes = reader->mapping().size();
   const std::string binPath = opt.binPath.empty() ? binPathFor(jsonPath) : opt.binPath;
   const std::string binName = binPath.substr(binPath.rfind('/') + 1);
-  PendingOutputs outputs;
-  Output json(outputs.add(jsonPath), jsonPath, "JSON");
-  Output bin(outputs.add(binPath), binPath, "BIN");
+  files::PendingOutputs outputs;
+  Output json(outputs.add(jsonPath), jsonPath);
+  Output bin(outputs.add(binPath), binPath);
 
   // Trace handle -> NVIDIA object id + 1 (0 = none yet); handles are dense from 1.
   std::vector<int64_t> ids;

@@ -37,12 +37,14 @@ TEST(Cli, InfoReportsCallsApisNetworksAndWeights) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("calls:      4 in"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Network::addLayer"), std::string::npos);
-  EXPECT_NE(r.out.find("network 2: 1 calls"), std::string::npos);
+  // Networks are numbered from 0, as the player numbers them (the trace's ids 1 and 2).
+  EXPECT_NE(r.out.find("network 1: 1 calls"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("network 2:"), std::string::npos) << r.out;
   auto j = cli("info --json " + p);
   ASSERT_EQ(j.code, 0) << j.out;
   EXPECT_NE(j.out.find("\"calls\":4"), std::string::npos) << j.out;
   EXPECT_NE(j.out.find("\"Network::addLayer\":3"), std::string::npos) << j.out;
-  EXPECT_NE(j.out.find("\"networks\":{\"1\":3,\"2\":1}"), std::string::npos) << j.out;
+  EXPECT_NE(j.out.find("\"networks\":{\"0\":3,\"1\":1}"), std::string::npos) << j.out;
   // Logical: 3000 + 10000 referenced; unique the same; the zeros blob compresses.
   EXPECT_NE(j.out.find("\"logical_bytes\":13000"), std::string::npos) << j.out;
   EXPECT_NE(j.out.find("\"unique_bytes\":13000"), std::string::npos) << j.out;
@@ -62,8 +64,12 @@ TEST(Cli, DumpPrintsOneLinePerCallWithFilters) {
   EXPECT_NE(r.out.find("-> @0x30 [ok]"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("engine 4096 B"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("[FAILED]"), std::string::npos) << r.out;
-  auto net = cli("dump --network 2 " + p);
+  auto net = cli("dump --network 1 " + p);  // 0-based: the trace's second network
   EXPECT_EQ(std::count(net.out.begin(), net.out.end(), '\n'), 1) << net.out;
+  EXPECT_NE(net.out.find(" net=1 "), std::string::npos) << net.out;
+  auto none = cli("dump --network 2 " + p);  // a network the trace does not have: an error, not an empty listing
+  EXPECT_EQ(none.code, 1) << none.out;
+  EXPECT_EQ(none.out, "trtrace: --network 2: " + p + " has networks 0 to 1\n");
   auto range = cli("dump --range 1:3 " + p);
   EXPECT_EQ(std::count(range.out.begin(), range.out.end(), '\n'), 2) << range.out;
   EXPECT_EQ(range.out.rfind("#1 ", 0), 0u) << range.out;

@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "trtrace/convert.h"
+#include "trtrace/files.h"
 
 namespace trtrace::cli {
 
@@ -27,10 +28,13 @@ Command addConvert(CLI::App& app) {
   return {sub, [o]() {
             convert::Stats s;
             const char* dir;
-            if (convert::detect(o->in) == convert::FileKind::Trace) {
+            const convert::FileKind kind = convert::detect(o->in);  // IN is open (checked) before OUT
+            files::checkOutput(o->out);  // before any work: not IN, not a folder, in a writable folder
+            if (kind == convert::FileKind::Trace) {
               convert::TraceToJsonOptions t;
               t.binPath = o->bin;
               t.allCalls = o->allCalls;
+              t.requireCalls = true;  // converting nothing is an error
               Progress progress("trtrace convert " + o->in, 0, Progress::Unit::Calls);
               t.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };
               s = convert::traceToJson(o->in, o->out, t);

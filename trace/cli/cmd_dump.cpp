@@ -2,7 +2,9 @@
 #include <cinttypes>
 #include <cstdio>
 #include <limits>
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "commands.h"
@@ -37,8 +39,10 @@ std::string valueText(const Reader& r, const ValueView& v) {
 
 std::string callLine(const Reader& r, const CallView& c) {
   char buf[128];
-  snprintf(buf, sizeof buf, "#%" PRIu64 " t=%" PRIu64 " net=%u ", c.seq(), c.thread(), c.networkId());
+  // Networks 0-based, as the player numbers them (trace ids start at 1; 0 = no network: "-").
+  snprintf(buf, sizeof buf, "#%" PRIu64 " t=%" PRIu64 " net=", c.seq(), c.thread());
   std::string s = buf;
+  s += (c.networkId() ? std::to_string(c.networkId() - 1) : "-") + " ";
   const ApiInfo* a = r.api(c.apiId());
   s += a ? std::string(a->interfaceName) + "::" + std::string(a->methodName) : "api#" + std::to_string(c.apiId());
   snprintf(buf, sizeof buf, "(self=@0x%" PRIx64, c.receiver());
@@ -63,15 +67,28 @@ std::string callLine(const Reader& r, const CallView& c) {
   return s;
 }
 
+// A --network the trace does not have is an error (as in the player), not an empty listing.
+void checkNetwork(const Reader& r, int64_t network) {
+  if (network < 0) throw Error(Error::Kind::Usage, "--network " + std::to_string(network) + ": networks are numbered from 0");
+  uint32_t highest = 0;  // trace network ids are dense from 1, in creation order
+  r.forEachCall([&](const CallView& c) {
+    highest = std::max(highest, c.networkId());
+    return true;
+  });
+  if (uint64_t(network) >= highest)
+    throw Error(Error::Kind::Usage, "--network " + std::to_string(network) + ": " + r.path() +
+                                        (highest ? " has networks 0 to " + std::to_string(highest - 1) : " has no networks"));
+}
+
 }  // namespace
 
 Command addDump(CLI::App& app) {
   auto path = std::make_shared<std::string>();
-  auto network = std::make_shared<int64_t>(-1);
+  auto network = std::make_shared<std::optional<int64_t>>();
   auto range = std::make_shared<std::string>();
   auto* sub = app.add_subcommand("dump", "Print one line per call");
   sub->add_option("trace", *path, "Trace file")->required();
-  sub->add_option("--network", *network, "Only calls of this network id");
+  sub->add_option("--network", *network, "Only calls of this network: 0, 1, ... in creation order (as the player)");
   sub->add_option("--range", *range, "Only calls with A <= seq < B (A:B, A:, :B)");
   return {sub, [=] {
     uint64_t lo = 0, hi = std::numeric_limits<uint64_t>::max();
@@ -86,9 +103,10 @@ Command addDump(CLI::App& app) {
       }
     }
     auto r = Reader::open(*path);
+    if (*network) checkNetwork(*r, **network);
     r->forEachCall([&](const CallView& c) {
       if (c.seq() >= hi) return false;
-      if (c.seq() < lo || (*network >= 0 && c.networkId() != uint64_t(*network))) return true;
+      if (c.seq() < lo || (*network && c.networkId() != uint64_t(**network) + 1)) return true;
       std::printf("%s\n", callLine(*r, c).c_str());
       return true;
     });

@@ -86,7 +86,7 @@ Command addInfo(CLI::App& app) {
       std::printf("},\"networks\":{");
       first = true;
       for (auto& [id, n] : perNet) {
-        std::printf("%s\"%u\":%" PRIu64, first ? "" : ",", id, n);
+        std::printf("%s\"%u\":%" PRIu64, first ? "" : ",", id - 1, n);  // 0-based, as the player numbers them
         first = false;
       }
       std::printf("},\"weights\":{\"references\":%" PRIu64 ",\"logical_bytes\":%" PRIu64 ",\"inline_bytes\":%" PRIu64
@@ -108,7 +108,7 @@ Command addInfo(CLI::App& app) {
                   humanBytes(double(logStored)).c_str(), logCompressed, r->segmentCount(),
                   calls ? double(logStored) / double(calls) : 0.0);
       std::printf("networks:   %zu\n", perNet.size());
-      for (auto& [id, n] : perNet) std::printf("  network %u: %" PRIu64 " calls\n", id, n);
+      for (auto& [id, n] : perNet) std::printf("  network %u: %" PRIu64 " calls\n", id - 1, n);  // 0-based (trace ids from 1)
       std::printf("apis:\n");
       for (auto& [id, n] : perApi) std::printf("  %10" PRIu64 "  %s\n", n, apiName(*r, id).c_str());
       std::printf("weights:    %" PRIu64 " references, logical %s, unique %s in %zu blobs, stored %s (%" PRIu64

@@ -1,20 +1,18 @@
 // trtrace rewrite IN OUT --raw|--compress: re-stores every blob raw (fastest zero-copy replay) or
 // compressed (smallest). The call log's segments are copied one by one, each stored zstd-compressed
-// when that pays (--log-level 0: raw). OUT appears only when complete (temp+rename).
+// when that pays (--log-level 0: raw). OUT appears only when complete, never over IN (trtrace/files.h).
 // Damage is never laundered: every blob's content hash is checked (Reader::checkedBlob) before it
 // is copied, and a damaged or missing blob stops the rewrite (exit 2) unless --salvage, which
 // drops the damaged blobs and keeps the calls before the first call that uses one (a clean prefix,
 // like a truncated trace's), and says what it dropped.
-#include <unistd.h>
-
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <unordered_set>
 #include <vector>
 
 #include "commands.h"
 #include "trtrace/error.h"
+#include "trtrace/files.h"
 #include "trtrace/reader.h"
 #include "trtrace/writer.h"
 
@@ -59,12 +57,44 @@ void copyCalls(const Reader& r, Writer& w, uint64_t cut) {
   }
 }
 
+// Copies every blob, content-checked; damaged ones are refused, or with --salvage dropped and
+// returned. Decompressed buffers stay alive until the workers consumed them (bounded).
+std::unordered_set<BlobRef, BlobRefHasher> copyBlobs(const Reader& r, Writer& w, const RewriteOptions& o, uint64_t queueBytes) {
+  std::vector<BlobView> held;
+  uint64_t heldBytes = 0, total = 0, done = 0;
+  for (auto& b : r.blobs()) total += b.ref.length;
+  Progress progress("trtrace rewrite " + o.out, total);
+  std::unordered_set<BlobRef, BlobRefHasher> damaged;
+  for (auto& b : r.blobs()) {
+    progress.update(done);
+    done += b.ref.length;
+    BlobView v;
+    try {
+      v = r.checkedBlob(b.ref);
+    } catch (const Error& e) {
+      if (!o.salvage) throw Error(Error::Kind::Corrupt, std::string(e.what()) + "; use --salvage to keep the calls before the first one that uses it");
+      std::fprintf(stderr, "trtrace: salvage: %s: dropped\n", e.what());
+      damaged.insert(b.ref);
+      continue;
+    }
+    w.putBlob(v.data(), v.size(), b.hint);
+    if (!v.isZeroCopy()) { heldBytes += v.size(); held.push_back(std::move(v)); }
+    if (heldBytes > queueBytes) { w.drainBlobs(); held.clear(); heldBytes = 0; }
+  }
+  w.drainBlobs();
+  return damaged;
+}
+
 }  // namespace
 
 static int runRewrite(const RewriteOptions& o) {
   auto r = Reader::open(o.in);
   if (r->truncatedAt() && !o.salvage)
     throw Error(Error::Kind::Truncated, r->truncationMessage() + "; use --salvage to rewrite the readable prefix");
+  if (r->callCount() == 0)
+    throw Error(Error::Kind::Empty, (r->truncatedAt() ? r->truncationMessage() + "; no calls before it" : o.in + ": holds no calls") +
+                                        " (nothing to rewrite)");
+  files::PendingOutputs outputs;  // OUT is never IN (same file by device and inode), and appears complete or not at all
   HeaderInfo hi;
   auto& h = r->header();
   hi.producer = std::string(h.producer);
@@ -76,58 +106,31 @@ static int runRewrite(const RewriteOptions& o) {
   hi.pid = h.pid;
   hi.startTimeNs = h.startTimeNs;
   WriterOptions wo;
-  std::string tmp = o.out + ".tmp." + std::to_string(::getpid());
-  wo.path = tmp;
+  wo.fd = outputs.add(o.out);
+  wo.path = o.out;
   wo.zstdLevel = o.raw ? 0 : o.level;
   wo.byteGrouping = !o.noByteGroup;
   wo.logZstdLevel = o.logLevel;
   wo.workerThreads = o.threads;
-  try {
-    auto w = Writer::create(wo, hi);
-    // Blobs: decompressed buffers stay alive until the workers consumed them (bounded).
-    std::vector<BlobView> held;
-    uint64_t heldBytes = 0, total = 0, done = 0;
-    for (auto& b : r->blobs()) total += b.ref.length;
-    Progress progress("trtrace rewrite " + o.out, total);
-    std::unordered_set<BlobRef, BlobRefHasher> damaged;
-    for (auto& b : r->blobs()) {
-      progress.update(done);
-      done += b.ref.length;
-      BlobView v;
-      try {
-        v = r->checkedBlob(b.ref);
-      } catch (const Error& e) {
-        if (!o.salvage) throw Error(Error::Kind::Corrupt, std::string(e.what()) + "; use --salvage to keep the calls before the first one that uses it");
-        std::fprintf(stderr, "trtrace: salvage: %s: dropped\n", e.what());
-        damaged.insert(b.ref);
-        continue;
-      }
-      w->putBlob(v.data(), v.size(), b.hint);
-      if (!v.isZeroCopy()) { heldBytes += v.size(); held.push_back(std::move(v)); }
-      if (heldBytes > wo.queueBytes) { w->drainBlobs(); held.clear(); heldBytes = 0; }
-    }
-    w->drainBlobs();
-    std::string which;
-    const uint64_t cut = firstCallUsing(*r, damaged, which);
-    if (cut != UINT64_MAX && !o.salvage)
-      throw Error(Error::Kind::Corrupt, o.in + ": call #" + std::to_string(cut) + " uses " + which +
-                                            "; use --salvage to keep the calls before it");
-    if (cut != UINT64_MAX)
-      std::fprintf(stderr, "trtrace: salvage: %s: call #%llu uses %s: kept the %llu calls before it, dropped the other %llu\n",
-                   o.in.c_str(), (unsigned long long)cut, which.c_str(), (unsigned long long)cut,
-                   (unsigned long long)(r->callCount() - cut));
-    copyCalls(*r, *w, cut);
-    w->close();
-    std::filesystem::rename(tmp, o.out);
-    auto st = w->stats();
-    std::printf("%s: %llu blobs, %s stored (%llu compressed), %llu calls\n", o.out.c_str(),
-                (unsigned long long)st.uniqueBlobs, humanBytes(double(st.storedBytes)).c_str(),
-                (unsigned long long)st.compressedBlobs, (unsigned long long)st.calls);
-  } catch (...) {
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
-    throw;
-  }
+  auto w = Writer::create(wo, hi);
+  const auto damaged = copyBlobs(*r, *w, o, wo.queueBytes);
+  std::string which;
+  const uint64_t cut = firstCallUsing(*r, damaged, which);
+  if (cut != UINT64_MAX && !o.salvage)
+    throw Error(Error::Kind::Corrupt, o.in + ": call #" + std::to_string(cut) + " uses " + which +
+                                          "; use --salvage to keep the calls before it");
+  if (cut != UINT64_MAX)
+    std::fprintf(stderr, "trtrace: salvage: %s: call #%llu uses %s: kept the %llu calls before it, dropped the other %llu\n",
+                 o.in.c_str(), (unsigned long long)cut, which.c_str(), (unsigned long long)cut,
+                 (unsigned long long)(r->callCount() - cut));
+  if (cut == 0) throw Error(Error::Kind::Empty, o.in + ": no call before the first damaged one (nothing to rewrite)");
+  copyCalls(*r, *w, cut);
+  w->close();
+  outputs.commit();
+  auto st = w->stats();
+  std::printf("%s: %llu blobs, %s stored (%llu compressed), %llu calls\n", o.out.c_str(),
+              (unsigned long long)st.uniqueBlobs, humanBytes(double(st.storedBytes)).c_str(),
+              (unsigned long long)st.compressedBlobs, (unsigned long long)st.calls);
   return kOk;
 }
 
@@ -149,8 +152,6 @@ Command addRewrite(CLI::App& app) {
                 "blobs and the calls from the first one that uses one");
   return {sub, [o, sub] {
     if (!o->raw && !o->compress) throw Error(Error::Kind::Usage, "rewrite: choose --raw or --compress");
-    if (std::filesystem::weakly_canonical(o->in) == std::filesystem::weakly_canonical(o->out))
-      throw Error(Error::Kind::Usage, "rewrite: output must differ from input");
     return runRewrite(*o);
   }};
 }

@@ -20,6 +20,7 @@
 #include <zstd.h>
 
 #include "internal.h"
+#include "trtrace/files.h"
 
 namespace trtrace {
 namespace F = format;
@@ -570,25 +571,29 @@ Reader::Reader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Reader::~Reader() = default;
 
 std::unique_ptr<Reader> Reader::open(const std::string& path) {
-  auto m = std::make_unique<Impl>();
-  m->path = path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(Error::Kind::Io, path + ": cannot open: " + detail::errnoText());
-  struct stat st{};
-  if (::fstat(fd, &st) != 0) {
+  const int fd = files::openInput(path);  // a regular file, or one line naming what it is
+  try {
+    auto r = open(fd, path);
+    ::close(fd);  // the mapping stays valid
+    return r;
+  } catch (...) {
     ::close(fd);
-    throw Error(Error::Kind::Io, path + ": cannot stat: " + detail::errnoText());
+    throw;
   }
+}
+
+std::unique_ptr<Reader> Reader::open(int fd, const std::string& name) {
+  auto m = std::make_unique<Impl>();
+  m->path = name;
+  const std::string& path = m->path;
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) throw Error(Error::Kind::Io, path + ": cannot stat: " + detail::errnoText());
   m->size = static_cast<uint64_t>(st.st_size);
   if (m->size > 0) {
     void* p = ::mmap(nullptr, m->size, PROT_READ, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-      ::close(fd);
-      throw Error(Error::Kind::Io, path + ": cannot map: " + detail::errnoText());
-    }
+    if (p == MAP_FAILED) throw Error(Error::Kind::Io, path + ": cannot map: " + detail::errnoText());
     m->base = static_cast<const std::byte*>(p);
   }
-  ::close(fd);  // the mapping stays valid
 
   const size_t magicN = std::min<uint64_t>(m->size, sizeof F::kFileMagic);
   if (std::memcmp(m->base ? (const void*)m->base : "", F::kFileMagic, magicN) != 0)
@@ -606,6 +611,10 @@ std::unique_ptr<Reader> Reader::open(const std::string& path) {
                                           std::to_string(F::kOldestMajor) + ".x to " + std::to_string(F::kVersionMajor) + ".x)");
   if (m->fh.headerCheck != detail::fileHeaderCheck(m->fh))
     throw Error(Error::Kind::Corrupt, path + ": offset 60: file header check mismatch");
+  if (m->fh.fileLength != 0 && m->fh.fileLength < m->size)  // closed, then something appended
+    throw Error(Error::Kind::Corrupt, path + ": offset " + std::to_string(m->fh.fileLength) + ": " +
+                                          std::to_string(m->size - m->fh.fileLength) +
+                                          " bytes after the recorded file length " + std::to_string(m->fh.fileLength));
   // A newer minor version is read as far as this reader understands it (unknown fields and
   // block types are skipped).
   if (!m->openFromFooter()) {

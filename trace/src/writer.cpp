@@ -545,9 +545,10 @@ std::unique_ptr<Writer> Writer::create(const WriterOptions& options, const Heade
   impl->opt = options;
   if (impl->opt.chunkBytes < 4096 || impl->opt.chunkBytes > (1u << 30))
     throw Error(Error::Kind::Usage, options.path + ": chunkBytes must be in [4 KiB, 1 GiB]");
-  impl->fd = ::open(options.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  impl->fd = options.fd >= 0 ? ::fcntl(options.fd, F_DUPFD_CLOEXEC, 0)
+                             : ::open(options.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (impl->fd < 0)
-    throw Error(Error::Kind::Io, options.path + ": cannot create: " + detail::errnoText());
+    throw Error(Error::Kind::Io, options.path + ": cannot create (" + detail::errnoText() + ")");
 
   // Fixed header (file_length 0 = not closed), then the header block.
   auto fh = detail::makeFileHeader(0, 0);

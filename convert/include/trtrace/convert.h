@@ -6,7 +6,8 @@
 // traceToJson writes the layout NVIDIA's shim writes (docs/json-bin-layout.md §13): sorted keys,
 // 4-space indent, no trailing newline, BIN = raw weight bytes in first-use order.
 // Both directions write OUT (and the BIN) under temporary names and rename them only on success:
-// on any error (malformed JSON, missing/short BIN, bad offset, unknown call) they throw
+// (trtrace/files.h: never over one of their inputs, under unguessable temporary names);
+// on any error (malformed JSON, missing/short BIN, bad offset, unknown call, no calls) they throw
 // trtrace::Error with one line naming the file and the record, and leave no output behind.
 #pragma once
 #include <cstdint>
@@ -42,6 +43,9 @@ struct JsonToTraceOptions {
   int workerThreads = 1;   // trace writer compression threads
   bool quiet = true;
   std::function<void(uint64_t done, uint64_t total)> progress;  // JSON bytes parsed, per record
+  // >= 0: write the trace into this open, empty file (e.g. files::anonymousFile()) instead of
+  // creating tracePath, which then only names it in messages.
+  int traceFd = -1;
 };
 Stats jsonToTrace(const std::string& jsonPath, const std::string& tracePath, const JsonToTraceOptions& o = {});
 
@@ -51,6 +55,7 @@ struct TraceToJsonOptions {
   // allCalls (then every call of the trace is written, with "function": "~" for deletions).
   bool allCalls = false;
   std::function<void(uint64_t done, uint64_t total)> progress;  // calls converted, per call
+  bool requireCalls = false;  // a trace with no calls is an error (Error::Kind::Empty), not an empty JSON
 };
 Stats traceToJson(const std::string& tracePath, const std::string& jsonPath, const TraceToJsonOptions& o = {});
 

@@ -156,7 +156,9 @@ struct VerifyReport {
 
 class Reader {
  public:
-  static std::unique_ptr<Reader> open(const std::string& path);
+  static std::unique_ptr<Reader> open(const std::string& path);  // a regular file (trtrace/files.h)
+  // A trace in an open file (not closed here; the reader keeps its own mapping); `name` in messages.
+  static std::unique_ptr<Reader> open(int fd, const std::string& name);
   ~Reader();
 
   const std::string& path() const;

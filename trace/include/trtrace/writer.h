@@ -28,7 +28,8 @@ namespace trtrace {
 enum class FlushPolicy { EveryCall, OnBuild, AtClose };
 
 struct WriterOptions {
-  std::string path;
+  std::string path;                 // created (truncated) unless fd is given; named in messages
+  int fd = -1;                      // >= 0: write into this open, empty file instead (duplicated)
   FlushPolicy flush = FlushPolicy::OnBuild;  // when call-log segments are written
   uint64_t segmentBytes = 8 << 20;  // a segment is also flushed when it grows past this
   int zstdLevel = 3;                // 0 = store every blob raw

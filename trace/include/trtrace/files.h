@@ -1,0 +1,53 @@
+// trtrace::files: how every tool (player, trtrace info/dump/verify/rewrite/convert) opens what it
+// reads and creates what it writes, one way for all of them (docs/errors.md):
+// - an input must be a regular file: a FIFO, folder, device or /proc file is refused up front
+//   (opened without blocking), with one line naming it;
+// - an output is never one of the inputs this process opened (same device and inode, whatever the
+//   names), never a folder, and its folder must be writable: checked before any work;
+// - an output is written under an unguessable temporary name beside it (O_CREAT|O_EXCL|O_NOFOLLOW,
+//   mkstemp-style) and renamed over it only when complete; on failure the temporary is removed.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace trtrace::files {
+
+// Opens `path` read-only (close-on-exec) and returns the descriptor; throws trtrace::Error (Io)
+// naming the file when it cannot be opened or is not a regular file. The file is remembered as an
+// input of this process (see checkOutput).
+int openInput(const std::string& path);
+
+// Throws trtrace::Error (Usage) when `path` is a file this process opened as input, or a folder;
+// (Io) when it cannot be created in its folder. Writes nothing.
+void checkOutput(const std::string& path);
+
+// Outputs that appear only when all are complete: each is written to its own new temporary file in
+// its folder, renamed over the final name by commit(); the destructor removes them otherwise.
+class PendingOutputs {
+ public:
+  PendingOutputs() = default;
+  PendingOutputs(const PendingOutputs&) = delete;
+  PendingOutputs& operator=(const PendingOutputs&) = delete;
+  ~PendingOutputs();
+  // checkOutput(finalPath), then creates the temporary file; returns its descriptor, owned by this
+  // object (valid until commit() or destruction).
+  int add(const std::string& finalPath);
+  void commit();  // fsync each temporary, rename it over its final name
+
+ private:
+  struct File {
+    std::string temp, final;
+    int fd;
+  };
+  std::vector<File> files_;
+};
+
+// `size` bytes to `path`, through a PendingOutputs: complete or not at all.
+void writeAtomically(const std::string& path, const void* data, size_t size);
+
+// A new read-write file with no name (O_TMPFILE in $TMPDIR, else /tmp; where the file system lacks
+// O_TMPFILE, an unguessable name unlinked at once): private, and gone when closed.
+int anonymousFile();
+
+}  // namespace trtrace::files
