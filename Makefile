@@ -3,6 +3,7 @@
 #   make test         the whole suite three ways: normal build, ASan+UBSan build, short libFuzzer run
 #   make check        the normal build's suite only (the quick loop while developing)
 #   make fuzz         the libFuzzer targets for FUZZ_SECONDS each (FUZZ_JOBS processes per target)
+#   make corpus       every ONNX network of the corpus through both capture paths -> docs/corpus.md
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
@@ -12,7 +13,7 @@ FUZZ_SECONDS ?= 600
 FUZZ_JOBS ?= 1
 FUZZ_TARGETS = fuzz_seedgen fuzz_trace_reader fuzz_blob_decoder fuzz_json_reader
 
-.PHONY: setup build check test sanitize fuzz fuzz-build demo bench clean
+.PHONY: setup build check test sanitize fuzz fuzz-build demo bench corpus clean
 setup:
 	@bash tools/setup.sh
 
@@ -49,6 +50,11 @@ demo: build
 
 bench: build
 	@bash bench/run.sh $(BUILD)
+
+# The whole corpus (tests/corpus/run_corpus.py): one line per network as it finishes; the table
+# goes to docs/corpus.md, every result to $(BUILD)/corpus/results.json. Exit 1 on any defect.
+corpus: build
+	@.deps/venv/bin/python tests/corpus/run_corpus.py --jobs $(JOBS) --out $(BUILD)/corpus --md docs/corpus.md
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

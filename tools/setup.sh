@@ -45,6 +45,38 @@ if [ ! -f "$nv_prefix/.done" ]; then
     log "WARNING: could not install $nv_pkg; comparisons against NVIDIA's shim will be skipped"
   fi
 fi
+# --- ONNX backend test networks (the corpus runner's inputs, tests/corpus/) ------------------------
+# The onnx 1.17.0 wheel is the last that ships node/ test models. Only its data subtree is unpacked;
+# the venv keeps its pinned onnx. The wheel's content is checked against a pinned SHA-256.
+onnx_data=$deps/onnx-1.17-data
+onnx_whl=onnx-1.17.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
+onnx_sha=4a183c6178be001bf398260e5ac2c927dc43e7746e8638d6c05c20e321f8c949
+if [ ! -f "$onnx_data/.done" ]; then
+  log "unpacking the onnx 1.17.0 backend test networks into $onnx_data"
+  dl=$(mktemp -d)
+  if "$venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+       --python-version 3.11 --platform manylinux2014_x86_64 -d "$dl" onnx==1.17.0 &&
+     echo "$onnx_sha  $dl/$onnx_whl" | sha256sum -c --quiet -; then
+    rm -rf "$onnx_data.tmp"
+    "$venv/bin/python" - "$dl/$onnx_whl" "$onnx_data.tmp" <<'PY'
+import pathlib, sys, zipfile
+prefix = "onnx/backend/test/data/"
+keep = ("node/", "pytorch-converted/", "pytorch-operator/", "simple/", "light/")
+with zipfile.ZipFile(sys.argv[1]) as z:
+    for info in z.infolist():
+        rel = info.filename[len(prefix):]
+        if info.filename.startswith(prefix) and rel.startswith(keep) and not info.is_dir():
+            dest = pathlib.Path(sys.argv[2], rel)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(z.read(info))
+PY
+    rm -rf "$onnx_data" && mv "$onnx_data.tmp" "$onnx_data" && touch "$onnx_data/.done"
+  else
+    log "WARNING: could not fetch onnx==1.17.0; the corpus (make corpus, tests/corpus) will be skipped"
+  fi
+  rm -rf "$dl"
+fi
+
 # NVIDIA's shim links libcuda.so.1; on a machine without a driver the CUDA toolkit's stub stands in
 # (it is only needed so the dynamic loader can resolve the shim; CPU-only builds never call it).
 stub_dir=$deps/cudastub
@@ -70,6 +102,7 @@ export TRTRACE_TRT_LIB="$trt_dir/libtensorrt_rtx.so.1"
 export TRTRACE_ONNXPARSER_LIB="$trt_dir/libtensorrt_onnxparser_rtx.so.1"
 export TRTRACE_NVIDIA_SHIM="$nv_shim"
 export TRTRACE_CUDA_STUB_DIR="$stub_dir"
+export TRTRACE_ONNX_DATA="$onnx_data"
 ENV
 log "wrote build/env.sh"
 log "setup complete"
