@@ -175,6 +175,8 @@ class Network:
             return defect("player-rejects", play)
         if play.rc == 2:
             return defect("divergence", play)
+        if play.rc == 5:  # --check: rebuilds at other heap layouts disagreed (the player's own confirmation)
+            return {"outcome": "differs", "reason": play.first_error()}
         if play.rc not in (0, 4):
             return defect("player-fails", play)
         if not built_ok:
