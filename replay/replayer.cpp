@@ -112,20 +112,33 @@ const ValueView Replayer::arg(size_t i) const {
   return call_->arg(i);
 }
 
-void* Replayer::object(uint64_t handle) const {
+namespace {
+bool isA(uint16_t actual, uint16_t wanted) {
+  for (uint16_t i = actual; i != kIf_None; i = kIfaces[i].base)
+    if (i == wanted) return true;
+  return false;
+}
+}  // namespace
+
+void* Replayer::object(uint64_t handle, uint16_t iface) const {
   if (handle == 0) return nullptr;
   auto it = objects_.find(handle);
   if (it == objects_.end()) diverge("object handle " + std::to_string(handle) + " was never created in this replay");
-  return it->second;
+  const uint16_t got = it->second.iface;
+  if (iface != kIf_None && got != kIf_None && !isA(got, iface))
+    diverge("object " + std::to_string(handle) + " is a " + kIfaces[got].name + ", the call needs a " + kIfaces[iface].name);
+  return it->second.object;
 }
 
-void* Replayer::receiverObject() {
-  void* pub = object(call_->receiver());
+void* Replayer::receiverObject(uint16_t iface) {
+  void* pub = object(call_->receiver(), iface);
   if (!pub) diverge("call on a null object");
   return pub;
 }
 
-void* Replayer::receiverImpl(int level) { return static_cast<void* const*>(receiverObject())[1 + level]; }
+void* Replayer::receiverImpl(int level, uint16_t iface) {
+  return static_cast<void* const*>(receiverObject(iface))[1 + level];
+}
 
 bool Replayer::argBool(size_t i) { return arg(i).asBool(); }
 float Replayer::argF32(size_t i) { return static_cast<float>(arg(i).asF64()); }
@@ -307,15 +320,16 @@ void Replayer::argStruct(size_t i, void* out, size_t n) {
   std::memcpy(out, b.data(), n);
 }
 
-void* Replayer::argObject(size_t i) {
+void* Replayer::argObject(size_t i, uint16_t iface, bool required) {
   ValueView v = arg(i);
-  if (v.kind() == ValueKind::Null) return nullptr;
-  return object(v.asU64());
+  void* o = v.kind() == ValueKind::Null ? nullptr : object(v.asU64(), iface);
+  if (!o && required) diverge("argument " + std::to_string(i) + ": null where the API takes a reference");
+  return o;
 }
 
-std::vector<void*> Replayer::argObjects(size_t i) {
+std::vector<void*> Replayer::argObjects(size_t i, uint16_t iface) {
   std::vector<void*> out;
-  for (uint64_t h : arg(i).handles()) out.push_back(object(h));
+  for (uint64_t h : arg(i).handles()) out.push_back(object(h, iface));
   return out;
 }
 
@@ -333,7 +347,7 @@ void* Replayer::outBuffer(size_t) {
   return p;
 }
 
-void Replayer::bindResult(const void* real) {
+void Replayer::bindResult(const void* real, uint16_t iface) {
   auto r = call_->ret();
   uint64_t h = r && r->kind() == ValueKind::Handle ? r->asU64() : 0;
   if (!h) {
@@ -341,8 +355,11 @@ void Replayer::bindResult(const void* real) {
     return;
   }
   if (!real) diverge("returned null where the capture got object " + std::to_string(h));
-  auto [it, inserted] = objects_.emplace(h, const_cast<void*>(real));
-  if (!inserted && it->second != real) diverge("object " + std::to_string(h) + " is a different object than at capture");
+  auto [it, inserted] = objects_.emplace(h, Bound{const_cast<void*>(real), kIf_None});
+  if (!inserted && it->second.object != real) diverge("object " + std::to_string(h) + " is a different object than at capture");
+  // The most derived interface known: a layer returned at the base type gets its concrete one.
+  const uint16_t known = refineIface(real, iface);
+  if (it->second.iface == kIf_None || isA(known, it->second.iface)) it->second.iface = known;
 }
 
 void Replayer::checkBool(bool got) {
@@ -358,10 +375,13 @@ void Replayer::checkScalar(int64_t got) {
     ++stats_.scalarMismatches;
 }
 
-void Replayer::destroyReceiver() {
+void Replayer::destroyReceiver(uint16_t iface) {
   auto it = objects_.find(call_->receiver());
   if (it == objects_.end()) return;
-  delete static_cast<abi::PublicRoot*>(it->second);
+  object(call_->receiver(), iface);  // checked: only an object of the deleted interface ...
+  if (!kIfaces[iface].appOwned)     // ... that the application owns may be deleted
+    diverge(std::string("a ") + kIfaces[iface].name + " is not deleted by the application");
+  delete static_cast<abi::PublicRoot*>(it->second.object);
   objects_.erase(it);
 }
 
@@ -396,7 +416,7 @@ void override_entry_createInferBuilder_INTERNAL(Replayer& x) {
   using Fn = void* (*)(void*, int32_t);
   auto fn = reinterpret_cast<Fn>(x.createBuilderFn());
   const int32_t version = x.argInt<int32_t>(1);
-  x.bindResult(fn(static_cast<abi::ILogger*>(&x.logger()), version));
+  x.bindResult(fn(static_cast<abi::ILogger*>(&x.logger()), version), kIf_Builder);
 }
 
 void override_entry_setInternalLibraryPath(Replayer& x) {
@@ -410,9 +430,9 @@ void override_entry_createNvOnnxParser_INTERNAL(Replayer& x) {
 }
 
 void override_Builder_buildSerializedNetwork(Replayer& x) {
-  auto* self = static_cast<abi::VBuilder*>(x.receiverImpl(0));
-  auto* net = static_cast<abi::INetworkDefinition*>(x.argObject(0));
-  auto* cfg = static_cast<abi::IBuilderConfig*>(x.argObject(1));
+  auto* self = static_cast<abi::VBuilder*>(x.receiverImpl(0, kIf_Builder));
+  auto* net = static_cast<abi::INetworkDefinition*>(x.argObject(0, kIf_NetworkDefinition, true));
+  auto* cfg = static_cast<abi::IBuilderConfig*>(x.argObject(1, kIf_BuilderConfig, true));
   if (!net || !cfg) x.diverge("build without a network or config");
   NetworkResult res;
   res.network = x.call().networkId();
@@ -442,7 +462,7 @@ void override_Builder_buildSerializedNetwork(Replayer& x) {
   x.buildDone(res, bytes);
   // Without a recorded outcome the converter still gave the engine a handle (it cannot know there
   // was none): a failed build leaves that handle unbound instead of diverging.
-  if (engine || res.captured) x.bindResult(engine);
+  if (engine || res.captured) x.bindResult(engine, kIf_HostMemory);
 }
 
 }  // namespace trtrace::replay

@@ -68,6 +68,15 @@ struct NetworkResult {
 
 class Replayer;
 using PlayFn = void (*)(Replayer&);
+
+// One interposed interface of the spec (generated table kIfaces, replay_gen.inc): every object the
+// replay binds carries its interface, and every use is checked against the one the spec names, so
+// a crafted trace can never hand the library an object of another type.
+struct IfaceInfo {
+  const char* name;
+  uint16_t base;   // id of the interface it derives from (0: none)
+  bool appOwned;   // the application deletes it (its `~` is replayed)
+};
 struct Dispatch {
   uint32_t id;
   PlayFn fn;
@@ -85,8 +94,10 @@ class Replayer {
   void run(const std::function<void(const NetworkResult&, const void* engine)>& onEngine);
 
   // ---- used by generated code -----------------------------------------------------------------
-  void* receiverObject();           // the receiver's real object (wrapped interfaces are called on it)
-  void* receiverImpl(int level);   // its V-pointer at chain `level` (public layout: field 1 + level)
+  // The receiver's real object, checked to be an `iface` (wrapped interfaces are called on it), and
+  // its V-pointer at chain `level` (public layout: field 1 + level).
+  void* receiverObject(uint16_t iface);
+  void* receiverImpl(int level, uint16_t iface);
   bool argBool(size_t i);
   template <class T>
   T argInt(size_t i);  // an integer parameter of type T: a recorded value T cannot hold diverges
@@ -96,16 +107,16 @@ class Replayer {
   abi::Dims64 argDims(size_t i);
   abi::Weights argWeights(size_t i);
   void argStruct(size_t i, void* out, size_t n);
-  void* argObject(size_t i);
-  std::vector<void*> argObjects(size_t i);
+  void* argObject(size_t i, uint16_t iface, bool required);
+  std::vector<void*> argObjects(size_t i, uint16_t iface);
   template <class T>
   std::vector<T> argArray(size_t i);
   std::vector<std::byte> argBytes(size_t i);
   void* outBuffer(size_t i);
-  void bindResult(const void* real);
+  void bindResult(const void* real, uint16_t iface);
   void checkBool(bool got);
   void checkScalar(int64_t got);
-  void destroyReceiver();
+  void destroyReceiver(uint16_t iface);
   void forgetArg(size_t i);
 
   // ---- used by the hand-written overrides -------------------------------------------------------
@@ -126,7 +137,7 @@ class Replayer {
 
  private:
   const ValueView arg(size_t i) const;
-  void* object(uint64_t handle) const;
+  void* object(uint64_t handle, uint16_t iface) const;
   std::string where() const;
   uint64_t weightsBytes(size_t i, const ValueView& v) const;
 
@@ -135,7 +146,11 @@ class Replayer {
   void* createBuilder_;
   Logger logger_;
   const CallView* call_ = nullptr;
-  std::unordered_map<uint64_t, void*> objects_;           // trace handle -> real public object
+  struct Bound {
+    void* object;     // the real public object
+    uint16_t iface;   // its interface (kIfaces), the most derived one known
+  };
+  std::unordered_map<uint64_t, Bound> objects_;           // trace handle -> real public object
   // Weights handed to the library stay alive until the build returns. The library identifies
   // weights by pointer (e.g. setWeightsName), so replay reproduces the application's pointer
   // identity: one replay pointer per (application pointer, content) -- the same pointer again gets

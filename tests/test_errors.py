@@ -112,6 +112,9 @@ def inputs(tmp_path_factory):
     c["unwritable_output_json"] = d / "good.json"
     c.update(hardening_inputs(d, env, good, data, bl, js, bn, put))
     c["random_count"] = craft("random-count", d / "random.trtrace", 1 << 33)
+    for case, how in (("object_type", "tensor-as-layer"), ("null_reference", "null-reference"),
+                      ("delete_owned", "delete-tensor")):
+        c[case] = craft("misuse", d / f"{case}.trtrace", how)
     c["random_count_invalid"] = craft("random-count", d / "random_invalid.trtrace", (1 << 64) - 1)
     big = re.sub(r'"(object|id)": 1(?=\D)', lambda m: f'"{m.group(1)}": {1 << 40}', js)
     put("bigids.json", big.replace('"good.bin"', '"bigids.bin"').encode())
@@ -189,7 +192,8 @@ def pattern(message, file, out, lib, binp):
 def test_every_case_has_rows_for_what_it_claims():
     cases = {r[0] for r in ROWS}
     traces = {"missing", "empty", "wrong_magic", "newer_major", "truncated", "unclosed", "corrupt_log", "hash_mismatch",
-              "library_version", "unknown_api", "trailing_garbage", "no_calls", "random_count"}
+              "library_version", "unknown_api", "trailing_garbage", "no_calls", "random_count",
+              "object_type", "null_reference", "delete_owned"}
     others = {"malformed_json", "missing_bin", "short_bin", "library_abi", "library_missing", "library_fifo",
               "unwritable_output",
               "unwritable_output_json", "output_is_input", "bin_output_is_input", "output_is_bin", "output_folder",

@@ -7,6 +7,10 @@
 //   trace_craft random-count OUT COUNT       a builder, a network, then addConstant of COUNT FLOAT
 //                                            weights marked random (a 1-element Dims: the count is
 //                                            what a hostile trace would claim)
+//   trace_craft misuse OUT HOW               a builder, a network, an input tensor (handle 3), then
+//                                            HOW = tensor-as-layer: Layer::setName on the tensor;
+//                                            null-reference: markOutput(null); delete-tensor: the
+//                                            tensor's destructor (the library owns tensors)
 //   trace_craft major IN OUT MAJOR           IN with the file header's major version set to MAJOR
 //                                            (header check recomputed: only the version is wrong)
 #include <xxhash.h>
@@ -71,6 +75,18 @@ int main(int argc, char** argv) {
         .argWeightsRandom(static_cast<uint32_t>(abi::DataType::kFLOAT), std::strtoull(argv[3], nullptr, 10), 7)
         .retHandle(3)
         .endCall();
+    w->close();
+  } else if (what == "misuse" && argc == 4) {
+    const std::string how = argv[3];
+    auto w = withBuilder(out, abi::kLibraryName, abi::kLibraryVersion);
+    w->beginCall(api::kBuilder_createNetworkV2, 1, 0).argU64(0).retHandle(2).endCall();
+    const int64_t dims[] = {1, 4};
+    w->beginCall(api::kNetworkDefinition_addInput, 2, 1)
+        .argString("x").argEnum(0, 0).argDims(dims).retHandle(3).endCall();
+    if (how == "tensor-as-layer") w->beginCall(api::kLayer_setName, 3, 1).argString("n").endCall();
+    else if (how == "null-reference") w->beginCall(api::kNetworkDefinition_markOutput, 2, 1).argNull().endCall();
+    else if (how == "delete-tensor") w->beginCall(api::kTensor_destroy, 3, 1).endCall();
+    else return usage();
     w->close();
   } else if (what == "major" && argc == 5) {  // a new major starts at minor 0
     std::ifstream in(argv[2], std::ios::binary);
