@@ -38,10 +38,21 @@ std::string tempEngine(const std::string& output) {
   return tmpl;
 }
 
-// Runs the player on one network with a heap shift; true when the child wrote an engine.
-bool rebuild(const RecheckArgs& a, uint32_t network, int shift, const std::string& engine) {
-  std::vector<std::string> args = {"/proc/self/exe", "-j", a.capture, "-q", "-o", engine,
-                                   "--network", std::to_string(network), "--heap-shift", std::to_string(shift)};
+// The same file under a longer name ("./" repeated): the length of the path the player keeps is one
+// of the small allocations that flip the library's choices.
+std::string paddedPath(const std::string& path, int pad) {
+  std::string dots;
+  for (int i = 0; i < pad; ++i) dots += "./";
+  return path.front() == '/' ? "/" + dots + path.substr(1) : dots + path;
+}
+
+// Runs the player on one network at another heap layout (attempt `k`: its -j path padded, its heap
+// shifted); true when the child wrote an engine.
+bool rebuild(const RecheckArgs& a, uint32_t network, int k, const std::string& engine) {
+  static const int kPads[] = {3, 20, 11, 6, 30, 1, 15, 8};
+  const std::string capture = a.capture.empty() ? a.capture : paddedPath(a.capture, kPads[(k - 1) % 8]);
+  std::vector<std::string> args = {"/proc/self/exe", "-j", capture, "-q", "-o", engine,
+                                   "--network", std::to_string(network), "--heap-shift", std::to_string(k)};
   if (!a.lib.empty()) args.insert(args.end(), {"--lib", a.lib});
   args.insert(args.end(), a.options.begin(), a.options.end());
   std::vector<char*> argv;
@@ -108,10 +119,10 @@ Recheck recheckNetwork(const RecheckArgs& args, uint32_t network, const Hash128&
 }
 
 void shiftHeap(int shift) {
-  // One allocation below malloc's mmap threshold (128 KiB), so it moves the brk heap under every
-  // later allocation of the library; kept (reachable) for the process's life. Sizes spread over
-  // that range: a shift of tens of KiB was needed to flip the library's choices in the corpus.
-  static const size_t kSizes[] = {64 << 10, 16 << 10, 112 << 10, 40 << 10, 88 << 10, 4 << 10};
+  // One allocation, kept (reachable) for the process's life, so that every later allocation of the
+  // library lands elsewhere. Two kinds alternate: small blocks (the length of a path the player keeps
+  // flips some networks) and large ones below malloc's mmap threshold (128 KiB) that move the brk heap.
+  static const size_t kSizes[] = {24, 64 << 10, 40, 16 << 10, 72, 112 << 10, 104, 40 << 10};
   static std::unique_ptr<char[]> kept;
   kept = std::make_unique<char[]>(kSizes[static_cast<size_t>(shift - 1) % std::size(kSizes)]);
 }

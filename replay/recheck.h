@@ -34,7 +34,7 @@ struct RecheckArgs {
 // Rebuilds 0-based `network` up to `attempts` times with heap shifts 1..attempts, comparing each
 // engine with `captured`. On Matched, the matching engine replaces `output` (when not empty).
 Recheck recheckNetwork(const RecheckArgs& args, uint32_t network, const Hash128& first, uint64_t firstSize,
-                       const Hash128& captured, uint64_t capturedSize, const std::string& output, int attempts = 3);
+                       const Hash128& captured, uint64_t capturedSize, const std::string& output, int attempts = 8);
 
 // Called first thing in main when --heap-shift is given: `shift` small allocations kept for the
 // process's life move every later allocation of the library.

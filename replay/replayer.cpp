@@ -50,6 +50,14 @@ const Dispatch* findPlay(uint32_t id) {
 Replayer::Replayer(const Reader& reader, const Options& options, void* createBuilderFn)
     : reader_(reader), options_(options), createBuilder_(createBuilderFn), logger_(options.quiet) {}
 
+Replayer::~Replayer() {
+  std::vector<std::pair<uint64_t, void*>> owned;
+  for (const auto& [h, b] : objects_)
+    if (b.object && b.iface != kIf_None && kIfaces[b.iface].appOwned) owned.emplace_back(h, b.object);
+  std::sort(owned.rbegin(), owned.rend());
+  for (const auto& [h, o] : owned) delete static_cast<abi::PublicRoot*>(o);
+}
+
 std::string Replayer::where() const {
   const api::ApiDesc* d = call_ ? api::find(call_->apiId()) : nullptr;
   std::string name = d ? std::string(d->interface) + "::" + std::string(d->method) : "api " + std::to_string(call_ ? call_->apiId() : 0);

@@ -89,6 +89,11 @@ struct Dispatch {
 class Replayer {
  public:
   Replayer(const Reader& reader, const Options& options, void* createBuilderFn);
+  // Deletes the objects the application owned and never deleted, newest first (a network before the
+  // builder that made it), as the application's exit would have left them to the library.
+  ~Replayer();
+  Replayer(const Replayer&) = delete;
+  Replayer& operator=(const Replayer&) = delete;
 
   // Replays every call in order; throws Divergence or trtrace::Error.
   void run(const std::function<void(const NetworkResult&, const void* engine)>& onEngine);

@@ -134,6 +134,7 @@ inline void exercise(const trtrace::Reader& r, size_t maxBlobBytes = 64u << 20) 
 
 #include <vector>
 
+#include "internal.h"
 #include "trtrace/format.h"
 #include "trtrace/writer.h"
 
@@ -172,5 +173,30 @@ inline const std::vector<uint8_t>& blobPrefix() {
   }();
   return p;
 }
+
+// Recomputes the file header check and every block's checks, so that mutations of a seed trace get
+// past the checksums into the FlatBuffers Verifier, the footer index, the blobs and the calls.
+inline void fixChecks(std::vector<uint8_t>& b) {
+  namespace F = trtrace::format;
+  if (b.size() < sizeof(F::FileHeader)) return;
+  F::FileHeader fh;
+  std::memcpy(&fh, b.data(), sizeof fh);
+  fh.headerCheck = trtrace::detail::fileHeaderCheck(fh);
+  std::memcpy(b.data(), &fh, sizeof fh);
+  uint64_t pos = sizeof fh;
+  while (pos + sizeof(F::BlockHeader) <= b.size()) {
+    F::BlockHeader h;
+    std::memcpy(&h, b.data() + pos, sizeof h);
+    if (h.magic != F::kBlockMagic) break;
+    uint64_t avail = b.size() - pos - sizeof h;
+    if (h.payloadSize <= avail && h.checkedSize <= h.payloadSize)
+      h.payloadCheck = trtrace::detail::check32(b.data() + pos + sizeof h, h.checkedSize);
+    h.headerCheck = trtrace::detail::blockHeaderCheck(h);
+    std::memcpy(b.data() + pos, &h, sizeof h);
+    if (h.payloadSize > avail) break;
+    pos = F::alignUp(pos + sizeof h + h.payloadSize, F::kBlockAlign);
+  }
+}
+
 
 }  // namespace fz
