@@ -19,6 +19,7 @@
 #include <string_view>
 #include <string>
 
+#include "library_select.h"
 #include "recheck.h"
 #include "replayer.h"
 #include "trtrace/convert.h"
@@ -67,21 +68,6 @@ void writeAtomically(const std::string& path, const void* data, size_t size) {
   }
 }
 
-void* loadLibrary(const std::string& requested, std::string& used) {
-  std::vector<std::string> names;
-  if (!requested.empty()) names.push_back(requested);
-  else names = {"libtensorrt_rtx.so", "libtensorrt_rtx.so.1"};
-  std::string errors;
-  for (const auto& n : names) {
-    if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-      used = n;
-      return h;
-    }
-    errors += std::string(errors.empty() ? "" : "; ") + dlerror();
-  }
-  throw Error(Error::Kind::Usage, "cannot load the TensorRT-RTX library (" + errors + "); pass --lib PATH");
-}
-
 // Detection by content: the trace magic means a trace; a JSON document (first non-blank byte '{')
 // or a file named *.json goes through convert/ (whose errors name the JSON fault); anything else is
 // opened as a trace, whose reader names what is wrong with it (magic, version, ...).
@@ -124,8 +110,8 @@ int main(int argc, char** argv) {
   bool stats = false, json = false, check = false;
   app.add_option("-j,--json-file,capture", capture, "capture: a trtrace trace or NVIDIA JSON (+BIN beside it)")->required();
   app.add_option("-o,--output", output, "engine file; several networks: <output>0, <output>1, ...");
-  app.add_option("--lib", libPath, "the real libtensorrt_rtx.so.1 (default: TRT_SHIM_NVINFER_LIB_NAME, "
-                                   "then libtensorrt_rtx.so, then libtensorrt_rtx.so.1)");
+  app.add_option("--lib", libPath, "the real libtensorrt_rtx.so.1 (default: TRT_SHIM_NVINFER_LIB_NAME, then the "
+                                   "trace's version from an installed tensorrt_rtx_libs, then the loader path)");
   int64_t networkIndex = -1;
   app.add_option("--network", networkIndex, "replay only this network: 0, 1, ... in creation order (the <output> suffix)");
   app.add_option("--seed", opt.seed, "seed for weights the capture marked random");
@@ -141,9 +127,6 @@ int main(int argc, char** argv) {
   app.add_option("--heap-shift", heapShift)->group("");
   CLI11_PARSE(app, argc, argv);
   if (heapShift > 0) shiftHeap(std::min(heapShift, 64));
-  if (libPath.empty()) {
-    if (const char* v = std::getenv("TRT_SHIM_NVINFER_LIB_NAME"); v && *v) libPath = v;
-  }
   opt.libPath = libPath;
   opt.network = networkIndex < 0 ? -1 : networkIndex + 1;  // trace network ids start at 1
 
@@ -172,22 +155,11 @@ int main(int argc, char** argv) {
     else if (!reader->closedCleanly())
       std::fprintf(stderr, "tensorrt_player: warning: %s: not closed (the capture did not finish); replaying the %llu calls it holds\n",
                    capture.c_str(), static_cast<unsigned long long>(reader->callCount()));
-    const HeaderView& h = reader->header();
-    if (h.libraryVersion != abi::kLibraryVersion && !opt.ignoreVersion)
-      throw Error(Error::Kind::Usage, capture + ": captured with " + std::string(h.libraryName) + " " +
-                                          std::string(h.libraryVersion) + ", this player replays " +
-                                          abi::kLibraryName + " " + abi::kLibraryVersion + " (--ignore-version to try anyway)");
-
-    std::string used;
-    void* lib = loadLibrary(opt.libPath, used);
-    using VersionFn = int32_t (*)();
-    auto version = reinterpret_cast<VersionFn>(dlsym(lib, "getInferLibVersion"));
-    const int32_t libVersion = version ? version() : 0;
-    if (libVersion / 100 != abi::kLibraryVersionInt / 100 && !opt.ignoreVersion)
-      throw Error(Error::Kind::Usage, used + ": library version " + std::to_string(libVersion) + ", this player needs " +
-                                          abi::kLibraryVersion + " (--ignore-version to try anyway)");
-    void* create = dlsym(lib, "createInferBuilder_INTERNAL");
-    if (!create) throw Error(Error::Kind::Usage, used + ": no createInferBuilder_INTERNAL (not TensorRT-RTX?)");
+    const ChosenLibrary chosen = chooseLibrary(*reader, opt.libPath, opt.ignoreVersion);  // library_select.h
+    if (!opt.quiet) std::fprintf(stderr, "tensorrt_player: %s\n", describe(chosen).c_str());
+    checkCallsExist(*reader, chosen);
+    const std::string used = chosen.info.path;
+    void* create = dlsym(chosen.handle, "createInferBuilder_INTERNAL");
 
     // Networks that will be built decide the output names.
     std::map<uint32_t, int> builds;
@@ -242,9 +214,10 @@ int main(int argc, char** argv) {
 
     if (json) {
       std::printf("{\"capture\": \"%s\", \"calls\": %llu, \"skipped\": %llu, \"open_s\": %.6f, \"dispatch_s\": %.6f, "
-                  "\"build_s\": %.6f, \"scalar_mismatches\": %llu, \"networks\": [",
+                  "\"build_s\": %.6f, \"scalar_mismatches\": %llu, %s, \"networks\": [",
                   jsonEscape(capture).c_str(), (unsigned long long)s.calls, (unsigned long long)s.skipped, openSeconds,
-                  s.dispatchSeconds, s.buildSeconds, (unsigned long long)s.scalarMismatches);
+                  s.dispatchSeconds, s.buildSeconds, (unsigned long long)s.scalarMismatches,
+                  describeJson(chosen).c_str());
       for (size_t i = 0; i < results.size(); ++i) {
         const auto& r = results[i];
         const char* same = verdicts.count(r.network) ? verdicts[r.network].c_str() : "unknown";
