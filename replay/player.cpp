@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "tensorrt_player: warning: %s: not closed (the capture did not finish); replaying the %llu calls it holds\n",
                    capture.c_str(), static_cast<unsigned long long>(reader->callCount()));
     const ChosenLibrary chosen = chooseLibrary(*reader, opt.libPath, opt.ignoreVersion);  // library_select.h
-    if (!opt.quiet) std::fprintf(stderr, "tensorrt_player: %s\n", describe(chosen).c_str());
+    if (!opt.quiet && chosen.how != "--lib") std::fprintf(stderr, "tensorrt_player: %s\n", describe(chosen).c_str());
     checkCallsExist(*reader, chosen);
     const std::string used = chosen.info.path;
     void* create = dlsym(chosen.handle, "createInferBuilder_INTERNAL");
