@@ -62,6 +62,32 @@ void* realLib() {
   return h;
 }
 
+// What capture does with the loaded library's version (docs/design.md, "The real library"):
+// a spec'd major.minor is captured exactly; a newer minor of the same major is captured (the
+// spec'd subset; methods beyond it pass through as UNSUPPORTED records) with one line; an older
+// minor or another major is not wrapped (one line) unless TRTRACE_IGNORE_VERSION.
+bool captureThisVersion() {
+  static const bool ok = [] {
+    const lib::LibraryInfo& l = realLibrary();
+    const lib::Support s = lib::support(l.code);
+    const auto& newest = abi::kSpecVersions[abi::kNumSpecVersions - 1];
+    if (s == lib::Support::Described) return true;
+    if (s == lib::Support::NewerMinor) {
+      std::fprintf(stderr, "trtrace: note: %s is %s %s, newer than this shim's spec (newest %s); capturing the "
+                   "spec'd subset, calls beyond it are recorded as UNSUPPORTED\n",
+                   l.path.c_str(), abi::kLibraryName, l.version.c_str(), newest.text);
+      return true;
+    }
+    const bool ignore = Session::get().config().ignoreVersion;
+    std::fprintf(stderr, "trtrace: %s: the real library %s is %s %s, this shim describes %s %s to %s%s\n",
+                 ignore ? "warning" : "error", l.path.c_str(), abi::kLibraryName, l.version.c_str(),
+                 abi::kLibraryName, abi::kSpecVersions[0].text, newest.text,
+                 ignore ? "; capturing anyway (TRTRACE_IGNORE_VERSION)" : "; not capturing (TRTRACE_IGNORE_VERSION=1 captures anyway)");
+    return ignore;
+  }();
+  return ok;
+}
+
 // ---- the logger we give the real builder: forwards to the application's, keeps the errors ------
 class ShimLogger final : public abi::ILogger {
  public:
@@ -104,6 +130,14 @@ ShimLogger* loggerOf(Object* builder) {
 }
 
 }  // namespace
+
+const lib::LibraryInfo& realLibrary() {
+  static const lib::LibraryInfo info = [] {
+    void* h = realLib();
+    return h ? lib::inspect(h) : lib::LibraryInfo{};
+  }();
+  return info;
+}
 
 void* realSymbol(const char* name) {
   void* h = realLib();
@@ -152,21 +186,7 @@ extern "C" TRTRACE_EXPORT void* createInferBuilder_INTERNAL(void* logger, int32_
   using Fn = void* (*)(void*, int32_t);
   static Fn fn = reinterpret_cast<Fn>(realSymbol("createInferBuilder_INTERNAL"));
   if (!fn) return nullptr;
-  Session& s = Session::get();
-  // Version guard: the spec describes one library version; another one's vtables may differ.
-  using VersionFn = int32_t (*)();
-  static VersionFn ver = reinterpret_cast<VersionFn>(realSymbol("getInferLibVersion"));
-  const int32_t libVersion = ver ? ver() : 0;
-  if (libVersion / 100 != abi::kLibraryVersionInt / 100 && !s.config().ignoreVersion) {
-    static std::once_flag once;
-    std::call_once(once, [&] {
-      std::fprintf(stderr,
-                   "trtrace: error: the real library is version %d but this shim describes %s %s (%d); not "
-                   "capturing (set TRTRACE_IGNORE_VERSION=1 to capture anyway)\n",
-                   libVersion, abi::kLibraryName, abi::kLibraryVersion, abi::kLibraryVersionInt);
-    });
-    return fn(logger, version);
-  }
+  if (!captureThisVersion()) return fn(logger, version);
   auto* shimLogger = new ShimLogger(static_cast<abi::ILogger*>(logger));
   void* real = nullptr;
   Object* builder = nullptr;

@@ -228,7 +228,10 @@ void Session::open() {
   h.producer = "trtrace-capture";
   h.producerVersion = TRTRACE_VERSION;
   h.libraryName = abi::kLibraryName;
-  h.libraryVersion = abi::kLibraryVersion;
+  // The real library's version and build id (a trace names what it was captured from).
+  const lib::LibraryInfo& real = realLibrary();
+  h.libraryVersion = real.version.empty() ? abi::kLibraryVersion : real.version;
+  h.libraryBuildId = real.buildId;
   h.settings = {
       {"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN", std::to_string(config_.inlineMax)},
       {"TRT_SHIM_MARK_AS_RANDOM_WEIGHTS_GREATER_EQUAL_THAN", std::to_string(config_.randomMin)},

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "library.h"
 #include "trtrace/api_abi.h"
 #include "trtrace/api_table.h"
 #include "trtrace/writer.h"
@@ -167,7 +168,12 @@ void Call::argArray(const T* p, int64_t n) {
 
 // Gives a recording object a vtable with extra trailing slots that record UNSUPPORTED and pass
 // through (methods the application knows but the spec does not; capture/unknown_slots.cpp).
-void extendVtable(void* shimObject, const char* iface, int methods, int level);
+// `since[i]` is the library version that has spec'd method i: methods newer than the loaded
+// library are not the loaded library's (an app calling them gets that slot passed through too).
+void extendVtable(void* shimObject, const char* iface, const int32_t* since, int methods, int level);
+
+// The loaded real library: version, build id, path (library.h); code 0 while it is not loaded.
+const lib::LibraryInfo& realLibrary();
 
 // Wraps a real object returned outside a recorded call (entry points, overrides).
 Object* wrap(const void* real, const Iface& iface, Object* owner, uint32_t network);

@@ -43,7 +43,11 @@ std::vector<const void*> gOurs;                  // address points of our vtable
 
 extern "C" void trtrace_slot_thunks();  // start of the kExtraSlots trampolines (below)
 
-void extendVtable(void* shimObject, const char* iface, int methods, int level) {
+void extendVtable(void* shimObject, const char* iface, const int32_t* since, int specMethods, int level) {
+  // Deltas only append, so the loaded library's methods are a prefix of the spec's.
+  const int32_t have = realLibrary().code;
+  int methods = 0;
+  while (methods < specMethods && (have == 0 || since[methods] <= have)) ++methods;
   void** vptrSlot = static_cast<void**>(shimObject);
   const void* original = *vptrSlot;
   std::lock_guard<std::mutex> lk(gMu);

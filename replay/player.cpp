@@ -20,6 +20,7 @@
 #include <string_view>
 #include <string>
 
+#include "library_select.h"
 #include "recheck.h"
 #include "replayer.h"
 #include "trtrace/convert.h"
@@ -46,24 +47,6 @@ enum Exit : int {
 // A build call without a recorded outcome (converted NVIDIA captures: docs/format.md, "Build
 // outcomes"): whatever the replay gives is taken as what the app got.
 constexpr char kOutcomeUnknown[] = "outcome not recorded in the capture: the replay's is taken as the app's";
-
-void* loadLibrary(const std::string& requested, std::string& used) {
-  // A path to a file: checked as an input first (a FIFO would hang dlopen; no output may replace it).
-  if (requested.find('/') != std::string::npos && ::access(requested.c_str(), F_OK) == 0)
-    ::close(files::openInput(requested));
-  std::vector<std::string> names;
-  if (!requested.empty()) names.push_back(requested);
-  else names = {"libtensorrt_rtx.so", "libtensorrt_rtx.so.1"};
-  std::string errors;
-  for (const auto& n : names) {
-    if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-      used = n;
-      return h;
-    }
-    errors += std::string(errors.empty() ? "" : "; ") + dlerror();
-  }
-  throw Error(Error::Kind::Usage, "cannot load the TensorRT-RTX library (" + errors + "); pass --lib PATH");
-}
 
 // Detection by content: the trace magic means a trace; a JSON document (first non-blank byte '{')
 // or a file named *.json goes through convert/ (whose errors name the JSON fault); anything else is
@@ -116,22 +99,20 @@ struct Args {
   std::optional<int64_t> network;  // --network, 0-based as given
 };
 
-// Loads the library and checks its version; returns createInferBuilder_INTERNAL (and the name used).
-void* openLibrary(const Options& opt, std::string& used) {
-  void* lib = loadLibrary(opt.libPath, used);
-  using VersionFn = int32_t (*)();
-  auto version = reinterpret_cast<VersionFn>(dlsym(lib, "getInferLibVersion"));
-  const int32_t libVersion = version ? version() : 0;
-  if (libVersion / 100 != abi::kLibraryVersionInt / 100 && !opt.ignoreVersion)
-    throw Error(Error::Kind::Usage, used + ": library version " + std::to_string(libVersion) + ", this player needs " +
-                                        abi::kLibraryVersion + " (--ignore-version to try anyway)");
-  void* create = dlsym(lib, "createInferBuilder_INTERNAL");
-  if (!create) throw Error(Error::Kind::Usage, used + ": no createInferBuilder_INTERNAL (not TensorRT-RTX?)");
-  return create;
+// The library for this trace (library_select.h: the documented search order, its version against
+// the trace's, calls it has no method for); the choice is said unless -q or named by --lib.
+ChosenLibrary openLibrary(const Reader& reader, const Args& a) {
+  const std::string& requested = a.opt.libPath;
+  // A path to a file: checked as an input first (a FIFO would hang dlopen; no output may replace it).
+  if (requested.find('/') != std::string::npos && ::access(requested.c_str(), F_OK) == 0)
+    ::close(files::openInput(requested));
+  ChosenLibrary chosen = chooseLibrary(reader, requested, a.opt.ignoreVersion);
+  if (!a.opt.quiet && chosen.how != "--lib") std::fprintf(stderr, "tensorrt_player: %s\n", describe(chosen).c_str());
+  checkCallsExist(reader, chosen);
+  return chosen;
 }
 
-// Refuses a capture with nothing to replay, says what is missing from an incomplete one, and
-// refuses another library's capture (unless --ignore-version).
+// Refuses a capture with nothing to replay and says what is missing from an incomplete one.
 void checkCapture(const Reader& reader, const Args& a) {
   const std::string cut = reader.truncationMessage();
   if (reader.truncatedAt() && *reader.truncatedAt() <= sizeof(format::FileHeader))  // not even the header block
@@ -144,11 +125,6 @@ void checkCapture(const Reader& reader, const Args& a) {
   else if (!reader.closedCleanly())
     std::fprintf(stderr, "tensorrt_player: warning: %s: not closed (the capture did not finish); replaying the %llu calls it holds\n",
                  a.capture.c_str(), static_cast<unsigned long long>(reader.callCount()));
-  const HeaderView& h = reader.header();
-  if (h.libraryVersion != abi::kLibraryVersion && !a.opt.ignoreVersion)
-    throw Error(Error::Kind::Usage, a.capture + ": captured with " + std::string(h.libraryName) + " " +
-                                        std::string(h.libraryVersion) + ", this player replays " + abi::kLibraryName +
-                                        " " + abi::kLibraryVersion + " (--ignore-version to try anyway)");
 }
 
 // The engine file of each network that will be built (trace network id -> path; "" without -o),
@@ -213,11 +189,11 @@ Verdicts compareWithCapture(const Args& a, const std::string& lib, std::vector<N
 }
 
 void printJson(const Args& a, const Replayer::Stats& s, double openSeconds, const std::vector<NetworkResult>& results,
-               const Verdicts& verdicts) {
+               const Verdicts& verdicts, const ChosenLibrary& lib) {
   std::printf("{\"capture\": \"%s\", \"calls\": %llu, \"skipped\": %llu, \"open_s\": %.6f, \"dispatch_s\": %.6f, "
-              "\"build_s\": %.6f, \"scalar_mismatches\": %llu, \"networks\": [",
+              "\"build_s\": %.6f, \"scalar_mismatches\": %llu, %s, \"networks\": [",
               jsonEscape(a.capture).c_str(), (unsigned long long)s.calls, (unsigned long long)s.skipped, openSeconds,
-              s.dispatchSeconds, s.buildSeconds, (unsigned long long)s.scalarMismatches);
+              s.dispatchSeconds, s.buildSeconds, (unsigned long long)s.scalarMismatches, describeJson(lib).c_str());
   for (size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
     const auto it = verdicts.find(r.network);
@@ -263,8 +239,9 @@ int play(const Args& a) {
   std::unique_ptr<Reader> reader = openCapture(a.capture);
   const double openSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
   checkCapture(*reader, a);
-  std::string lib;
-  void* create = openLibrary(a.opt, lib);
+  const ChosenLibrary chosen = openLibrary(*reader, a);
+  const std::string lib = chosen.info.path;
+  void* create = dlsym(chosen.handle, "createInferBuilder_INTERNAL");
   const std::map<uint32_t, std::string> outputs = plannedOutputs(*reader, a);
 
   std::vector<NetworkResult> results;
@@ -282,7 +259,7 @@ int play(const Args& a) {
   const auto& s = player.stats();
   if (s.calls == 0) throw Error(Error::Kind::Empty, a.capture + ": no call was replayed (nothing to do)");
   const Verdicts verdicts = compareWithCapture(a, lib, results);
-  if (a.json) printJson(a, s, openSeconds, results, verdicts);
+  if (a.json) printJson(a, s, openSeconds, results, verdicts, chosen);
   else printText(a, s, openSeconds, results, verdicts);
   auto any = [&](const char* v) {
     return std::any_of(verdicts.begin(), verdicts.end(), [&](const auto& kv) { return kv.second == v; });
@@ -300,8 +277,8 @@ int main(int argc, char** argv) {
   Args a;
   app.add_option("-j,--json-file,capture", a.capture, "capture: a trtrace trace or NVIDIA JSON (+BIN beside it)")->required();
   app.add_option("-o,--output", a.output, "engine file; several networks: <output>0, <output>1, ...");
-  app.add_option("--lib", a.opt.libPath, "the real libtensorrt_rtx.so.1 (default: TRT_SHIM_NVINFER_LIB_NAME, "
-                                         "then libtensorrt_rtx.so, then libtensorrt_rtx.so.1)");
+  app.add_option("--lib", a.opt.libPath, "the real libtensorrt_rtx.so.1 (default: TRT_SHIM_NVINFER_LIB_NAME, then the "
+                                         "trace's version from an installed tensorrt_rtx_libs, then the loader path)");
   app.add_option("--network", a.network, "replay only this network: 0, 1, ... in creation order (the <output> suffix)");
   app.add_option("--seed", a.opt.seed, "seed for weights the capture marked random");
   app.add_flag("--skip-unsupported", a.opt.skipUnsupported, "skip calls the capture marked UNSUPPORTED");
@@ -316,9 +293,6 @@ int main(int argc, char** argv) {
   app.add_option("--heap-shift", heapShift)->group("");
   CLI11_PARSE(app, argc, argv);
   if (heapShift > 0) shiftHeap(std::min(heapShift, 64));
-  if (a.opt.libPath.empty()) {
-    if (const char* v = std::getenv("TRT_SHIM_NVINFER_LIB_NAME"); v && *v) a.opt.libPath = v;
-  }
   a.opt.network = a.network && *a.network >= 0 ? *a.network + 1 : -1;  // trace network ids start at 1
   try {
     return play(a);

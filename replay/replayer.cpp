@@ -51,9 +51,16 @@ Replayer::Replayer(const Reader& reader, const Options& options, void* createBui
     : reader_(reader), options_(options), createBuilder_(createBuilderFn), logger_(options.quiet) {}
 
 Replayer::~Replayer() {
-  std::vector<std::pair<uint64_t, void*>> owned;
+  // One object may be bound to several handles (a converted NVIDIA capture numbers every
+  // getBuilder() result anew): each is deleted once, ordered by the first handle it got.
+  std::unordered_map<void*, uint64_t> first;
   for (const auto& [h, b] : objects_)
-    if (b.object && b.iface != kIf_None && kIfaces[b.iface].appOwned) owned.emplace_back(h, b.object);
+    if (b.object && b.iface != kIf_None && kIfaces[b.iface].appOwned) {
+      auto [it, fresh] = first.emplace(b.object, h);
+      if (!fresh) it->second = std::min(it->second, h);
+    }
+  std::vector<std::pair<uint64_t, void*>> owned;
+  for (const auto& [o, h] : first) owned.emplace_back(h, o);
   std::sort(owned.rbegin(), owned.rend());
   for (const auto& [h, o] : owned) delete static_cast<abi::PublicRoot*>(o);
 }
@@ -389,8 +396,9 @@ void Replayer::destroyReceiver(uint16_t iface) {
   object(call_->receiver(), iface);  // checked: only an object of the deleted interface ...
   if (!kIfaces[iface].appOwned)     // ... that the application owns may be deleted
     diverge(std::string("a ") + kIfaces[iface].name + " is not deleted by the application");
-  delete static_cast<abi::PublicRoot*>(it->second.object);
-  objects_.erase(it);
+  void* gone = it->second.object;
+  delete static_cast<abi::PublicRoot*>(gone);
+  std::erase_if(objects_, [&](const auto& kv) { return kv.second.object == gone; });  // every handle of it
 }
 
 void Replayer::forgetArg(size_t i) {

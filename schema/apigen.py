@@ -93,7 +93,7 @@ def all_methods(spec):
         for itf in interposed(spec):
             # A wrapped interface's destructor is protected: a deletion is never replayed.
             ms.append(Method(itf.name, DESTROY, [], Type("void", text="void"), False,
-                             "unsupported" if itf.wrapped else "record", {}))
+                             "unsupported" if itf.wrapped else "record", {}, added=itf.added))
             ms.extend(itf.methods)
         spec._all = ms
     return spec._all
@@ -213,10 +213,21 @@ def gen_abi(spec, cpp: Cpp):
          "#pragma once", "#include <cstddef>", "#include <cstdint>", "",
          "namespace trtrace::abi {", ""]
     o.append(f'inline constexpr char kLibraryName[] = "{spec.library}";')
-    o.append(f'inline constexpr char kLibraryVersion[] = "{spec.version}";')
+    o.append(f'inline constexpr char kLibraryVersion[] = "{spec.version}";  // the base version')
     parts = [int(x) for x in spec.version.split(".")]
     o.append(f"inline constexpr int32_t kLibraryVersionInt = {parts[0] * 10000 + parts[1] * 100 + parts[2]};"
              "  // getInferLibVersion() encoding")
+    o.append("// Every version the spec describes, oldest first (the base, then each delta section).")
+    o.append("struct SpecVersion {")
+    o.append('  const char* text;  // "major.minor.patch.build" of the release the facts were checked on')
+    o.append("  int32_t code;      // major*10000 + minor*100 (getInferLibVersion() without the patch)")
+    o.append("  int32_t build;     // getInferLibBuildVersion() of that release")
+    o.append("};")
+    o.append("inline constexpr SpecVersion kSpecVersions[] = {")
+    for text, code in spec.versions:
+        o.append(f'  {{"{text}", {code}, {int(text.split(".")[3])}}},')
+    o.append("};")
+    o.append(f"inline constexpr int kNumSpecVersions = {len(spec.versions)};")
     o.append("")
     for e in spec.enums.values():
         o.append(f"enum class {e.name} : {SCALARS[e.underlying]} {{")
@@ -307,6 +318,7 @@ def gen_table_h(spec):
          "  std::string_view ret;          // how the result is recorded (same vocabulary)",
          "  Mode mode;",
          "  int32_t slot;                // vtable slot after the destructor pair; -1 if none",
+         "  int32_t since;               // first library version that has it (major*10000 + minor*100)",
          "};", ""]
     seen = set()
     for m in ms:
@@ -345,7 +357,7 @@ def gen_table_cpp(spec):
         mode = {"record": "Record", "passthrough": "Passthrough", "unsupported": "Unsupported"}[m.mode]
         slot = m.slot if m.interface != "entry" and m.name != DESTROY else -1
         o.append(f'  {{{m.api_id}, "{m.interface}", "{m.name}", a{m.api_id}, k{m.api_id}, {len(m.params)}, '
-                 f'"{arg_kind(spec, m.ret, m.ret_ann)}", Mode::{mode}, {slot}}},')
+                 f'"{arg_kind(spec, m.ret, m.ret_ann)}", Mode::{mode}, {slot}, {m.added or spec.versions[0][1]}}},')
     o.append("};")
     o.append("struct EnumDesc { uint32_t id; std::string_view name; const std::pair<int64_t, std::string_view>* values; uint32_t n; };")
     for e in spec.enums.values():
@@ -521,6 +533,8 @@ def gen_capture(spec, cpp, ov):
                 o += capture_method(spec, cpp, ov, itf, m, "self", "real()", False)
             o.append("};")
             # The object: public layout {vptr, impl per level}, then the shims.
+            since = ", ".join(str(m.added or spec.versions[0][1]) for m in itf.methods) or "0"
+            o.append(f"inline constexpr int32_t kSince{itf.name}[] = {{{since}}};  // library version of each method")
             o.append(f"struct Obj{itf.name} final : Object {{")
             for lvl, name in enumerate(chain):
                 o.append(f"  Shim{name} s{lvl}{{this}};")
@@ -534,7 +548,7 @@ def gen_capture(spec, cpp, ov):
             o.append(f"  Obj{itf.name}(void* real) : Object(real, &kIface{itf.name}) {{")
             for lvl, name in enumerate(chain):
                 o.append(f"    impl[{lvl}] = &s{lvl};")
-                o.append(f'    extendVtable(&s{lvl}, "{name}", {len(spec.interfaces[name].methods)}, {lvl});')
+                o.append(f'    extendVtable(&s{lvl}, "{name}", kSince{name}, {len(spec.interfaces[name].methods)}, {lvl});')
             o.append("  }")
             o.append("};")
         o.append(f'const Iface kIface{itf.name}{{"{itf.name}", {len(chain)}, {"true" if itf.name in spec.appowned else "false"}, api::k{itf.name}_destroy, '

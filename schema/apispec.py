@@ -50,8 +50,9 @@ class Method:
     ret: Type
     const: bool
     mode: str                 # record | passthrough | unsupported
-    notes: dict               # destroys=param, since=X.Y
+    notes: dict               # destroys=param, since=X.Y (informational)
     ret_ann: dict = dataclasses.field(default_factory=dict)  # `-> T [len=param]`: returned array's length
+    added: int = 0            # library version that has it: major*10000 + minor*100 (its `library` section)
     slot: int = 0             # vtable slot (after the two destructor slots of VRoot)
     api_id: int = -1
     line: str = ""
@@ -71,6 +72,7 @@ class Interface:
     methods: list
     dtor_slot: int | None = None   # abstract interfaces: position of `~()`
     wrapped: bool = False          # abstract, implemented by the library, wrapped and recorded by the shim
+    added: int = 0                 # library version that has it (its `library` section)
 
     @property
     def chain(self):
@@ -107,7 +109,8 @@ class Entry:
 @dataclasses.dataclass
 class Spec:
     library: str = ""
-    version: str = ""
+    version: str = ""         # the base version (the first `library` line)
+    versions: list = dataclasses.field(default_factory=list)  # [(text, code)], base first; code = major*10000+minor*100
     aliases: dict = dataclasses.field(default_factory=dict)
     opaques: list = dataclasses.field(default_factory=list)
     enums: dict = dataclasses.field(default_factory=dict)
@@ -254,8 +257,29 @@ def _parse_top(spec: Spec, line: str, where: str):
     words = line.split()
     kw = words[0]
     if kw == "library":
-        spec.library, spec.version = words[1], words[2]
+        # The first line names the base version; each later one opens a delta section: what it
+        # declares (appended methods, new interfaces) exists from that version on.
+        if len(words) != 3 or not re.match(r"^\d+\.\d+\.\d+\.\d+$", words[2]):
+            raise SpecError("bad library: expected `library NAME MAJOR.MINOR.PATCH.BUILD`")
+        if spec.library and words[1] != spec.library:
+            raise SpecError(f"library {words[1]}: the spec describes {spec.library}")
+        major, minor = (int(x) for x in words[2].split(".")[:2])
+        code = major * 10000 + minor * 100
+        if spec.versions and code <= spec.versions[-1][1]:
+            raise SpecError(f"library {words[2]}: versions must increase (after {spec.versions[-1][0]})")
+        if spec.versions and major != spec.versions[0][1] // 10000:
+            raise SpecError(f"library {words[2]}: another major version is another ABI, not a delta")
+        spec.versions.append((words[2], code))
+        if not spec.library:
+            spec.library, spec.version = words[1], words[2]
         return None
+    if kw == "extend":
+        # extend NAME: methods appended to an interface's vtable by the current version section
+        if len(words) != 2 or words[1] not in spec.interfaces:
+            raise SpecError("bad extend: expected `extend Interface` naming a declared interface")
+        if len(spec.versions) < 2:
+            raise SpecError(f"extend {words[1]}: only a later `library` section appends to an interface")
+        return spec.interfaces[words[1]]
     if kw == "alias":
         m = re.match(r"^alias\s+(\w+)\s*=\s*(.+)$", line)
         if not m:
@@ -286,7 +310,8 @@ def _parse_top(spec: Spec, line: str, where: str):
             raise SpecError("bad interface header")
         if m.group(1) in spec.interfaces:
             raise SpecError(f"interface {m.group(1)} declared twice")
-        itf = Interface(m.group(1), m.group(3), bool(m.group(4)), [], wrapped=bool(m.group(5)))
+        itf = Interface(m.group(1), m.group(3), bool(m.group(4)), [], wrapped=bool(m.group(5)),
+                        added=spec.versions[-1][1] if spec.versions else 0)
         spec.interfaces[itf.name] = itf
         return itf
     if kw == "public":
@@ -353,7 +378,8 @@ def _parse_member(spec: Spec, block, line: str, where: str):
             ret_ann = _parse_ann(",".join(re.findall(r"([^\[\]]+)\]", "[" + ann)))
         block.methods.append(Method(block.name, m.group("name"), parse_params(m.group("params"), where),
                                     parse_type(ret), bool(m.group("const")), mode,
-                                    _parse_notes(m.group("notes")), ret_ann=ret_ann, line=line, where=where))
+                                    _parse_notes(m.group("notes")), ret_ann=ret_ann,
+                                    added=spec.versions[-1][1] if spec.versions else 0, line=line, where=where))
     else:
         raise SpecError("indented line outside a block")
 
@@ -373,6 +399,8 @@ def _finish(spec: Spec):
         itf._chain = chain
         for slot, m in enumerate(itf.methods):
             m.slot = slot
+            if slot and m.added < itf.methods[slot - 1].added:  # cannot happen through `extend`; a guard
+                raise SpecError(f"{m.where}: {m.key}: a later version's methods come last (append-only vtables)")
     # Every referenced type must exist; annotations must name real parameters.
     for m in spec.methods():
         try:

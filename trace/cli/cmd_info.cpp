@@ -69,14 +69,14 @@ Command addInfo(CLI::App& app) {
     auto& h = r->header();
     if (*json) {
       std::printf("{\"path\":%s,\"closed\":%s,\"truncated_at\":%s,\"producer\":%s,\"producer_version\":%s,"
-                  "\"library\":%s,\"library_version\":%s,\"host\":%s,\"pid\":%" PRIu64 ",\"format\":\"%u.%u\","
+                  "\"library\":%s,\"library_version\":%s,\"library_build_id\":%s,\"host\":%s,\"pid\":%" PRIu64 ",\"format\":\"%u.%u\","
                   "\"calls\":%" PRIu64 ",\"segments\":%zu,\"segments_compressed\":%" PRIu64
                   ",\"call_log_stored_bytes\":%" PRIu64 ",\"builds\":%" PRIu64 ",\"builds_ok\":%" PRIu64 ",\"apis\":{",
                   jsonString(*path).c_str(), r->closedCleanly() ? "true" : "false",
                   r->truncatedAt() ? std::to_string(*r->truncatedAt()).c_str() : "null",
                   jsonString(h.producer).c_str(), jsonString(h.producerVersion).c_str(),
                   jsonString(h.libraryName).c_str(), jsonString(h.libraryVersion).c_str(),
-                  jsonString(h.host).c_str(), h.pid, h.formatMajor, h.formatMinor, calls, r->segmentCount(),
+                  jsonString(h.libraryBuildId).c_str(), jsonString(h.host).c_str(), h.pid, h.formatMajor, h.formatMinor, calls, r->segmentCount(),
                   logCompressed, logStored, builds, buildsOk);
       bool first = true;
       for (auto& [id, n] : perApi) {
@@ -101,6 +101,7 @@ Command addInfo(CLI::App& app) {
                   std::string(h.producer).c_str(), std::string(h.producerVersion).c_str(),
                   std::string(h.libraryName).c_str(), std::string(h.libraryVersion).c_str(),
                   std::string(h.host).c_str(), h.pid);
+      if (!h.libraryBuildId.empty()) std::printf("build id:   %s\n", std::string(h.libraryBuildId).c_str());
       for (auto& [k, v] : h.settings) std::printf("setting:    %s=%s\n", std::string(k).c_str(), std::string(v).c_str());
       std::printf("calls:      %" PRIu64 " in %zu segments; builds: %" PRIu64 " (%" PRIu64 " ok)\n", calls,
                   r->segmentCount(), builds, buildsOk);

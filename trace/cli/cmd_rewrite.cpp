@@ -101,6 +101,7 @@ static int runRewrite(const RewriteOptions& o) {
   hi.producerVersion = std::string(h.producerVersion);
   hi.libraryName = std::string(h.libraryName);
   hi.libraryVersion = std::string(h.libraryVersion);
+  hi.libraryBuildId = std::string(h.libraryBuildId);
   for (auto& [k, v] : h.settings) hi.settings.emplace_back(std::string(k), std::string(v));
   hi.host = std::string(h.host);
   hi.pid = h.pid;

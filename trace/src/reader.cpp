@@ -247,6 +247,7 @@ struct Reader::Impl {
     header.producerVersion = s(h->producer_version());
     header.libraryName = s(h->library_name());
     header.libraryVersion = s(h->library_version());
+    header.libraryBuildId = s(h->library_build_id());
     header.host = s(h->host());
     header.pid = h->pid();
     header.startTimeNs = h->start_time_ns();

@@ -571,7 +571,8 @@ std::unique_ptr<Writer> Writer::create(const WriterOptions& options, const Heade
   b.Finish(fb::CreateHeader(b, F::kVersionMajor, F::kVersionMinor, b.CreateString(info.producer),
                             b.CreateString(info.producerVersion), b.CreateString(info.libraryName),
                             b.CreateString(info.libraryVersion), b.CreateVector(settings),
-                            b.CreateString(host), info.pid ? info.pid : uint64_t(::getpid()), now));
+                            b.CreateString(host), info.pid ? info.pid : uint64_t(::getpid()), now,
+                            info.libraryBuildId.empty() ? 0 : b.CreateString(info.libraryBuildId)));
   impl->appendBlock(F::BlockType::Header, b.GetBufferPointer(), b.GetSize());
 
   for (int i = 0; i < options.workerThreads; ++i) {

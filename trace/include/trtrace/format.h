@@ -10,7 +10,7 @@ namespace trtrace::format {
 
 inline constexpr char kFileMagic[8] = {'T', 'R', 'T', 'R', 'A', 'C', 'E', 0};
 inline constexpr uint16_t kVersionMajor = 2;  // incompatible layout change: readers refuse others
-inline constexpr uint16_t kVersionMinor = 1;  // compatible additions: readers accept newer minors
+inline constexpr uint16_t kVersionMinor = 2;  // compatible additions: readers accept newer minors
 inline constexpr uint16_t kOldestMajor = 1;   // oldest major this reader still reads (1.x: no flags)
 inline constexpr uint32_t kBlockMagic = 0x4B425254;  // "TRBK"
 inline constexpr uint64_t kBlockAlign = 8;           // every block starts 8-byte aligned

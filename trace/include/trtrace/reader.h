@@ -136,6 +136,7 @@ struct SegmentInfo {
 struct HeaderView {
   uint16_t formatMajor = 0, formatMinor = 0;
   std::string_view producer, producerVersion, libraryName, libraryVersion, host;
+  std::string_view libraryBuildId;  // format 2.2; empty in older traces
   std::vector<std::pair<std::string_view, std::string_view>> settings;
   uint64_t pid = 0, startTimeNs = 0;
 };

@@ -47,7 +47,8 @@ struct WriterOptions {
 
 struct HeaderInfo {
   std::string producer, producerVersion;
-  std::string libraryName, libraryVersion;
+  std::string libraryName, libraryVersion;  // version: the real library's major.minor.patch.build
+  std::string libraryBuildId;               // its ELF build id (hex), "" if unknown
   std::vector<std::pair<std::string, std::string>> settings;
   std::string host;       // empty = gethostname()
   uint64_t pid = 0;       // 0 = getpid()
