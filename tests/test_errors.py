@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN, PLAYER, ROOT, TRTRACE, cpp_app, drop_in_dir, trt_lib
+from conftest import ASAN_RUNTIME, BIN, PLAYER, ROOT, TRTRACE, cpp_app, drop_in_dir, trt_lib
 
 DOC = ROOT / "docs" / "errors.md"
 TOOLS = {"tensorrt_player", "trtrace verify", "trtrace info", "trtrace dump", "trtrace convert", "trtrace rewrite",
@@ -231,7 +231,14 @@ def test_documented_row(inputs, tmp_path, case, tool, code, message):
         _, env = drop_in_dir(d)
         env = dict(os.environ, **env, TRT_SHIM_OUTPUT_FILE=str(src), TRT_SHIM_FLUSH_AFTER_EVERY_CALL="1",
                    TRTRACE_FAULT_WRITE_FAIL="1:ENOSPC")
-    cap = (lambda: resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))) if case in MEMORY_CAPPED else None
+    cap = None
+    if case in MEMORY_CAPPED and ASAN_RUNTIME:
+        # ASan reserves terabytes of shadow address space, so an address-space cap kills it at start;
+        # its own RSS limit bounds memory instead (a process over it dies, failing the row).
+        env = dict(env or os.environ)
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":hard_rss_limit_mb=2048"
+    elif case in MEMORY_CAPPED:
+        cap = lambda: resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
     # A tool that hangs (e.g. on a FIFO) fails the row instead of the run.
     proc = subprocess.run([str(x) for x in cmd], capture_output=True, text=True, timeout=300, env=env, preexec_fn=cap)
     err = proc.stderr.strip().splitlines()
