@@ -20,35 +20,43 @@ namespace {
 // ---- the real library -------------------------------------------------------------------------
 void* selfSymbol();  // our createInferBuilder_INTERNAL, to recognise ourselves
 
+std::string gRealHow;  // why the loaded library was chosen (openReal; said by real())
+
+// The real library, in the shared discovery order (libinfo/library.h, README "Finding the
+// library"): TRT_SHIM_NVINFER_LIB_NAME; else, under LD_PRELOAD, the library the application loaded
+// (next in the lookup order); else the active virtual environment's tensorrt_rtx_libs, then the
+// loader path. The shim does not ask python3 (that would start a process inside the application).
 void* openReal() {
-  const Config& c = Session::get().config();
   std::string tried;
-  auto attempt = [&](const char* name) -> void* {
-    void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  auto attempt = [&](const std::string& name) -> void* {
+    void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) {
       tried += std::string(tried.empty() ? "" : "; ") + dlerror();
       return nullptr;
     }
     void* sym = dlsym(h, "createInferBuilder_INTERNAL");
     if (!sym || sym == selfSymbol()) {  // the shim itself (drop-in mode found us by soname)
-      tried += std::string(tried.empty() ? "" : "; ") + name + ": is the shim, not the real library";
+      tried += (tried.empty() ? "" : "; ") + name + ": is the shim, not the real library";
       return nullptr;
     }
     return h;
   };
-  if (!c.libName.empty()) {
-    if (void* h = attempt(c.libName.c_str())) return h;
-  } else {
-    // LD_PRELOAD: the real library is next in the lookup order; find its file and take a handle.
+  if (Session::get().config().libName.empty()) {
     if (void* next = dlsym(RTLD_NEXT, "createInferBuilder_INTERNAL"); next && next != selfSymbol()) {
       Dl_info info{};
       if (dladdr(next, &info) && info.dli_fname) {
-        if (void* h = dlopen(info.dli_fname, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) return h;
+        if (void* h = dlopen(info.dli_fname, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) {
+          gRealHow = "the application's, next in the lookup order";
+          return h;
+        }
       }
     }
-    // The documented default name, then the soname the PyPI wheels ship.
-    for (const char* name : {"libtensorrt_rtx.so", "libtensorrt_rtx.so.1"})
-      if (void* h = attempt(name)) return h;
+  }
+  for (const lib::Candidate& c : lib::candidates("", 0, false)) {
+    if (void* h = attempt(c.path)) {
+      gRealHow = c.how;
+      return h;
+    }
   }
   std::fprintf(stderr,
                "trtrace: error: cannot load the real TensorRT-RTX library (%s); set TRT_SHIM_NVINFER_LIB_NAME "
@@ -57,9 +65,25 @@ void* openReal() {
   return nullptr;
 }
 
-void* realLib() {
-  static void* h = openReal();
-  return h;
+// The loaded real library and what it is; opened at the first intercepted call. Which library
+// was chosen, and why, is said when TRT_SHIM_DUMP_API or TRT_SHIM_PRINT_WELCOME is set.
+struct Real {
+  void* handle = nullptr;
+  lib::LibraryInfo info;
+};
+const Real& real() {
+  static const Real r = [] {
+    Real x;
+    x.handle = openReal();
+    if (!x.handle) return x;
+    x.info = lib::inspect(x.handle);
+    const Config& c = Session::get().config();
+    if (c.dumpApi || c.printWelcome)
+      std::fprintf(stderr, "trtrace: real library: %s %s, %s (%s)\n", abi::kLibraryName, x.info.version.c_str(),
+                   x.info.path.c_str(), gRealHow.c_str());
+    return x;
+  }();
+  return r;
 }
 
 // What capture does with the loaded library's version (docs/design.md, "The real library"):
@@ -131,16 +155,10 @@ ShimLogger* loggerOf(Object* builder) {
 
 }  // namespace
 
-const lib::LibraryInfo& realLibrary() {
-  static const lib::LibraryInfo info = [] {
-    void* h = realLib();
-    return h ? lib::inspect(h) : lib::LibraryInfo{};
-  }();
-  return info;
-}
+const lib::LibraryInfo& realLibrary() { return real().info; }
 
 void* realSymbol(const char* name) {
-  void* h = realLib();
+  void* h = real().handle;
   return h ? dlsym(h, name) : nullptr;
 }
 
@@ -181,6 +199,16 @@ using namespace trtrace::capture;
 
 // ---- C entry points ---------------------------------------------------------------------------
 #include "capture_entries.inc"
+
+// NVIDIA's shim C interface, with the signatures and results of NVIDIA's shim (docs/json-bin-layout.md,
+// "The shim's C interface"): the JSON+BIN path (and, when TRT_SHIM_OUTPUT_FILE is unset and capture
+// has not started, the trace beside it), changeable until the first JSON flush. Set returns 1 when
+// the path was taken, 0 (one line) when not; get returns the path's length and copies it into
+// buf[size]. Nothing here reads the environment at load.
+extern "C" TRTRACE_EXPORT int trtShimSetOutputJsonFile(const char* path) { return Session::setOutputJson(path); }
+extern "C" TRTRACE_EXPORT size_t trtShimGetOutputJsonFile(char* buf, size_t size) {
+  return Session::outputJson(buf, size);
+}
 
 extern "C" TRTRACE_EXPORT void* createInferBuilder_INTERNAL(void* logger, int32_t version) {
   using Fn = void* (*)(void*, int32_t);

@@ -1,0 +1,103 @@
+"""NVIDIA's shim C interface and its other variables (issue 14, docs/json-bin-layout.md "The shim's
+C interface"; the signatures and results are those of NVIDIA's shim): trtShimSetOutputJsonFile / trtShimGetOutputJsonFile with the shim loaded through
+ctypes.CDLL(RTLD_GLOBAL) before TensorRT-RTX is imported and TRT_SHIM_NVINFER_LIB_NAME set only
+afterwards (the environment is read at the first intercepted call); TRT_SHIM_SET_TACTIC_CACHE and
+TRT_SHIM_FORCE_SINGLE_THREAD_API. Real library, real bindings."""
+import json
+import os
+import subprocess
+import sys
+
+from conftest import APPS, PLAYER, SHIM, trt_lib_dir
+
+REAL = trt_lib_dir() / "libtensorrt_rtx.so.1"
+
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_SHIM_") and k != "LD_PRELOAD"}
+    env.update(extra)
+    return env
+
+
+def ctypes_app(tmp, jsons, after=None, **env):
+    args = [sys.executable, str(APPS / "ctypes_shim_app.py"), str(SHIM), str(REAL), str(tmp / "app.engine"),
+            ",".join(map(str, jsons))] + ([str(after)] if after else [])
+    return subprocess.run(args, capture_output=True, text=True, env=clean_env(**env), cwd=tmp)
+
+
+def test_ctypes_load_then_set_json_gives_json_bin_and_trace(tmp_path):
+    first, nodir, chosen = tmp_path / "first.json", tmp_path / "nodir" / "x.json", tmp_path / "cap.json"
+    p = ctypes_app(tmp_path, [first, nodir, chosen])
+    assert p.returncode == 0, p.stderr
+    # Nothing set and no TRT_SHIM_OUTPUT_JSON_FILE: empty; then each set path, changed before any
+    # flush; a path in a missing folder is refused (0, one line naming it), as NVIDIA's shim does.
+    assert p.stdout.splitlines()[:7] == ["get: ", f"set {first}: 1", f"get: {first}", f"set {nodir}: 0",
+                                         f"get: {first}", f"set {chosen}: 1", f"get: {chosen}"]
+    assert sum(str(nodir) in l for l in p.stderr.splitlines()) == 1, p.stderr
+    assert not first.exists() and not (tmp_path / "capture.trtrace").exists()
+    assert json.loads(chosen.read_text())["api_calls"]
+    assert (tmp_path / "cap.bin").stat().st_size > 0
+    trace = tmp_path / "cap.trtrace"  # no TRT_SHIM_OUTPUT_FILE: the trace sits beside the JSON
+    app_engine = (tmp_path / "app.engine").read_bytes()
+    for source in (trace, chosen):
+        out = tmp_path / (source.suffix[1:] + ".engine")
+        r = subprocess.run([str(PLAYER), "-j", str(source), "-o", str(out), "--lib", str(REAL)],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert out.read_bytes() == app_engine
+
+
+def test_output_file_names_the_trace_when_set(tmp_path):
+    p = ctypes_app(tmp_path, [tmp_path / "cap.json"], TRT_SHIM_OUTPUT_FILE=str(tmp_path / "t.trtrace"))
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "t.trtrace").exists() and (tmp_path / "cap.json").exists()
+    assert not (tmp_path / "cap.trtrace").exists()
+
+
+def test_path_change_after_first_flush_is_refused_with_one_line(tmp_path):
+    chosen, late = tmp_path / "cap.json", tmp_path / "late.json"
+    p = ctypes_app(tmp_path, [chosen], after=late, TRT_SHIM_FLUSH_ON_BUILD="1")
+    assert p.returncode == 0, p.stderr
+    lines = [l for l in p.stderr.splitlines() if "trtShimSetOutputJsonFile" in l]
+    assert len(lines) == 1 and str(late) in lines[0] and str(chosen) in lines[0], p.stderr
+    assert p.stdout.splitlines()[-2:] == [f"set {late}: 0", f"get: {chosen}"]
+    assert chosen.exists() and not late.exists()
+
+
+def test_tactic_cache_is_accepted_with_one_note_and_changes_nothing(tmp_path):
+    env = clean_env(LD_PRELOAD=str(SHIM), TRT_SHIM_OUTPUT_FILE=str(tmp_path / "t.trtrace"),
+                    TRT_SHIM_SET_TACTIC_CACHE=str(tmp_path / "tc.bin"))
+    p = subprocess.run([sys.executable, str(APPS / "build_cnn.py"), "--out", str(tmp_path / "e.engine")],
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    assert sum("TRT_SHIM_SET_TACTIC_CACHE" in l for l in p.stderr.splitlines()) == 1, p.stderr
+    assert not (tmp_path / "tc.bin").exists()  # as NVIDIA's shim: nothing written (no-op on TensorRT-RTX)
+
+
+def test_force_single_thread_api_captures_threaded_builds(tmp_path):
+    trace = tmp_path / "t.trtrace"
+    env = clean_env(LD_PRELOAD=str(SHIM), TRT_SHIM_OUTPUT_FILE=str(trace), TRT_SHIM_FORCE_SINGLE_THREAD_API="1",
+                    TRT_SHIM_DUMP_API="1")
+    p = subprocess.run([sys.executable, str(APPS / "build_cnn.py"), "--out", str(tmp_path / "e.engine"),
+                        "--networks", "3", "--threads", "3"], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    # One call at a time, process-wide: the enter/exit lines of all threads form one stack, each
+    # at its thread's nesting depth (two spaces a level), so no thread's call starts inside another's.
+    stack = []
+    for line in p.stderr.splitlines():
+        text = line[len("trtrace: "):]
+        if not line.startswith("trtrace: ") or not text.lstrip().startswith(("enter ", "exit ")):
+            continue
+        depth = (len(text) - len(text.lstrip())) // 2
+        word, name = text.split(None, 1)
+        if word == "enter":
+            assert depth == len(stack), line
+            stack.append(name)
+        else:
+            assert stack and stack.pop() == name and depth == len(stack), line
+    assert not stack
+    r = subprocess.run([str(PLAYER), "-j", str(trace), "-o", str(tmp_path / "r.engine"), "--lib", str(REAL)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for i in range(3):
+        assert (tmp_path / f"r.engine{i}").read_bytes() == (tmp_path / f"e.engine{i}").read_bytes()
