@@ -1,6 +1,7 @@
 // Hand-written exceptions of the capture shim, one per `override capture` line of
 // schema/api/90-overrides.api, plus the C entry points and loading of the real library.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -110,6 +111,25 @@ bool captureThisVersion() {
     return ignore;
   }();
   return ok;
+}
+
+// Drop-in into a Python package's folder (pip's tensorrt_rtx_libs) cannot capture, found by trying
+// (README, "Drop-in"): the package's __init__ preloads every *.so* in its folder by path and
+// the bindings then find libtensorrt_rtx.so.1 by SONAME only, which is the real library's (renamed
+// to *.so*, it silently satisfies them) and never ours (renamed otherwise, the bindings fail to
+// import). So, at load (files only, no environment), a shim loaded under the library's name from a
+// folder that holds an __init__.py says so in one line and names what works.
+__attribute__((constructor)) void refuseDropInIntoPythonPackage() {
+  Dl_info self{};
+  if (!dladdr(reinterpret_cast<void*>(&refuseDropInIntoPythonPackage), &self) || !self.dli_fname) return;
+  const std::string path = self.dli_fname;
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  if (path.compare(slash + 1, 15, "libtensorrt_rtx") != 0 || ::access((dir + "/__init__.py").c_str(), F_OK) != 0)
+    return;
+  std::fprintf(stderr, "trtrace: error: %s: drop-in into a Python package folder does not capture (the package "
+               "preloads every *.so* there and its bindings bind to the real library by SONAME); restore the real "
+               "library there and use LD_PRELOAD=<the shim> instead\n", path.c_str());
 }
 
 // ---- the logger we give the real builder: forwards to the application's, keeps the errors ------

@@ -5,8 +5,12 @@ afterwards (the environment is read at the first intercepted call); TRT_SHIM_SET
 TRT_SHIM_FORCE_SINGLE_THREAD_API. Real library, real bindings."""
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
+
+import pytest
 
 from conftest import APPS, PLAYER, SHIM, trt_lib_dir
 
@@ -19,8 +23,8 @@ def clean_env(**extra):
     return env
 
 
-def ctypes_app(tmp, jsons, after=None, **env):
-    args = [sys.executable, str(APPS / "ctypes_shim_app.py"), str(SHIM), str(REAL), str(tmp / "app.engine"),
+def ctypes_app(tmp, jsons, after=None, real=REAL, **env):
+    args = [sys.executable, str(APPS / "ctypes_shim_app.py"), str(SHIM), str(real), str(tmp / "app.engine"),
             ",".join(map(str, jsons))] + ([str(after)] if after else [])
     return subprocess.run(args, capture_output=True, text=True, env=clean_env(**env), cwd=tmp)
 
@@ -101,3 +105,68 @@ def test_force_single_thread_api_captures_threaded_builds(tmp_path):
     assert r.returncode == 0, r.stderr
     for i in range(3):
         assert (tmp_path / f"r.engine{i}").read_bytes() == (tmp_path / f"e.engine{i}").read_bytes()
+
+
+def chosen_lines(stderr):
+    return [l for l in stderr.splitlines() if l.startswith("trtrace: real library: ")]
+
+
+@pytest.mark.parametrize("how", ["global", "env", "venv"])
+def test_shim_names_the_library_it_chose(tmp_path, how):
+    """The shim's discovery order (libinfo/library.h, shared with the player): TRT_SHIM_NVINFER_LIB_NAME;
+    else, under LD_PRELOAD, the library the application loaded globally; else the active virtual
+    environment's tensorrt_rtx_libs (the ctypes flow with no name set: Python's bindings load the
+    library privately, outside the global lookup order). Said in one line with TRT_SHIM_PRINT_WELCOME."""
+    trace = tmp_path / "t.trtrace"
+    if how == "venv":
+        venv = REAL.parents[4]  # <venv>/lib/python3.X/site-packages/tensorrt_rtx_libs/<lib>
+        p = ctypes_app(tmp_path, [tmp_path / "c.json"], real="-", TRT_SHIM_PRINT_WELCOME="1", VIRTUAL_ENV=str(venv))
+        expect = r"tensorrt_rtx_libs 1\.\d+\.\d+\.\d+ of the active virtual environment"
+    else:
+        extra = {"TRT_SHIM_NVINFER_LIB_NAME": str(REAL)} if how == "env" else {}
+        env = clean_env(LD_PRELOAD=str(SHIM), TRT_SHIM_OUTPUT_FILE=str(trace), TRT_SHIM_PRINT_WELCOME="1", **extra)
+        env.pop("VIRTUAL_ENV", None)
+        # An application that loads the library into the global lookup order (as one linked to it).
+        app = ("import ctypes, runpy, sys\n"
+               f"ctypes.CDLL({str(REAL)!r}, mode=ctypes.RTLD_GLOBAL)\n"
+               f"sys.argv = ['app', '--out', {str(tmp_path / 'e.engine')!r}]\n"
+               f"runpy.run_path({str(APPS / 'build_cnn.py')!r}, run_name='__main__')\n")
+        p = subprocess.run([sys.executable, "-c", app], capture_output=True, text=True, env=env)
+        expect = "TRT_SHIM_NVINFER_LIB_NAME" if how == "env" else "the application's, next in the lookup order"
+    assert p.returncode == 0, p.stderr
+    lines = chosen_lines(p.stderr)
+    assert len(lines) == 1, p.stderr
+    assert re.fullmatch(rf"trtrace: real library: tensorrt_rtx \d+\.\d+\.\d+\.\d+, \S*/libtensorrt_rtx\.so\.1 "
+                        rf"\({expect}\)", lines[0]), lines[0]
+
+
+def test_no_library_line_without_welcome_or_dump(tmp_path):
+    env = clean_env(LD_PRELOAD=str(SHIM), TRT_SHIM_OUTPUT_FILE=str(tmp_path / "t.trtrace"))
+    p = subprocess.run([sys.executable, str(APPS / "build_cnn.py"), "--out", str(tmp_path / "e.engine")],
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 0 and not chosen_lines(p.stderr), p.stderr
+
+
+@pytest.mark.parametrize("real_name", ["libtensorrt_rtx_real.so.1", "libtensorrt_rtx.real"])
+def test_drop_in_into_a_pip_package_folder_is_refused_with_one_line(tmp_path, real_name):
+    """pip's tensorrt_rtx_libs/__init__ preloads every *.so* of its folder and the bindings bind to
+    libtensorrt_rtx.so.1 by SONAME: the real library renamed to *.so* silently satisfies them, renamed
+    otherwise the bindings cannot import. The shim, loaded there under the library's name, says so."""
+    site = tmp_path / "site"
+    libs = site / "tensorrt_rtx_libs"
+    libs.mkdir(parents=True)
+    for pkg in ("tensorrt_rtx", "tensorrt_rtx_bindings"):
+        (site / pkg).symlink_to(REAL.parents[1] / pkg)
+    shutil.copy(REAL.parent / "__init__.py", libs)
+    (libs / "libtensorrt_onnxparser_rtx.so.1").symlink_to(REAL.parent / "libtensorrt_onnxparser_rtx.so.1")
+    shutil.copy(SHIM, libs / "libtensorrt_rtx.so.1")
+    (libs / real_name).symlink_to(REAL)
+    trace = tmp_path / "t.trtrace"
+    env = clean_env(PYTHONPATH=str(site), TRT_SHIM_OUTPUT_FILE=str(trace),
+                    TRT_SHIM_NVINFER_LIB_NAME=str(libs / real_name))
+    p = subprocess.run([sys.executable, str(APPS / "build_cnn.py"), "--out", str(tmp_path / "e.engine")],
+                       capture_output=True, text=True, env=env)
+    lines = [l for l in p.stderr.splitlines() if l.startswith("trtrace:")]
+    assert len(lines) == 1 and "drop-in into a Python package folder does not capture" in lines[0], p.stderr
+    assert str(libs / "libtensorrt_rtx.so.1") in lines[0] and "LD_PRELOAD" in lines[0]
+    assert not trace.exists()

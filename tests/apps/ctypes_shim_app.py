@@ -4,7 +4,7 @@ ctypes.CDLL(path, RTLD_GLOBAL) before importing TensorRT-RTX, names the real lib
 TRT_SHIM_NVINFER_LIB_NAME only afterwards (os.environ), sets the JSON path through
 trtShimSetOutputJsonFile, then builds build_cnn.py's network with the Python API.
 
-usage: ctypes_shim_app.py SHIM REAL_LIB ENGINE_OUT JSON[,JSON...] [JSON_AFTER_BUILD]
+usage: ctypes_shim_app.py SHIM REAL_LIB|- ENGINE_OUT JSON[,JSON...] [JSON_AFTER_BUILD]
 Each JSON is set in turn before the build; JSON_AFTER_BUILD is set after it. Prints
 "get: <path>" first and "set <path>: <result>" + "get: <path>" for each set. The signatures are
 those of NVIDIA's shim: int trtShimSetOutputJsonFile(const char*) (1: taken, 0: not) and
@@ -38,7 +38,8 @@ def set_json(path):
 get_json()
 for p in json_before.split(","):
     set_json(p)
-os.environ["TRT_SHIM_NVINFER_LIB_NAME"] = real_lib  # after the shim is loaded, as Torch-TensorRT does
+if real_lib != "-":  # "-": the shim finds the library itself (libinfo's order)
+    os.environ["TRT_SHIM_NVINFER_LIB_NAME"] = real_lib  # after the shim is loaded, as Torch-TensorRT does
 sys.argv = ["build_cnn.py", "--out", engine]
 build_cnn = runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), "build_cnn.py"))
 rc = build_cnn["main"]()
