@@ -23,10 +23,29 @@ void* selfSymbol();  // our createInferBuilder_INTERNAL, to recognise ourselves
 
 std::string gRealHow;  // why the loaded library was chosen (openReal; said by real())
 
-// The real library, in the shared discovery order (libinfo/library.h, README "Finding the
-// library"): TRT_SHIM_NVINFER_LIB_NAME; else, under LD_PRELOAD, the library the application loaded
-// (next in the lookup order); else the active virtual environment's tensorrt_rtx_libs, then the
-// loader path. The shim does not ask python3 (that would start a process inside the application).
+// The library the application has already loaded (not the shim): next in the global lookup order
+// (LD_PRELOAD before a linked or globally loaded library), else loaded privately under its SONAME
+// (Python's tensorrt_rtx_libs preloads it RTLD_LOCAL). nullptr when it has loaded none yet.
+void* applicationLibrary() {
+  if (void* next = dlsym(RTLD_NEXT, "createInferBuilder_INTERNAL"); next && next != selfSymbol()) {
+    Dl_info info{};
+    if (dladdr(next, &info) && info.dli_fname)
+      if (void* h = dlopen(info.dli_fname, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) return h;
+  }
+  for (const char* soname : {"libtensorrt_rtx.so.1", "libtensorrt_rtx.so"}) {
+    if (void* h = dlopen(soname, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) {
+      void* sym = dlsym(h, "createInferBuilder_INTERNAL");
+      if (sym && sym != selfSymbol()) return h;
+      dlclose(h);
+    }
+  }
+  return nullptr;
+}
+
+// The real library, in the shared discovery order (libinfo/library.h, README "Drop-in"):
+// TRT_SHIM_NVINFER_LIB_NAME; else the application's own (above); else the active virtual
+// environment's tensorrt_rtx_libs, then the loader path. The shim does not ask python3 (that
+// would start a process inside the application).
 void* openReal() {
   std::string tried;
   auto attempt = [&](const std::string& name) -> void* {
@@ -43,14 +62,9 @@ void* openReal() {
     return h;
   };
   if (Session::get().config().libName.empty()) {
-    if (void* next = dlsym(RTLD_NEXT, "createInferBuilder_INTERNAL"); next && next != selfSymbol()) {
-      Dl_info info{};
-      if (dladdr(next, &info) && info.dli_fname) {
-        if (void* h = dlopen(info.dli_fname, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) {
-          gRealHow = "the application's, next in the lookup order";
-          return h;
-        }
-      }
+    if (void* h = applicationLibrary()) {
+      gRealHow = "the application's, already loaded";
+      return h;
     }
   }
   for (const lib::Candidate& c : lib::candidates("", 0, false)) {

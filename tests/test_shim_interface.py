@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import APPS, PLAYER, SHIM, trt_lib_dir
+from conftest import APPS, PLAYER, ROOT, SHIM, trt_lib_dir
 
 REAL = trt_lib_dir() / "libtensorrt_rtx.so.1"
 
@@ -111,33 +111,63 @@ def chosen_lines(stderr):
     return [l for l in stderr.splitlines() if l.startswith("trtrace: real library: ")]
 
 
-@pytest.mark.parametrize("how", ["global", "env", "venv"])
-def test_shim_names_the_library_it_chose(tmp_path, how):
-    """The shim's discovery order (libinfo/library.h, shared with the player): TRT_SHIM_NVINFER_LIB_NAME;
-    else, under LD_PRELOAD, the library the application loaded globally; else the active virtual
-    environment's tensorrt_rtx_libs (the ctypes flow with no name set: Python's bindings load the
-    library privately, outside the global lookup order). Said in one line with TRT_SHIM_PRINT_WELCOME."""
-    trace = tmp_path / "t.trtrace"
-    if how == "venv":
-        venv = REAL.parents[4]  # <venv>/lib/python3.X/site-packages/tensorrt_rtx_libs/<lib>
-        p = ctypes_app(tmp_path, [tmp_path / "c.json"], real="-", TRT_SHIM_PRINT_WELCOME="1", VIRTUAL_ENV=str(venv))
-        expect = r"tensorrt_rtx_libs 1\.\d+\.\d+\.\d+ of the active virtual environment"
-    else:
-        extra = {"TRT_SHIM_NVINFER_LIB_NAME": str(REAL)} if how == "env" else {}
-        env = clean_env(LD_PRELOAD=str(SHIM), TRT_SHIM_OUTPUT_FILE=str(trace), TRT_SHIM_PRINT_WELCOME="1", **extra)
-        env.pop("VIRTUAL_ENV", None)
-        # An application that loads the library into the global lookup order (as one linked to it).
-        app = ("import ctypes, runpy, sys\n"
-               f"ctypes.CDLL({str(REAL)!r}, mode=ctypes.RTLD_GLOBAL)\n"
-               f"sys.argv = ['app', '--out', {str(tmp_path / 'e.engine')!r}]\n"
-               f"runpy.run_path({str(APPS / 'build_cnn.py')!r}, run_name='__main__')\n")
-        p = subprocess.run([sys.executable, "-c", app], capture_output=True, text=True, env=env)
-        expect = "TRT_SHIM_NVINFER_LIB_NAME" if how == "env" else "the application's, next in the lookup order"
+def welcome_run(tmp_path, code, python=sys.executable, **env):
+    """Runs `code` (Python) with TRT_SHIM_PRINT_WELCOME; returns (process, the one 'real library' line)."""
+    e = clean_env(TRT_SHIM_OUTPUT_FILE=str(tmp_path / "t.trtrace"), TRT_SHIM_PRINT_WELCOME="1")
+    e.pop("VIRTUAL_ENV", None)
+    e.update(env)
+    p = subprocess.run([str(python), "-c", code], capture_output=True, text=True, env=e)
     assert p.returncode == 0, p.stderr
     lines = chosen_lines(p.stderr)
     assert len(lines) == 1, p.stderr
-    assert re.fullmatch(rf"trtrace: real library: tensorrt_rtx \d+\.\d+\.\d+\.\d+, \S*/libtensorrt_rtx\.so\.1 "
-                        rf"\({expect}\)", lines[0]), lines[0]
+    return p, lines[0]
+
+
+def build_app(tmp_path, preload_real=False):
+    return ("import ctypes, runpy, sys\n"
+            + (f"ctypes.CDLL({str(REAL)!r}, mode=ctypes.RTLD_GLOBAL)\n" if preload_real else "")
+            + f"sys.argv = ['app', '--out', {str(tmp_path / 'e.engine')!r}]\n"
+            f"runpy.run_path({str(APPS / 'build_cnn.py')!r}, run_name='__main__')\n")
+
+
+LINE = r"trtrace: real library: tensorrt_rtx (\d+\.\d+\.\d+\.\d+), \S*/libtensorrt_rtx\.so\.1 \((.*)\)"
+
+
+@pytest.mark.parametrize("how", ["global", "private", "env"])
+def test_shim_names_the_library_it_chose(tmp_path, how):
+    """The shim's discovery order (libinfo/library.h, shared with the player): TRT_SHIM_NVINFER_LIB_NAME;
+    else the library the application loaded (globally, or privately as Python's bindings do); said in
+    one line under TRT_SHIM_PRINT_WELCOME."""
+    extra = {"TRT_SHIM_NVINFER_LIB_NAME": str(REAL)} if how == "env" else {}
+    _, line = welcome_run(tmp_path, build_app(tmp_path, preload_real=how == "global"), LD_PRELOAD=str(SHIM), **extra)
+    m = re.fullmatch(LINE, line)
+    assert m and m.group(2) == ("TRT_SHIM_NVINFER_LIB_NAME" if how == "env" else "the application's, already loaded"), line
+
+
+def test_shim_first_finds_the_virtual_environments_library(tmp_path):
+    """Nothing loaded yet (the shim's own entry point called first, the ctypes way): the active
+    virtual environment's tensorrt_rtx_libs."""
+    code = (f"import ctypes\nshim = ctypes.CDLL({str(SHIM)!r}, ctypes.RTLD_GLOBAL)\n"
+            "print(shim.getInferLibVersion())\n")
+    p, line = welcome_run(tmp_path, code, VIRTUAL_ENV=str(REAL.parents[4]))
+    m = re.fullmatch(LINE, line)
+    assert m and re.fullmatch(r"tensorrt_rtx_libs 1\.\d+\.\d+\.\d+ of the active virtual environment", m.group(2)), line
+    assert int(p.stdout) // 100 == int(m.group(1).split(".")[0]) * 100 + int(m.group(1).split(".")[1])
+
+
+VENV17 = ROOT / ".deps" / "venv-1.7"
+
+
+@pytest.mark.skipif(not (VENV17 / "bin" / "python").exists(), reason="tools/setup.sh installs TensorRT-RTX 1.7")
+def test_the_applications_library_wins_over_the_virtual_environment(tmp_path):
+    """A 1.7 application captured with the 1.6 environment active: the shim uses the library the
+    application loaded (1.7), never the environment's other version."""
+    code = (f"import runpy, sys\nsys.argv = ['app', {str(tmp_path / 'e.engine')!r}]\n"
+            f"runpy.run_path({str(APPS / 'squeeze_app.py')!r}, run_name='__main__')\n")
+    _, line = welcome_run(tmp_path, code, python=VENV17 / "bin" / "python", LD_PRELOAD=str(SHIM),
+                          VIRTUAL_ENV=str(ROOT / ".deps" / "venv"))
+    m = re.fullmatch(LINE, line)
+    assert m and m.group(1).startswith("1.7.") and m.group(2) == "the application's, already loaded", line
 
 
 def test_no_library_line_without_welcome_or_dump(tmp_path):
