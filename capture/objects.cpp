@@ -91,6 +91,10 @@ Object* wrap(const void* real, const Iface& iface, Object* owner, uint32_t netwo
 Call::Call(Object* self, uint32_t apiId, bool unsupported, uint32_t networkHint)
     : self_(self), api_(apiId), network_(self && self->network ? self->network : networkHint) {
   Session& s = Session::get();
+  if (s.config().singleThread) {
+    Session::apiLock().lock();
+    serialized_ = true;
+  }
   if (s.config().dumpApi) {
     const api::ApiDesc* d = api::find(apiId);
     std::fprintf(stderr, "trtrace: %*senter %.*s::%.*s\n", 2 * tDepth, "", d ? int(d->interface.size()) : 0,
@@ -124,6 +128,7 @@ Call::~Call() {
     std::fprintf(stderr, "trtrace: %*sexit  %.*s::%.*s\n", 2 * tDepth, "", d ? int(d->interface.size()) : 0,
                  d ? d->interface.data() : "", d ? int(d->method.size()) : 0, d ? d->method.data() : "");
   }
+  if (serialized_) Session::apiLock().unlock();
 }
 
 void Call::argBool(bool v) { record([&](CallEncoder& e) { e.argBool(v); }); }

@@ -1,6 +1,7 @@
 // Hand-written exceptions of the capture shim, one per `override capture` line of
 // schema/api/90-overrides.api, plus the C entry points and loading of the real library.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -20,35 +21,57 @@ namespace {
 // ---- the real library -------------------------------------------------------------------------
 void* selfSymbol();  // our createInferBuilder_INTERNAL, to recognise ourselves
 
+std::string gRealHow;  // why the loaded library was chosen (openReal; said by real())
+
+// The library the application has already loaded (not the shim): next in the global lookup order
+// (LD_PRELOAD before a linked or globally loaded library), else loaded privately under its SONAME
+// (Python's tensorrt_rtx_libs preloads it RTLD_LOCAL). nullptr when it has loaded none yet.
+void* applicationLibrary() {
+  if (void* next = dlsym(RTLD_NEXT, "createInferBuilder_INTERNAL"); next && next != selfSymbol()) {
+    Dl_info info{};
+    if (dladdr(next, &info) && info.dli_fname)
+      if (void* h = dlopen(info.dli_fname, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) return h;
+  }
+  for (const char* soname : {"libtensorrt_rtx.so.1", "libtensorrt_rtx.so"}) {
+    if (void* h = dlopen(soname, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) {
+      void* sym = dlsym(h, "createInferBuilder_INTERNAL");
+      if (sym && sym != selfSymbol()) return h;
+      dlclose(h);
+    }
+  }
+  return nullptr;
+}
+
+// The real library, in the shared discovery order (libinfo/library.h, README "Drop-in"):
+// TRT_SHIM_NVINFER_LIB_NAME; else the application's own (above); else the active virtual
+// environment's tensorrt_rtx_libs, then the loader path. The shim does not ask python3 (that
+// would start a process inside the application).
 void* openReal() {
-  const Config& c = Session::get().config();
   std::string tried;
-  auto attempt = [&](const char* name) -> void* {
-    void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  auto attempt = [&](const std::string& name) -> void* {
+    void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) {
       tried += std::string(tried.empty() ? "" : "; ") + dlerror();
       return nullptr;
     }
     void* sym = dlsym(h, "createInferBuilder_INTERNAL");
     if (!sym || sym == selfSymbol()) {  // the shim itself (drop-in mode found us by soname)
-      tried += std::string(tried.empty() ? "" : "; ") + name + ": is the shim, not the real library";
+      tried += (tried.empty() ? "" : "; ") + name + ": is the shim, not the real library";
       return nullptr;
     }
     return h;
   };
-  if (!c.libName.empty()) {
-    if (void* h = attempt(c.libName.c_str())) return h;
-  } else {
-    // LD_PRELOAD: the real library is next in the lookup order; find its file and take a handle.
-    if (void* next = dlsym(RTLD_NEXT, "createInferBuilder_INTERNAL"); next && next != selfSymbol()) {
-      Dl_info info{};
-      if (dladdr(next, &info) && info.dli_fname) {
-        if (void* h = dlopen(info.dli_fname, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) return h;
-      }
+  if (Session::get().config().libName.empty()) {
+    if (void* h = applicationLibrary()) {
+      gRealHow = "the application's, already loaded";
+      return h;
     }
-    // The documented default name, then the soname the PyPI wheels ship.
-    for (const char* name : {"libtensorrt_rtx.so", "libtensorrt_rtx.so.1"})
-      if (void* h = attempt(name)) return h;
+  }
+  for (const lib::Candidate& c : lib::candidates("", 0, false)) {
+    if (void* h = attempt(c.path)) {
+      gRealHow = c.how;
+      return h;
+    }
   }
   std::fprintf(stderr,
                "trtrace: error: cannot load the real TensorRT-RTX library (%s); set TRT_SHIM_NVINFER_LIB_NAME "
@@ -57,9 +80,25 @@ void* openReal() {
   return nullptr;
 }
 
-void* realLib() {
-  static void* h = openReal();
-  return h;
+// The loaded real library and what it is; opened at the first intercepted call. Which library
+// was chosen, and why, is said when TRT_SHIM_DUMP_API or TRT_SHIM_PRINT_WELCOME is set.
+struct Real {
+  void* handle = nullptr;
+  lib::LibraryInfo info;
+};
+const Real& real() {
+  static const Real r = [] {
+    Real x;
+    x.handle = openReal();
+    if (!x.handle) return x;
+    x.info = lib::inspect(x.handle);
+    const Config& c = Session::get().config();
+    if (c.dumpApi || c.printWelcome)
+      std::fprintf(stderr, "trtrace: real library: %s %s, %s (%s)\n", abi::kLibraryName, x.info.version.c_str(),
+                   x.info.path.c_str(), gRealHow.c_str());
+    return x;
+  }();
+  return r;
 }
 
 // What capture does with the loaded library's version (docs/design.md, "The real library"):
@@ -86,6 +125,25 @@ bool captureThisVersion() {
     return ignore;
   }();
   return ok;
+}
+
+// Drop-in into a Python package's folder (pip's tensorrt_rtx_libs) cannot capture, found by trying
+// (README, "Drop-in"): the package's __init__ preloads every *.so* in its folder by path and
+// the bindings then find libtensorrt_rtx.so.1 by SONAME only, which is the real library's (renamed
+// to *.so*, it silently satisfies them) and never ours (renamed otherwise, the bindings fail to
+// import). So, at load (files only, no environment), a shim loaded under the library's name from a
+// folder that holds an __init__.py says so in one line and names what works.
+__attribute__((constructor)) void refuseDropInIntoPythonPackage() {
+  Dl_info self{};
+  if (!dladdr(reinterpret_cast<void*>(&refuseDropInIntoPythonPackage), &self) || !self.dli_fname) return;
+  const std::string path = self.dli_fname;
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  if (path.compare(slash + 1, 15, "libtensorrt_rtx") != 0 || ::access((dir + "/__init__.py").c_str(), F_OK) != 0)
+    return;
+  std::fprintf(stderr, "trtrace: error: %s: drop-in into a Python package folder does not capture (the package "
+               "preloads every *.so* there and its bindings bind to the real library by SONAME); restore the real "
+               "library there and use LD_PRELOAD=<the shim> instead\n", path.c_str());
 }
 
 // ---- the logger we give the real builder: forwards to the application's, keeps the errors ------
@@ -131,16 +189,10 @@ ShimLogger* loggerOf(Object* builder) {
 
 }  // namespace
 
-const lib::LibraryInfo& realLibrary() {
-  static const lib::LibraryInfo info = [] {
-    void* h = realLib();
-    return h ? lib::inspect(h) : lib::LibraryInfo{};
-  }();
-  return info;
-}
+const lib::LibraryInfo& realLibrary() { return real().info; }
 
 void* realSymbol(const char* name) {
-  void* h = realLib();
+  void* h = real().handle;
   return h ? dlsym(h, name) : nullptr;
 }
 
@@ -181,6 +233,16 @@ using namespace trtrace::capture;
 
 // ---- C entry points ---------------------------------------------------------------------------
 #include "capture_entries.inc"
+
+// NVIDIA's shim C interface, with the signatures and results of NVIDIA's shim (docs/json-bin-layout.md,
+// "The shim's C interface"): the JSON+BIN path (and, when TRT_SHIM_OUTPUT_FILE is unset and capture
+// has not started, the trace beside it), changeable until the first JSON flush. Set returns 1 when
+// the path was taken, 0 (one line) when not; get returns the path's length and copies it into
+// buf[size]. Nothing here reads the environment at load.
+extern "C" TRTRACE_EXPORT int trtShimSetOutputJsonFile(const char* path) { return Session::setOutputJson(path); }
+extern "C" TRTRACE_EXPORT size_t trtShimGetOutputJsonFile(char* buf, size_t size) {
+  return Session::outputJson(buf, size);
+}
 
 extern "C" TRTRACE_EXPORT void* createInferBuilder_INTERNAL(void* logger, int32_t version) {
   using Fn = void* (*)(void*, int32_t);

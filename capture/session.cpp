@@ -144,6 +144,13 @@ void installSignalHandlers() {
 }
 
 
+// trtShimSetOutputJsonFile before the session starts: kept here, applied by Config::fromEnv.
+// gApiMu also orders the setter against the session's start (gLive).
+std::mutex gApiMu;
+std::string gApiJson;
+bool gApiJsonSet = false;
+std::atomic<Session*> gLive{nullptr};
+
 }  // namespace
 
 std::string Config::tracePath() const {
@@ -167,6 +174,9 @@ Config Config::fromEnv() {
   c.randomMin = envInt("TRT_SHIM_MARK_AS_RANDOM_WEIGHTS_GREATER_EQUAL_THAN", INT_MAX);
   c.flushEveryCall = envBool("TRT_SHIM_FLUSH_AFTER_EVERY_CALL", false);
   c.flushOnBuild = envBool("TRT_SHIM_FLUSH_ON_BUILD", false);
+  c.singleThread = envBool("TRT_SHIM_FORCE_SINGLE_THREAD_API", false);
+  if (const char* v = env("TRT_SHIM_SET_TACTIC_CACHE")) c.tacticCache = v;
+  if (gApiJsonSet) c.outputJson = gApiJson;  // trtShimSetOutputJsonFile wins over the environment
   c.ignoreVersion = envBool("TRTRACE_IGNORE_VERSION", false);
   c.zstdLevel = static_cast<int>(std::min<int64_t>(envInt("TRTRACE_ZSTD_LEVEL", c.zstdLevel), 22));
   c.workers = static_cast<int>(std::min<int64_t>(envInt("TRTRACE_CAPTURE_WORKERS", c.workers), 64));
@@ -181,7 +191,15 @@ Session& Session::get() {
   return *s;
 }
 
-Session::Session() : config_(Config::fromEnv()) {
+Session::Session() {
+  {
+    std::lock_guard<std::mutex> lk(gApiMu);
+    config_ = Config::fromEnv();
+    gLive = this;
+  }
+  if (!config_.tacticCache.empty())  // docs/json-bin-layout.md, "TRT_SHIM_SET_TACTIC_CACHE"
+    std::fprintf(stderr, "trtrace: note: TRT_SHIM_SET_TACTIC_CACHE=%s has no effect: timing caches are no-ops in "
+                 "TensorRT-RTX\n", config_.tacticCache.c_str());
   if (config_.printWelcome) {
     std::fprintf(stderr, "trtrace: Welcome to TensorRT Shim (trtrace capture of %s %s) -> %s\n",
                  abi::kLibraryName, abi::kLibraryVersion, config_.tracePath().c_str());
@@ -189,6 +207,62 @@ Session::Session() : config_(Config::fromEnv()) {
   std::atexit([] { Session::get().close(); });
   pthread_atfork(nullptr, nullptr, [] { Session::get().forkedChild(); });
   installSignalHandlers();
+}
+
+bool Session::setOutputJson(const char* path) noexcept {
+  try {
+    const std::string p = path ? path : "";
+    const size_t slash = p.find_last_of('/');
+    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : p.substr(0, slash);
+    if (p.empty() || p.back() == '/' || ::access(dir.c_str(), F_OK) != 0) {
+      std::fprintf(stderr, "trtrace: error: trtShimSetOutputJsonFile('%s'): %s; not changed\n", p.c_str(),
+                   p.empty() || p.back() == '/' ? "not a file name" : ("no directory " + dir).c_str());
+      return false;
+    }
+    std::lock_guard<std::mutex> lk(gApiMu);
+    Session* s = gLive.load();
+    if (!s) {
+      gApiJson = p;
+      gApiJsonSet = true;
+      return true;
+    }
+    std::lock_guard<std::mutex> lk2(s->mu_);
+    if (s->jsonWritten_) {
+      std::fprintf(stderr, "trtrace: error: trtShimSetOutputJsonFile('%s'): the JSON+BIN is already written to %s; "
+                   "not changed\n", p.c_str(), s->config_.outputJson.c_str());
+      return false;
+    }
+    s->config_.outputJson = p;
+    return true;
+  } catch (...) {  // out of memory: the path stays as it was
+    return false;
+  }
+}
+
+size_t Session::outputJson(char* buf, size_t size) noexcept {
+  try {
+    std::string path;
+    {
+      std::lock_guard<std::mutex> lk(gApiMu);
+      if (Session* s = gLive.load()) {
+        std::lock_guard<std::mutex> lk2(s->mu_);
+        path = s->config_.outputJson;
+      } else {
+        const char* v = env("TRT_SHIM_OUTPUT_JSON_FILE");
+        path = gApiJsonSet ? gApiJson : v ? v : "";
+      }
+    }
+    if (buf && size) std::snprintf(buf, size, "%s", path.c_str());
+    return path.size();
+  } catch (...) {
+    if (buf && size) buf[0] = 0;
+    return 0;
+  }
+}
+
+std::recursive_mutex& Session::apiLock() {
+  static std::recursive_mutex m;
+  return m;
 }
 
 void Session::callStarting() {
@@ -319,20 +393,26 @@ void Session::exportJson() noexcept {
   // if appended). Written under temporary names and renamed, so a reader never sees half a file.
   // A failure is said once and stops the export (the trace goes on); the summary then does not
   // name the JSON.
-  if (config_.outputJson.empty() || jsonFailed_) return;
+  std::string json;
   try {
-    convert::traceToJson(path_, config_.outputJson);
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      json = config_.outputJson;
+      jsonWritten_ = jsonWritten_ || !json.empty();  // trtShimSetOutputJsonFile no longer changes it
+    }
+    if (json.empty() || jsonFailed_) return;
+    convert::traceToJson(path_, json);
   } catch (const std::exception& e) {
     if (!jsonFailed_.exchange(true))
       std::fprintf(stderr, "trtrace: %s; not writing the JSON+BIN export\n", e.what());
   } catch (...) {
     if (!jsonFailed_.exchange(true))
-      std::fprintf(stderr, "trtrace: %s: error writing; not writing the JSON+BIN export\n", config_.outputJson.c_str());
+      std::fprintf(stderr, "trtrace: %s: error writing; not writing the JSON+BIN export\n", json.c_str());
   }
 }
 
 void Session::afterCall() noexcept {
-  if (config_.flushEveryCall && !config_.outputJson.empty() && writer()) exportJson();
+  if (config_.flushEveryCall && writer()) exportJson();
 }
 
 void Session::drain() noexcept {

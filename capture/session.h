@@ -20,13 +20,15 @@ struct Iface;
 struct Config {
   std::string outputFile;       // TRT_SHIM_OUTPUT_FILE: the binary trace (default output)
   std::string outputJson;       // TRT_SHIM_OUTPUT_JSON_FILE: NVIDIA's JSON+BIN pair (documented default capture.json)
-  std::string libName;          // TRT_SHIM_NVINFER_LIB_NAME (empty: the documented default, then the soname)
+  std::string libName;          // TRT_SHIM_NVINFER_LIB_NAME (empty: the discovery order, libinfo/library.h)
   bool dumpApi = false;         // TRT_SHIM_DUMP_API: enter/exit line per call on stderr
   bool printWelcome = false;    // TRT_SHIM_PRINT_WELCOME
   int64_t inlineMax = 8;        // TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN (elements)
   int64_t randomMin = 2147483647;  // TRT_SHIM_MARK_AS_RANDOM_WEIGHTS_GREATER_EQUAL_THAN (elements)
   bool flushEveryCall = false;  // TRT_SHIM_FLUSH_AFTER_EVERY_CALL
   bool flushOnBuild = false;    // TRT_SHIM_FLUSH_ON_BUILD
+  bool singleThread = false;    // TRT_SHIM_FORCE_SINGLE_THREAD_API: one recorded call at a time, process-wide
+  std::string tacticCache;      // TRT_SHIM_SET_TACTIC_CACHE: accepted, no effect on TensorRT-RTX (one note)
   bool ignoreVersion = false;   // TRTRACE_IGNORE_VERSION: capture a library version the spec does not describe
   // Weight storage (BENCHMARKS.md, "Hot spots fixed"): zstd level 1 is faster than 3 and compresses
   // byte-grouped weights as well; 0 stores every blob raw. Workers compress/write off the app's thread.
@@ -43,6 +45,15 @@ struct Config {
 class Session {
  public:
   static Session& get();  // created on first use; never destroyed (atexit closes the writer)
+
+  // trtShimSetOutputJsonFile / trtShimGetOutputJsonFile (NVIDIA's shim C interface, as its shim
+  // behaves: docs/json-bin-layout.md): the JSON+BIN path, changeable until the first JSON flush;
+  // before the first intercepted call it is kept and applied when the session starts (the
+  // environment is read then, not at load). set: false (one line) for a path whose folder does not
+  // exist or once the JSON+BIN is written. get: the path's length, copied NUL-terminated into
+  // buf[size] (truncated), "" when no JSON+BIN is configured.
+  static bool setOutputJson(const char* path) noexcept;
+  static size_t outputJson(char* buf, size_t size) noexcept;
 
   const Config& config() const { return config_; }
   // The writer, opened on first use; nullptr when capture is off (open failed, closed, disabled).
@@ -67,6 +78,8 @@ class Session {
   void close() noexcept;      // flush, footer, summary line (atexit)
   void forkedChild();         // the child abandons the parent's writer and starts its own file
   void callStarting();        // a call starts being recorded (test fault injector, session.cpp)
+  // TRT_SHIM_FORCE_SINGLE_THREAD_API: the lock every Call holds (recursive: calls nest).
+  static std::recursive_mutex& apiLock();
   uint64_t nextRandomSeed() { return ++randomSeeds_; }
   // 1, 2, ... in order of first appearance of an application weights pointer (deterministic, no
   // addresses in the trace); the same pointer always gets the same number.
@@ -88,6 +101,7 @@ class Session {
   std::atomic<uint64_t> randomSeeds_{0};
   std::mutex ptrMu_;
   std::unordered_map<const void*, uint64_t> weightsPtrs_;
+  bool jsonWritten_ = false;  // a JSON+BIN export happened: the path no longer changes (mu_)
   std::atomic<bool> jsonFailed_{false};  // the JSON+BIN export failed once: said once, not retried
 };
 

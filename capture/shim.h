@@ -151,6 +151,7 @@ class Call {
   uint32_t api_;
   uint32_t network_;
   CallEncoder* enc_ = nullptr;
+  bool serialized_ = false;  // holds Session::apiLock (TRT_SHIM_FORCE_SINGLE_THREAD_API)
 };
 
 template <class T>

@@ -15,6 +15,7 @@ import subprocess
 import pytest
 
 from conftest import ASAN_RUNTIME, BIN, PLAYER, ROOT, TRTRACE, cpp_app, drop_in_dir, trt_lib
+from test_versions import VENVS, capture as capture_on, libfile
 
 DOC = ROOT / "docs" / "errors.md"
 TOOLS = {"tensorrt_player", "trtrace verify", "trtrace info", "trtrace dump", "trtrace convert", "trtrace rewrite",
@@ -25,7 +26,12 @@ MEMORY_CAPPED = {"random_count", "huge_json_ids"}
 SIX = ["tensorrt_player", "trtrace verify", "trtrace info", "trtrace dump", "trtrace convert", "trtrace rewrite"]
 # Cases whose command adds arguments to the tool's usual one (the player and dump take --network).
 EXTRA = {"network_missing": ["--network", "7"], "network_negative": ["--network", "-1"],
-         "network_wraps": ["--network", "4294967296"]}   # 2^32: must not wrap onto network 0
+         "network_wraps": ["--network", "4294967296"],   # 2^32: must not wrap onto network 0
+         "no_counterpart": ["--ignore-version"]}
+# Cases whose documented output is a report, one line per item, then one divergence line.
+REPORTS = {"no_counterpart"}
+# Cases that need both library versions (tools/setup.sh); skipped without TensorRT-RTX 1.7.
+VERSION_CASES = {"version_newer_trace", "version_older_trace", "no_counterpart"}
 
 
 def rows():
@@ -124,6 +130,11 @@ def inputs(tmp_path_factory):
     libs = {"library_abi": next(p for p in map(pathlib.Path, ["/lib/x86_64-linux-gnu/libz.so.1",
                                                               "/usr/lib/x86_64-linux-gnu/libz.so.1"]) if p.exists()),
             "library_missing": d / "nope.so", "library_fifo": d / "lib.fifo"}
+    if all((v / "bin" / "python").exists() for v in VENVS.values()):
+        c["version_newer_trace"] = c["no_counterpart"] = capture_on("1.7", d)[0]
+        c["version_older_trace"] = capture_on("1.6", d)[0]
+        libs.update(version_newer_trace=libfile("1.6"), no_counterpart=libfile("1.6"),
+                    version_older_trace=libfile("1.7"))
     return d, c, libs
 
 
@@ -193,13 +204,13 @@ def test_every_case_has_rows_for_what_it_claims():
     cases = {r[0] for r in ROWS}
     traces = {"missing", "empty", "wrong_magic", "newer_major", "truncated", "unclosed", "corrupt_log", "hash_mismatch",
               "library_version", "unknown_api", "trailing_garbage", "no_calls", "random_count",
-              "object_type", "null_reference", "delete_owned"}
+              "object_type", "null_reference", "delete_owned", "version_newer_trace", "version_older_trace"}
     others = {"malformed_json", "missing_bin", "short_bin", "library_abi", "library_missing", "library_fifo",
               "unwritable_output",
               "unwritable_output_json", "output_is_input", "bin_output_is_input", "output_is_bin", "output_folder",
               "fifo", "folder", "proc_file", "empty_api_calls", "cut_json_no_bin", "int32_overflow",
               "network_missing", "network_negative", "network_wraps", "random_count_invalid", "huge_json_ids",
-              "disk_full"}
+              "disk_full", "no_counterpart"}
     assert cases == traces | others
     # Every trace input is documented for the player and verify at least.
     for case in traces:
@@ -218,6 +229,8 @@ def snapshot(d, *paths):
 @pytest.mark.parametrize("case,tool,code,message", ROWS, ids=[f"{r[0]}-{r[1].replace(' ', '_')}" for r in ROWS])
 def test_documented_row(inputs, tmp_path, case, tool, code, message):
     d, c, libs = inputs
+    if case in VERSION_CASES and case not in c:
+        pytest.skip("tools/setup.sh installs both library versions")
     src = c[case]
     out_dir = tmp_path / ("nodir" if case.startswith("unwritable") else "out")
     if not case.startswith("unwritable"):
@@ -248,7 +261,9 @@ def test_documented_row(inputs, tmp_path, case, tool, code, message):
         assert err == [], proc.stderr
     else:
         assert err and rx.fullmatch(err[0]), f"expected /{rx.pattern}/, got:\n{proc.stderr}"
-        if tool != "trtrace verify":
+        if case in REPORTS:
+            assert "divergence at call #" in err[-1] and all(" does not have" in l for l in err[:-1]), proc.stderr
+        elif tool != "trtrace verify":
             assert len(err) == 1, proc.stderr
     assert proc.returncode >= 0
     if tool == "capture":                            # the app's build went on; the trace is a prefix
