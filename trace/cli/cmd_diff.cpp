@@ -108,7 +108,7 @@ void compareCall(const Reader& ra, const CallView& x, const CallView& y, PtrPatt
   for (size_t k = 0; k < x.argCount(); ++k) {
     if (desc && k < desc->nargs && desc->kinds[k] == "foreign") continue;
     if (!sameValue(x.arg(k), y.arg(k))) add(argName(ra, x.apiId(), k), show(x.arg(k)), show(y.arg(k)));
-    else if (!ptrs.same(x.networkId(), x.arg(k), y.arg(k)))
+    if (!ptrs.same(x.networkId(), x.arg(k), y.arg(k)))  // aliasing, whether or not the contents differ
       add(argName(ra, x.apiId(), k), "weights pointer identity", "another (aliasing changed)");
   }
   auto rx = x.ret(), ry = y.ret();
