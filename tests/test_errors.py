@@ -19,11 +19,12 @@ from test_versions import VENVS, capture as capture_on, libfile
 
 DOC = ROOT / "docs" / "errors.md"
 TOOLS = {"tensorrt_player", "trtrace verify", "trtrace info", "trtrace dump", "trtrace convert", "trtrace rewrite",
-         "trtrace rewrite --salvage", "capture"}
+         "trtrace rewrite --salvage", "trtrace diff", "trtrace strip", "trtrace extract", "capture"}
 # Inputs that claim huge sizes: their rows run with the address space capped at 1 GiB, so a tool that
 # allocated by the claim would fail (or be killed) instead of printing the documented line.
 MEMORY_CAPPED = {"random_count", "huge_json_ids"}
-SIX = ["tensorrt_player", "trtrace verify", "trtrace info", "trtrace dump", "trtrace convert", "trtrace rewrite"]
+SIX = ["tensorrt_player", "trtrace verify", "trtrace info", "trtrace dump", "trtrace convert", "trtrace rewrite",
+       "trtrace diff", "trtrace strip", "trtrace extract"]   # every tool that reads a trace
 # Cases whose command adds arguments to the tool's usual one (the player and dump take --network).
 EXTRA = {"network_missing": ["--network", "7"], "network_negative": ["--network", "-1"],
          "network_wraps": ["--network", "4294967296"],   # 2^32: must not wrap onto network 0
@@ -182,6 +183,12 @@ def command(case, tool, src, out_dir, lib):
     if tool == "trtrace convert":
         out = out or out_dir / ("c.json" if src.suffix == ".trtrace" else "c.trtrace")
         return [TRTRACE, "convert", src, out, *(["--bin", src] if case == "bin_output_is_input" else [])], out
+    if tool == "trtrace diff":                      # the input against itself
+        return [TRTRACE, "diff", src, src], None
+    if tool in ("trtrace strip", "trtrace extract"):
+        out = out or out_dir / "s.trtrace"
+        network = EXTRA.get(case, ["--network", "0"]) if tool == "trtrace extract" else []
+        return [TRTRACE, tool.split()[1], src, *network, "-o", out], out
     if tool.startswith("trtrace rewrite"):
         out = out or out_dir / "r.trtrace"
         return [TRTRACE, "rewrite", src, out, "--raw", *tool.split()[2:]], out
@@ -216,7 +223,7 @@ def test_every_case_has_rows_for_what_it_claims():
     for case in traces:
         tools = {r[1] for r in ROWS if r[0] == case}
         assert {"tensorrt_player", "trtrace verify"} <= tools, case
-    # A file that is not a regular file: every one of the six tools refuses it.
+    # A file that is not a regular file: every tool that reads a trace refuses it.
     for case in ("fifo", "folder", "proc_file"):
         assert {r[1] for r in ROWS if r[0] == case} == set(SIX), case
 

@@ -2,7 +2,7 @@
 
 1. NVIDIA's shim captures each test app -> `trtrace convert` -> tensorrt_player: the engines are
    byte-identical to the app's (also with the JSON given to the player directly).
-2. Our trace -> JSON+BIN -> trace keeps every call and every blob hash (trace_diff oracle).
+2. Our trace -> JSON+BIN -> trace keeps every call and every blob hash (`trtrace diff` is the oracle).
 3. Golden: our JSON+BIN of an app equals NVIDIA's JSON+BIN of the same app once what legitimately
    varies is masked (the BIN's file name; random-weights seeds) -- docs/json-bin-layout.md §15.
 4. Bad input: one clear error line, non-zero exit, nothing left behind.
@@ -27,7 +27,6 @@ import nvidia_capture as nv  # noqa: E402
 TRTRACE = BIN / "trtrace"
 PLAYER = BIN / "tensorrt_player"
 SHIM = BUILD / "lib" / "libtensorrt_shim.so"
-TRACE_DIFF = BIN / "trace_diff"
 
 # name -> (app, args, extra capture environment)
 APPS_UNDER_TEST = {
@@ -160,13 +159,13 @@ def test_roundtrip_keeps_calls_and_blobs(tmp_path, name):
     assert r.returncode == 0, r.stderr
     r = run([TRTRACE, "convert", js, back])
     assert r.returncode == 0, r.stderr
-    d = run([TRACE_DIFF, trace, back])
+    d = run([TRTRACE, "diff", "--all-calls", trace, back])
     assert d.returncode == 0, d.stdout + d.stderr
     # Default (NVIDIA's subset): every call NVIDIA's shim records is kept, identically.
     js2, back2 = tmp_path / "nv.json", tmp_path / "nv.trtrace"
     assert run([TRTRACE, "convert", trace, js2]).returncode == 0
     assert run([TRTRACE, "convert", js2, back2]).returncode == 0
-    d = run([TRACE_DIFF, "--skip-unrecorded", trace, back2])
+    d = run([TRTRACE, "diff", trace, back2])   # leaves out the calls NVIDIA does not record
     assert d.returncode == 0, d.stdout + d.stderr
     # and the round-tripped trace still builds the app's engine(s)
     out = tmp_path / "replay.engine"

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "commands.h"
+#include "trace_edit.h"
 #include "trtrace/api_abi.h"
 #include "trtrace/api_table.h"
 #include "trtrace/error.h"
@@ -65,19 +66,6 @@ std::string callLine(const Reader& r, const CallView& c) {
   }
   if (!c.message().empty()) s += " \"" + std::string(c.message()) + "\"";
   return s;
-}
-
-// A --network the trace does not have is an error (as in the player), not an empty listing.
-void checkNetwork(const Reader& r, int64_t network) {
-  if (network < 0) throw Error(Error::Kind::Usage, "--network " + std::to_string(network) + ": networks are numbered from 0");
-  uint32_t highest = 0;  // trace network ids are dense from 1, in creation order
-  r.forEachCall([&](const CallView& c) {
-    highest = std::max(highest, c.networkId());
-    return true;
-  });
-  if (uint64_t(network) >= highest)
-    throw Error(Error::Kind::Usage, "--network " + std::to_string(network) + ": " + r.path() +
-                                        (highest ? " has networks 0 to " + std::to_string(highest - 1) : " has no networks"));
 }
 
 }  // namespace

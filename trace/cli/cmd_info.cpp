@@ -7,29 +7,12 @@
 #include <string>
 
 #include "commands.h"
+#include "trace_edit.h"
 #include "trtrace/error.h"
 #include "trtrace/format.h"
 #include "trtrace/reader.h"
 
 namespace trtrace::cli {
-namespace {
-
-std::string jsonString(std::string_view s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\', o += c;
-    else if (static_cast<unsigned char>(c) < 0x20) { char b[8]; snprintf(b, sizeof b, "\\u%04x", c); o += b; }
-    else o += c;
-  }
-  return o + "\"";
-}
-
-std::string apiName(const Reader& r, uint32_t id) {
-  if (auto* a = r.api(id)) return std::string(a->interfaceName) + "::" + std::string(a->methodName);
-  return "api#" + std::to_string(id);
-}
-
-}  // namespace
 
 Command addInfo(CLI::App& app) {
   auto path = std::make_shared<std::string>();

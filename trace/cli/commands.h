@@ -24,8 +24,11 @@ Command addDump(CLI::App& app);
 Command addVerify(CLI::App& app);
 Command addRewrite(CLI::App& app);
 Command addConvert(CLI::App& app);
+Command addDiff(CLI::App& app);
+Command addStrip(CLI::App& app);
+Command addExtract(CLI::App& app);
 
-inline constexpr Command (*kCommands[])(CLI::App&) = {addInfo, addDump, addVerify, addRewrite, addConvert};
+inline constexpr Command (*kCommands[])(CLI::App&) = {addInfo, addDump, addVerify, addRewrite, addConvert, addDiff, addStrip, addExtract};
 
 using trtrace::humanBytes;  // trtrace/progress.h
 

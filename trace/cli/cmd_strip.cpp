@@ -1,0 +1,173 @@
+// trtrace strip IN -o OUT [--keep-below N] [--zeros] [--seed S] [--json]: the same build with other
+// numbers, shareable without the model's weights (issue 17). Every weights value (stored blob or
+// inline in the call log) of N bytes or more is replaced by values of the same type, count and
+// length: floating types (FLOAT, HALF, BF16) seeded uniform in [-1, 1), every other type (indices,
+// shapes, quantized data) zeros; --zeros: zeros for all. Equal contents get equal replacements and
+// every weights pointer identity is kept, so aliasing (which replay keys on) is unchanged; weights
+// recorded as random (a seed, no bytes) stay as they are. Everything else (calls, shapes,
+// attributes, the recorded build results) is copied. OUT appears complete or not at all, never
+// over IN (trtrace/files.h).
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <unordered_map>
+#include <vector>
+
+#include "commands.h"
+#include "trace_edit.h"
+#include "trtrace/api_abi.h"
+#include "trtrace/error.h"
+#include "trtrace/files.h"
+#include "trtrace/reader.h"
+#include "trtrace/writer.h"
+
+namespace trtrace::cli {
+
+struct StripOptions {
+  std::string in, out;
+  uint64_t keepBelow = 0, seed = 1;
+  bool zeros = false, json = false;
+};
+
+namespace {
+
+// `bytes` bytes standing in for weights of `dtype` (`count` elements): see the file comment.
+std::unique_ptr<std::byte[]> standIn(uint32_t dtype, uint64_t bytes, uint64_t seed, bool zeros) {
+  auto buf = std::make_unique<std::byte[]>(bytes);  // zeroed
+  const auto t = static_cast<abi::DataType>(dtype);
+  const size_t width = t == abi::DataType::kFLOAT ? 4 : t == abi::DataType::kHALF || t == abi::DataType::kBF16 ? 2 : 0;
+  if (zeros || width == 0) return buf;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  for (uint64_t k = 0; k + width <= bytes; k += width) {
+    const float f = uni(rng);
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    if (width == 4) { std::memcpy(buf.get() + k, &x, 4); continue; }
+    uint16_t h = static_cast<uint16_t>(x >> 16);  // BF16: the top half
+    if (t == abi::DataType::kHALF) {  // IEEE half of a value in [-1, 1): normal or zero
+      const int32_t e = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
+      h = static_cast<uint16_t>(e <= 0 ? (x >> 16) & 0x8000 : ((x >> 16) & 0x8000) | (e << 10) | ((x >> 13) & 0x3ff));
+    }
+    std::memcpy(buf.get() + k, &h, 2);
+  }
+  return buf;
+}
+
+struct Key {
+  Hash128 hash;
+  uint64_t length;
+  uint32_t dtype;
+  bool operator==(const Key&) const = default;
+};
+struct KeyHash {
+  size_t operator()(const Key& k) const { return size_t(k.hash.lo ^ (k.hash.hi * 31) ^ k.length ^ (uint64_t(k.dtype) << 56)); }
+};
+
+// Encodes each weights value with its stand-in: stored blobs are written once per content (kept
+// ones copied), inline values re-encoded in the call log. Holds blob bytes until the writer
+// consumed them (bounded).
+class Stripper {
+ public:
+  Stripper(const Reader& r, Writer& w, const StripOptions& o) : r_(r), w_(w), o_(o) {}
+
+  void weights(CallEncoder& e, const ValueView& v, bool ret) {
+    const bool blob = v.kind() == ValueKind::WeightsBlob;
+    const uint64_t length = blob ? v.blob().length : v.bytes().size();
+    if (v.kind() == ValueKind::WeightsRandom || length == 0) return encodeValue(e, v, ret);
+    if (!blob && length < o_.keepBelow) return count(true, length), encodeValue(e, v, ret);
+    const Key key{blob ? v.blob().hash : hash128(v.bytes().data(), length), length, v.dtype()};
+    if (!blob) {
+      auto it = inline_.find(key);
+      if (it == inline_.end()) it = inline_.emplace(key, standIn(v.dtype(), length, nextSeed(), o_.zeros)).first;
+      count(false, length);
+      auto bytes = std::span<const std::byte>(it->second.get(), length);
+      ret ? e.retWeightsInline(v.dtype(), v.count(), bytes, v.weightsPtr())
+          : e.argWeightsInline(v.dtype(), v.count(), bytes, v.weightsPtr());
+      return;
+    }
+    auto it = blobs_.find(key);
+    if (it == blobs_.end()) {
+      const bool keep = length < o_.keepBelow;
+      count(keep, length);
+      it = blobs_.emplace(key, put(keep ? r_.checkedBlob(v.blob()) : BlobView::owned(standIn(v.dtype(), length, nextSeed(), o_.zeros), length))).first;
+    }
+    ret ? e.retWeightsBlob(v.dtype(), v.count(), it->second, v.weightsPtr())
+        : e.argWeightsBlob(v.dtype(), v.count(), it->second, v.weightsPtr());
+  }
+  void finish() {
+    w_.drainBlobs();
+    held_.clear();
+    heldBytes_ = 0;
+  }
+  uint64_t replaced = 0, replacedBytes = 0, kept = 0, keptBytes = 0;
+
+ private:
+  uint64_t nextSeed() { return o_.seed * 0x9E3779B97F4A7C15ull + ++seeds_; }
+  void count(bool keep, uint64_t length) {
+    keep ? (++kept, keptBytes += length) : (++replaced, replacedBytes += length);
+  }
+  BlobRef put(BlobView v) {
+    const BlobRef ref = w_.putBlob(v.data(), v.size());
+    if (!v.isZeroCopy()) heldBytes_ += v.size(), held_.push_back(std::move(v));
+    if (heldBytes_ > (256u << 20)) finish();
+    return ref;
+  }
+  const Reader& r_;
+  Writer& w_;
+  const StripOptions& o_;
+  uint64_t seeds_ = 0, heldBytes_ = 0;
+  std::unordered_map<Key, BlobRef, KeyHash> blobs_;
+  std::unordered_map<Key, std::unique_ptr<std::byte[]>, KeyHash> inline_;
+  std::vector<BlobView> held_;
+};
+
+}  // namespace
+
+static int runStrip(const StripOptions& o) {
+  auto r = Reader::open(o.in);
+  if (r->truncatedAt()) throw Error(Error::Kind::Truncated, r->truncationMessage() + "; not stripping a truncated trace");
+  if (r->callCount() == 0) throw Error(Error::Kind::Empty, o.in + ": holds no calls (nothing to strip)");
+  files::PendingOutputs outputs;  // OUT is never IN, and appears complete or not at all
+  WriterOptions wo;
+  wo.fd = outputs.add(o.out);
+  wo.path = o.out;
+  auto w = Writer::create(wo, headerOf(*r));
+  describeApis(*r, *w);
+  Stripper s(*r, *w, o);
+  Progress progress("trtrace strip " + o.out, r->callCount(), Progress::Unit::Calls);
+  r->forEachCall([&](const CallView& c) {
+    progress.update(c.seq());
+    copyCall(c, *w, c.networkId(), [&](CallEncoder& e, const ValueView& v, bool ret) { s.weights(e, v, ret); });
+    return true;
+  });
+  s.finish();
+  w->close();
+  outputs.commit();
+  if (o.json)
+    std::printf("{\"output\":%s,\"calls\":%llu,\"replaced\":%llu,\"replaced_bytes\":%llu,\"kept\":%llu,\"kept_bytes\":%llu}\n",
+                jsonString(o.out).c_str(), (unsigned long long)r->callCount(), (unsigned long long)s.replaced,
+                (unsigned long long)s.replacedBytes, (unsigned long long)s.kept, (unsigned long long)s.keptBytes);
+  else
+    std::printf("%s: %llu calls; %llu weights replaced (%s)%s, %llu kept (under %llu bytes, %s)\n", o.out.c_str(),
+                (unsigned long long)r->callCount(), (unsigned long long)s.replaced, humanBytes(double(s.replacedBytes)).c_str(),
+                o.zeros ? " by zeros" : "", (unsigned long long)s.kept, (unsigned long long)o.keepBelow,
+                humanBytes(double(s.keptBytes)).c_str());
+  return kOk;
+}
+
+Command addStrip(CLI::App& app) {
+  auto o = std::make_shared<StripOptions>();
+  auto* sub = app.add_subcommand("strip", "Replace every weight by stand-in values of the same type and count (same build, "
+                                          "other numbers, none of the original weight bytes)");
+  sub->add_option("in", o->in, "Input trace")->required();
+  sub->add_option("-o,--output", o->out, "Output trace (written to a temp file, then renamed)")->required();
+  sub->add_option("--keep-below", o->keepBelow, "Keep weights smaller than this many bytes as they are (e.g. shape constants)");
+  sub->add_flag("--zeros", o->zeros, "Zeros for every type (default: seeded uniform [-1, 1) for FLOAT/HALF/BF16, zeros otherwise)");
+  sub->add_option("--seed", o->seed, "Seed of the stand-in values (default 1)");
+  sub->add_flag("--json", o->json, "Machine-readable report");
+  return {sub, [o] { return runStrip(*o); }};
+}
+
+}  // namespace trtrace::cli

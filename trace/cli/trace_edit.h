@@ -1,0 +1,41 @@
+// Shared pieces of the trtrace subcommands that read a trace and write another one (strip,
+// extract) or report on traces (info, dump, diff): the header copied over, every call re-encoded
+// value by value (a hook may replace weights), network numbers checked, JSON strings quoted.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "trtrace/reader.h"
+#include "trtrace/writer.h"
+
+namespace trtrace::cli {
+
+// The input's header, to write it unchanged into a derived trace.
+HeaderInfo headerOf(const Reader& r);
+
+// Registers every API name the input describes with the writer (derived traces self-describe).
+void describeApis(const Reader& r, Writer& w);
+
+// Re-encodes one value as argument (ret = false) or result (ret = true) of `e`.
+void encodeValue(CallEncoder& e, const ValueView& v, bool ret);
+
+// Writes `c` into `w` as network `networkId`: receiver, arguments, result, status, message and
+// build result. `weights`, when given, encodes each weights value (argument or result) instead.
+using WeightsHook = std::function<void(CallEncoder& e, const ValueView& v, bool ret)>;
+void copyCall(const CallView& c, Writer& w, uint32_t networkId, const WeightsHook& weights = {});
+
+bool isWeights(const ValueView& v);
+
+// "Interface::method" of an API id, from the trace's own descriptors ("api#N" if undescribed).
+std::string apiName(const Reader& r, uint32_t id);
+// The name of argument `i` of an API id ("argument i" if undescribed).
+std::string argName(const Reader& r, uint32_t id, size_t i);
+
+// Throws Error (Usage) for a --network the trace does not have (networks numbered from 0).
+void checkNetwork(const Reader& r, int64_t network);
+
+std::string jsonString(std::string_view s);
+
+}  // namespace trtrace::cli
