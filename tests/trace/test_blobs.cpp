@@ -2,6 +2,7 @@
 // zero-copy views, bounded writer memory.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 
 #include "test_util.h"
@@ -252,4 +253,60 @@ TEST(Blobs, WriterMemoryStaysBoundedWhileStreaming) {
   EXPECT_LT(peak - std::min(peak, base), 160u * 1024) << "peak RSS grew by " << (peak - base) / 1024 << " MiB";
   auto r = Reader::open(path);
   EXPECT_EQ(r->blobs().size(), kBlobs);
+}
+
+// checkedBlob and verify decode a compressed blob and hash it in the same pass (blob_decode.cpp):
+// the bytes checkedBlob returns are the decoded ones, and a change in a chunk that still decodes
+// (a chunk stored raw inside a compressed blob; its data is covered by the hash only) is caught
+// by both, for a plain and for a byte-grouped blob.
+TEST(Blobs, CheckedBlobHashesWhileDecodingAndCatchesDamage) {
+  for (BlobHint hint : {BlobHint::None, BlobHint::F32}) {
+    SCOPED_TRACE(int(hint));
+    tt::TempDir d;
+    auto path = d.path("t.trace");
+    auto bytes = tt::zeros(3 * 4096);  // chunk 0 compresses; chunk 1 is random: stored raw; chunk 2 compresses
+    auto noise = tt::randomBytes(4096, 7);
+    std::copy(noise.begin(), noise.end(), bytes.begin() + 4096);
+    BlobRef ref;
+    {
+      WriterOptions o;
+      o.path = path;
+      o.chunkBytes = 4096;
+      auto w = Writer::create(o, tt::header());
+      ref = w->putBlob(bytes.data(), bytes.size(), hint);
+      w->close();
+    }
+    {
+      auto r = Reader::open(path);
+      ASSERT_TRUE(r->blobs().at(0).compressed);
+      EXPECT_TRUE(sameBytes(r->checkedBlob(ref), bytes));
+      EXPECT_TRUE(r->verify().ok());
+    }
+    // Flip one byte of the raw chunk (chunk 1) in the file.
+    auto file = tt::readFile(path);
+    const uint64_t at = Reader::open(path)->blobs().at(0).offset;
+    format::BlobRecord rec;
+    std::memcpy(&rec, file.data() + at + sizeof(format::BlockHeader), sizeof rec);
+    ASSERT_EQ(rec.chunkCount, 3u);
+    format::ChunkEntry chunk1;
+    std::memcpy(&chunk1, file.data() + at + sizeof(format::BlockHeader) + sizeof rec + sizeof chunk1, sizeof chunk1);
+    ASSERT_EQ(chunk1.flags & 1, 0u);  // stored raw
+    file[at + sizeof(format::BlockHeader) + rec.dataOffset + chunk1.offset + 100] ^= std::byte{0x5a};
+    tt::writeFile(path, file.data(), file.size());
+
+    auto r = Reader::open(path);
+    EXPECT_FALSE(sameBytes(r->blob(ref), bytes));  // unchecked: decodes, the change passes through
+    try {
+      r->checkedBlob(ref);
+      ADD_FAILURE() << "checkedBlob accepted damaged weights";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), Error::Kind::Corrupt);
+      EXPECT_EQ(std::string(e.what()), path + ": blob " + toHex(ref.hash) + " (" + std::to_string(bytes.size()) +
+                                           " B) at offset " + std::to_string(at) +
+                                           ": content does not match its hash (damaged weights)");
+    }
+    auto rep = r->verify();
+    ASSERT_EQ(rep.issues.size(), 1u);
+    EXPECT_NE(rep.issues[0].what.find("content hash mismatch"), std::string::npos) << rep.issues[0].what;
+  }
 }

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "trace_generated.h"
 #include "trtrace/error.h"
@@ -25,6 +26,10 @@ void byteUngroup(const std::byte* src, std::byte* dst, size_t n, unsigned k);
 unsigned transformElementSize(format::BlobTransform t);  // 1 for None
 
 std::string errnoText();
+// A FlatBuffers string as a view (empty when absent).
+inline std::string_view sv(const flatbuffers::String* s) {
+  return s ? std::string_view(s->c_str(), s->size()) : std::string_view();
+}
 const char* blockTypeName(uint16_t type);
 
 }  // namespace trtrace::detail

@@ -1,0 +1,144 @@
+// Blob decode: checks and the one-pass decode + hash of a stored blob (see blob_decode.h).
+#include "blob_decode.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack: no allocation per decode
+#include <xxhash.h>
+#include <zstd.h>
+
+#include "block_file.h"
+
+namespace trtrace::detail {
+namespace F = format;
+
+namespace {
+
+// The writer's chunk size is at most 1 GiB (WriterOptions::chunkBytes); a larger one is damage
+// (and would make the decoder allocate up to 4 GiB per chunk on the word of one record).
+constexpr uint64_t kMaxChunkRawSize = uint64_t(1) << 30;
+
+const F::ChunkEntry* chunkTable(const std::byte* base, uint64_t at) {
+  return reinterpret_cast<const F::ChunkEntry*>(base + at + sizeof(F::BlockHeader) + sizeof(F::BlobRecord));
+}
+
+F::ChunkEntry chunkAt(const F::ChunkEntry* table, uint32_t c) {
+  F::ChunkEntry e;
+  std::memcpy(&e, table + c, sizeof e);
+  return e;
+}
+
+std::string checkRawRecord(const std::byte* base, uint64_t at, const F::BlobRecord& r) {
+  if (r.chunkCount != 0 || r.storedSize != r.rawSize) return "raw blob: sizes disagree";
+  if ((at + sizeof(F::BlockHeader) + r.dataOffset) % F::kBlobAlign != 0) return "raw blob data not 4 KiB aligned";
+  if (!allZero(base + at + sizeof(F::BlockHeader) + sizeof r, r.dataOffset - sizeof r))
+    return "non-zero bytes in alignment padding";
+  return "";
+}
+
+std::string checkZstdRecord(const std::byte* base, uint64_t at, const F::BlobRecord& r) {
+  if (r.transform > uint16_t(F::BlobTransform::ByteGroup4)) return "blob record: unknown transform";
+  if (r.chunkRawSize == 0 || r.chunkRawSize > kMaxChunkRawSize) return "blob record: chunk size out of range";
+  if (r.chunkCount != (r.rawSize + r.chunkRawSize - 1) / r.chunkRawSize)
+    return "blob record: chunk count does not match";
+  const auto* table = chunkTable(base, at);
+  for (uint32_t c = 0; c < r.chunkCount; ++c) {
+    F::ChunkEntry e = chunkAt(table, c);
+    if (e.offset > r.storedSize || e.storedSize > r.storedSize - e.offset)
+      return "chunk " + std::to_string(c) + " out of bounds";
+  }
+  return "";
+}
+
+[[noreturn]] void chunkError(const StoredBlob& b, uint32_t c, const char* what) {
+  throw Error(Error::Kind::Corrupt, b.path + ": " + blobName(b.info.ref) + " at offset " + std::to_string(b.info.offset) +
+                                        ": chunk " + std::to_string(c) + " " + what);
+}
+
+// Raw bytes of chunk c (n of them) from its stored form at src into dst, via `stage` (the grouped
+// bytes) when the blob is byte-grouped. Returns where the decoded bytes are: dst, or src itself for
+// a stored, ungrouped chunk when the bytes are only hashed (`keep` false).
+const std::byte* decodeChunk(const StoredBlob& b, ZSTD_DCtx* dctx, const F::ChunkEntry& e, uint32_t c, uint64_t n,
+                             unsigned k, const std::byte* src, std::byte* stage, std::byte* dst, bool keep) {
+  std::byte* into = k > 1 ? stage : dst;
+  if (e.flags & 1) {
+    size_t z = ZSTD_decompressDCtx(dctx, into, n, src, e.storedSize);
+    if (ZSTD_isError(z) || z != n) chunkError(b, c, "does not decompress");
+  } else {
+    if (e.storedSize != n) chunkError(b, c, "has the wrong size");
+    if (k == 1 && !keep) return src;  // hashed straight from the mapping
+    std::memcpy(into, src, n);
+  }
+  if (k > 1) byteUngroup(stage, dst, n, k);
+  return dst;
+}
+
+}  // namespace
+
+F::BlobRecord blobRecordAt(const std::byte* base, uint64_t at) {
+  F::BlobRecord r;
+  std::memcpy(&r, base + at + sizeof(F::BlockHeader), sizeof r);
+  return r;
+}
+
+std::string checkBlobPayload(const std::byte* base, uint64_t at, const F::BlockHeader& h) {
+  if (h.payloadSize < sizeof(F::BlobRecord) || h.checkedSize < sizeof(F::BlobRecord)) return "blob record too short";
+  F::BlobRecord r = blobRecordAt(base, at);
+  if (h.checkedSize != sizeof r + uint64_t(r.chunkCount) * sizeof(F::ChunkEntry))
+    return "blob record: chunk table size does not match";
+  if (r.dataOffset < h.checkedSize || r.dataOffset > h.payloadSize || h.payloadSize - r.dataOffset != r.storedSize)
+    return "blob record: data region out of bounds";
+  if (r.encoding == uint16_t(F::BlobEncoding::Raw)) return checkRawRecord(base, at, r);
+  if (r.encoding != uint16_t(F::BlobEncoding::Zstd)) return "blob record: unknown encoding";
+  return checkZstdRecord(base, at, r);
+}
+
+std::string blobName(const BlobRef& r) { return "blob " + toHex(r.hash) + " (" + std::to_string(r.length) + " B)"; }
+
+void checkChunkSizes(const StoredBlob& b) {
+  const F::BlobRecord r = blobRecordAt(b.base, b.info.offset);
+  const auto* table = chunkTable(b.base, b.info.offset);
+  const std::byte* data = b.base + b.info.dataOffset;
+  for (uint32_t c = 0; c < r.chunkCount; ++c) {
+    F::ChunkEntry e = chunkAt(table, c);
+    uint64_t n = std::min<uint64_t>(r.chunkRawSize, r.rawSize - uint64_t(c) * r.chunkRawSize);
+    bool fits = e.storedSize == n;
+    if (e.flags & 1) {
+      unsigned long long z = ZSTD_getFrameContentSize(data + e.offset, e.storedSize);
+      fits = z == ZSTD_CONTENTSIZE_UNKNOWN || z == n;
+    }
+    if (!fits) chunkError(b, c, "does not hold the size the record says");
+  }
+}
+
+Hash128 decodeBlob(const StoredBlob& b, std::byte* dest, bool hash) {
+  const F::BlobRecord r = blobRecordAt(b.base, b.info.offset);
+  const std::byte* data = b.base + b.info.offset + sizeof(F::BlockHeader) + r.dataOffset;
+  const auto* table = chunkTable(b.base, b.info.offset);
+  const unsigned k = transformElementSize(static_cast<F::BlobTransform>(r.transform));
+  // Scratch for one chunk, never larger than the blob (a tiny blob may declare a huge chunk size).
+  const uint64_t chunkMax = std::min<uint64_t>(r.chunkRawSize, r.rawSize);
+  std::unique_ptr<std::byte[]> out, grouped;
+  if (!dest) out = std::make_unique_for_overwrite<std::byte[]>(chunkMax);
+  if (k > 1) grouped = std::make_unique_for_overwrite<std::byte[]>(chunkMax);
+  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  XXH3_state_t state;
+  XXH3_INITSTATE(&state);
+  XXH3_state_t* st = hash ? &state : nullptr;
+  if (st) XXH3_128bits_reset(st);
+  for (uint32_t c = 0; c < r.chunkCount; ++c) {
+    F::ChunkEntry e = chunkAt(table, c);
+    uint64_t off = uint64_t(c) * r.chunkRawSize, n = std::min<uint64_t>(r.chunkRawSize, r.rawSize - off);
+    std::byte* dst = dest ? dest + off : out.get();
+    const std::byte* got = decodeChunk(b, dctx.get(), e, c, n, k, data + e.offset, grouped.get(), dst,
+                                        dest != nullptr);
+    if (st) XXH3_128bits_update(st, got, n);  // while the chunk is still in cache
+  }
+  if (!st) return {};
+  auto d = XXH3_128bits_digest(st);
+  return {d.low64, d.high64};
+}
+
+}  // namespace trtrace::detail

@@ -1,0 +1,259 @@
+// Blob store: dedup index, bounded queue, workers and the blob encoder (see blob_store.h).
+#include "blob_store.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include <zstd.h>
+
+namespace trtrace::detail {
+namespace F = format;
+
+namespace {
+
+// Compressed chunks of a small blob are buffered up to this many bytes before the file lock is
+// taken; beyond it the worker streams the rest under the lock (memory stays bounded).
+constexpr uint64_t kBlobBufferLimit = 16 << 20;
+constexpr uint64_t kMinCompressBytes = 256;
+
+F::BlobTransform transformFor(BlobHint hint, uint64_t bytes, const WriterOptions& o) {
+  if (!o.byteGrouping) return F::BlobTransform::None;
+  if ((hint == BlobHint::F16 || hint == BlobHint::BF16) && bytes % 2 == 0 && o.chunkBytes % 2 == 0)
+    return F::BlobTransform::ByteGroup2;
+  if (hint == BlobHint::F32 && bytes % 4 == 0 && o.chunkBytes % 4 == 0) return F::BlobTransform::ByteGroup4;
+  return F::BlobTransform::None;
+}
+
+F::BlobRecord recordFor(const BlobStore::Job& j, F::BlobEncoding enc, uint64_t stored, uint64_t dataOffset) {
+  F::BlobRecord r{};
+  r.hashLo = j.hash.lo; r.hashHi = j.hash.hi;
+  r.rawSize = j.bytes; r.storedSize = stored; r.dataOffset = dataOffset;
+  r.encoding = static_cast<uint16_t>(enc);
+  r.elementHint = static_cast<uint32_t>(j.hint);
+  return r;
+}
+
+}  // namespace
+
+struct BlobStore::Scratch {
+  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  std::vector<std::byte> grouped, out, buffered;
+  ~Scratch() { ZSTD_freeCCtx(cctx); }
+};
+
+BlobStore::BlobStore(BlockFile& file, const WriterOptions& options) : file_(file), opt_(options) {
+  for (int i = 0; i < options.workerThreads; ++i) {
+    scratch_.push_back(std::make_unique<Scratch>());
+    workers_.emplace_back([this, s = scratch_.back().get()] { workerLoop(*s); });
+  }
+}
+
+BlobStore::~BlobStore() {
+  signalStop();
+  for (auto& t : workers_)
+    if (t.joinable()) t.join();
+}
+
+void BlobStore::signalStop() {
+  {
+    std::lock_guard g(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+}
+
+void BlobStore::stop() {
+  signalStop();
+  for (auto& t : workers_) t.join();
+  workers_.clear();
+  rethrowWorkerError();
+}
+
+BlobRef BlobStore::put(const void* data, uint64_t bytes, BlobHint hint) {
+  BlobRef ref{hash128(data, bytes), bytes};  // hashed once, on the caller's thread
+  {
+    std::lock_guard g(statsMu_);
+    stats_.blobPuts++;
+    stats_.blobPutBytes += bytes;
+  }
+  Job job{static_cast<const std::byte*>(data), bytes, hint, ref.hash};
+  {
+    std::unique_lock l(mu_);
+    if (workerError_) std::rethrow_exception(workerError_);
+    if (!seen_.insert(ref).second) return ref;  // dedup hit: written once
+    {
+      std::lock_guard g(statsMu_);
+      stats_.uniqueBlobs++;
+      stats_.uniqueBytes += bytes;
+    }
+    pendingJobs_++;
+    if (workers_.empty()) {
+      pendingBytes_ += bytes;
+      l.unlock();
+      static thread_local Scratch scratch;
+      consume(job, scratch);
+      rethrowWorkerError();
+      return ref;
+    }
+    // Bounded queue: wait while it is over budget (a single oversize blob still goes through).
+    cv_.wait(l, [&] { return pendingBytes_ == 0 || pendingBytes_ + bytes <= opt_.queueBytes; });
+    pendingBytes_ += bytes;
+    queue_.push_back(job);
+  }
+  cv_.notify_all();
+  return ref;
+}
+
+uint64_t BlobStore::pendingBytes() const {
+  std::lock_guard g(mu_);
+  return pendingBytes_;
+}
+
+Writer::Stats BlobStore::stats() const {
+  std::lock_guard g(statsMu_);
+  return stats_;
+}
+
+void BlobStore::workerLoop(Scratch& s) {
+  for (;;) {
+    Job j;
+    {
+      std::unique_lock l(mu_);
+      cv_.wait(l, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      j = queue_.front();
+      queue_.pop_front();
+    }
+    consume(j, s);
+  }
+}
+
+void BlobStore::consume(const Job& j, Scratch& s) {
+  try {
+    // After a failed write the caller's bytes are not even read: the capture may have let the
+    // application free them already (capture/session.cpp, Session::disable).
+    if (file_.failed()) file_.throwFailed();
+    write(j, s);
+  } catch (...) {
+    std::lock_guard g(mu_);
+    if (!workerError_) workerError_ = std::current_exception();
+  }
+  std::lock_guard g(mu_);
+  pendingBytes_ -= j.bytes;
+  pendingJobs_--;
+  cv_.notify_all();
+}
+
+void BlobStore::rethrowWorkerError() {
+  std::lock_guard g(mu_);
+  if (workerError_) std::rethrow_exception(workerError_);
+}
+
+void BlobStore::drain(const std::function<void(uint64_t)>& onWait) {
+  {
+    std::unique_lock l(mu_);
+    if (!onWait) {
+      cv_.wait(l, [&] { return pendingJobs_ == 0; });
+    } else {
+      while (pendingJobs_ != 0) {
+        cv_.wait_for(l, std::chrono::milliseconds(100));
+        const uint64_t left = pendingBytes_;
+        l.unlock();
+        onWait(left);
+        l.lock();
+      }
+    }
+  }
+  rethrowWorkerError();
+}
+
+// ---- encoding ---------------------------------------------------------------------------------
+void BlobStore::write(const Job& j, Scratch& s) {
+  if (opt_.zstdLevel > 0 && j.bytes >= kMinCompressBytes) return writeCompressed(j, s);
+  std::lock_guard g(file_.mu);
+  writeRawLocked(j);
+}
+
+// Raw blob at `end`: record, zero padding, data at the next 4 KiB boundary. Holds file_.mu.
+void BlobStore::writeRawLocked(const Job& j) {
+  uint64_t at = file_.end;
+  uint64_t dataAt = F::alignUp(at + sizeof(F::BlockHeader) + sizeof(F::BlobRecord), F::kBlobAlign);
+  F::BlobRecord r = recordFor(j, F::BlobEncoding::Raw, j.bytes, dataAt - at - sizeof(F::BlockHeader));
+  uint64_t recAt = at + sizeof(F::BlockHeader);
+  file_.pwriteAll(&r, sizeof r, recAt);
+  file_.writeZeros(recAt + sizeof r, dataAt - recAt - sizeof r);
+  file_.pwriteAll(j.data, j.bytes, dataAt);
+  file_.finishBlock(at, makeBlockHeader(F::BlockType::Blob, r.dataOffset + j.bytes, sizeof r, check32(&r, sizeof r)));
+  indexLocked(j, at, j.bytes, dataAt, r);
+}
+
+void BlobStore::indexLocked(const Job& j, uint64_t at, uint64_t stored, uint64_t dataAt, const F::BlobRecord& r) {
+  file_.blobEntries.emplace_back(j.hash.lo, j.hash.hi, j.bytes, at, stored, dataAt, r.encoding, r.transform,
+                                 r.elementHint);
+  std::lock_guard g(statsMu_);
+  stats_.storedBytes += stored;
+  if (r.encoding != uint16_t(F::BlobEncoding::Raw)) stats_.compressedBlobs++;
+}
+
+// Chunked zstd (after byte grouping), buffered in memory up to kBlobBufferLimit, then streamed
+// under the file lock; stored raw instead when compression does not save minSaving.
+void BlobStore::writeCompressed(const Job& j, Scratch& s) {
+  const uint64_t chunk = opt_.chunkBytes;
+  const uint32_t nChunks = static_cast<uint32_t>((j.bytes + chunk - 1) / chunk);
+  const F::BlobTransform tf = transformFor(j.hint, j.bytes, opt_);
+  const unsigned k = transformElementSize(tf);
+  std::vector<F::ChunkEntry> table(nChunks);
+  const uint64_t dataOffset = sizeof(F::BlobRecord) + nChunks * sizeof(F::ChunkEntry);
+  s.out.resize(ZSTD_compressBound(chunk));
+  if (k > 1) s.grouped.resize(chunk);
+  s.buffered.clear();
+
+  std::unique_lock<std::mutex> lock(file_.mu, std::defer_lock);
+  uint64_t at = 0, written = 0;
+  auto emit = [&](const std::byte* out, uint64_t outN) {  // buffered, or streamed under the lock
+    if (!lock.owns_lock() && s.buffered.size() + outN > kBlobBufferLimit) {
+      lock.lock();
+      at = file_.end;
+      file_.pwriteAll(s.buffered.data(), s.buffered.size(), at + sizeof(F::BlockHeader) + dataOffset);
+      s.buffered.clear();
+    }
+    if (lock.owns_lock()) file_.pwriteAll(out, outN, at + sizeof(F::BlockHeader) + dataOffset + written);
+    else s.buffered.insert(s.buffered.end(), out, out + outN);
+  };
+  for (uint32_t c = 0; c < nChunks; ++c) {
+    uint64_t off = uint64_t(c) * chunk, n = std::min<uint64_t>(chunk, j.bytes - off);
+    const std::byte* src = j.data + off;
+    if (k > 1) { byteGroup(src, s.grouped.data(), n, k); src = s.grouped.data(); }
+    size_t z = ZSTD_compressCCtx(s.cctx, s.out.data(), s.out.size(), src, n, opt_.zstdLevel);
+    if (ZSTD_isError(z)) throw Error(Error::Kind::Io, file_.path() + ": zstd: " + ZSTD_getErrorName(z));
+    bool keep = z < n;  // a chunk is stored compressed only when that is smaller
+    table[c] = {written, static_cast<uint32_t>(keep ? z : n), keep ? 1u : 0u};
+    emit(keep ? s.out.data() : src, table[c].storedSize);
+    written += table[c].storedSize;
+  }
+  // The blob stays compressed only if that saves at least minSaving.
+  bool keep = double(written + dataOffset) <= double(j.bytes) * (1.0 - opt_.minSaving);
+  if (!lock.owns_lock()) {
+    lock.lock();
+    at = file_.end;
+    if (keep) file_.pwriteAll(s.buffered.data(), s.buffered.size(), at + sizeof(F::BlockHeader) + dataOffset);
+  }
+  if (!keep) {
+    file_.end = at;  // overwrite any streamed attempt
+    return writeRawLocked(j);
+  }
+  F::BlobRecord r = recordFor(j, F::BlobEncoding::Zstd, written, dataOffset);
+  r.transform = static_cast<uint16_t>(tf);
+  r.chunkCount = nChunks;
+  r.chunkRawSize = static_cast<uint32_t>(chunk);
+  std::vector<std::byte> meta(dataOffset);
+  std::memcpy(meta.data(), &r, sizeof r);
+  std::memcpy(meta.data() + sizeof r, table.data(), nChunks * sizeof(F::ChunkEntry));
+  file_.pwriteAll(meta.data(), meta.size(), at + sizeof(F::BlockHeader));
+  file_.finishBlock(at, makeBlockHeader(F::BlockType::Blob, dataOffset + written, dataOffset,
+                                        check32(meta.data(), meta.size())));
+  indexLocked(j, at, written, at + sizeof(F::BlockHeader) + dataOffset, r);
+}
+
+}  // namespace trtrace::detail

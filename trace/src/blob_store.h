@@ -1,0 +1,71 @@
+// Blob store: the writer's content-addressed weights. putBlob hashes on the caller's thread and
+// looks the key up in the dedup index; a new blob is queued zero-copy (bounded by queueBytes) for
+// the worker threads, which encode it (chunked zstd after byte grouping, kept only when it pays)
+// and append it as a blob block.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "block_file.h"
+
+namespace trtrace::detail {
+
+class BlobStore {
+ public:
+  // Starts options.workerThreads workers (0: blobs are written on the caller's thread).
+  BlobStore(BlockFile& file, const WriterOptions& options);
+  ~BlobStore();  // stops and joins the workers (a failed close may have left them running)
+
+  BlobRef put(const void* data, uint64_t bytes, BlobHint hint);
+  // Returns once every queued blob is consumed; rethrows a worker's error (writer.h, drainBlobs).
+  void drain(const std::function<void(uint64_t)>& onWait = {});
+  uint64_t pendingBytes() const;
+  // Lets the workers finish the queue, joins them, rethrows a worker's error.
+  void stop();
+  Writer::Stats stats() const;  // its counters: blobPuts .. compressedBlobs (the others 0)
+
+  // One blob waiting for a worker: the caller's bytes (not copied) and its key.
+  struct Job {
+    const std::byte* data;
+    uint64_t bytes;
+    BlobHint hint;
+    Hash128 hash;
+  };
+  struct Scratch;
+
+ private:
+  void workerLoop(Scratch& s);
+  void consume(const Job& j, Scratch& s);
+  void write(const Job& j, Scratch& s);
+  void writeCompressed(const Job& j, Scratch& s);
+  void writeRawLocked(const Job& j);
+  void indexLocked(const Job& j, uint64_t at, uint64_t stored, uint64_t dataAt, const format::BlobRecord& r);
+  void rethrowWorkerError();
+  void signalStop();
+
+  BlockFile& file_;
+  const WriterOptions& opt_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::unordered_set<BlobRef, BlobRefHasher> seen_;
+  std::deque<Job> queue_;
+  uint64_t pendingBytes_ = 0, pendingJobs_ = 0;  // enqueued and not yet consumed
+  bool stopping_ = false;
+  std::exception_ptr workerError_;
+  // One per worker, owned here rather than on the thread's stack, so it stays reachable from the
+  // writer (a writer abandoned in a forked child, whose workers did not survive, leaks nothing).
+  std::vector<std::unique_ptr<Scratch>> scratch_;
+  std::vector<std::thread> workers_;
+  mutable std::mutex statsMu_;
+  Writer::Stats stats_;  // only the blob counters are used
+};
+
+}  // namespace trtrace::detail

@@ -1,0 +1,173 @@
+// Block file: framing of the trace container (see block_file.h): the writer's appends and the
+// reader's per-block check.
+#include "block_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <tuple>
+
+#include "blob_decode.h"
+#include "call_log.h"
+
+namespace trtrace::detail {
+namespace F = format;
+
+// ---- writing ----------------------------------------------------------------------------------
+BlockFile::BlockFile(const WriterOptions& o) : path_(o.path), writeFault_(o.writeFault) {
+  fd_ = o.fd >= 0 ? ::fcntl(o.fd, F_DUPFD_CLOEXEC, 0)
+                  : ::open(o.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw Error(Error::Kind::Io, o.path + ": cannot create (" + errnoText() + ")");
+  auto fh = makeFileHeader(0, 0);  // file_length 0 = not closed
+  pwriteAll(&fh, sizeof fh, 0);
+  end = sizeof fh;
+}
+
+BlockFile::~BlockFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void BlockFile::throwFailed() {
+  std::lock_guard g(failMu_);
+  throw Error(Error::Kind::Io, failure_);
+}
+
+// The one place that writes to the file.
+void BlockFile::pwriteAll(const void* p, uint64_t n, uint64_t off) {
+  if (failed_) throwFailed();
+  auto* c = static_cast<const char*>(p);
+  while (n > 0) {
+    const int fault = writeFault_ ? writeFault_() : 0;
+    ssize_t k = fault ? (errno = fault, -1) : ::pwrite(fd_, c, std::min<uint64_t>(n, 1u << 30), static_cast<off_t>(off));
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      const std::string what = path_ + ": write at offset " + std::to_string(off) + " failed: " + errnoText();
+      {
+        std::lock_guard g(failMu_);
+        if (failure_.empty()) failure_ = what;
+      }
+      failed_ = true;
+      throwFailed();
+    }
+    c += k; off += static_cast<uint64_t>(k); n -= static_cast<uint64_t>(k);
+  }
+}
+
+void BlockFile::writeZeros(uint64_t off, uint64_t n) {
+  static const std::byte zeros[F::kBlobAlign] = {};
+  while (n > 0) {
+    uint64_t k = std::min<uint64_t>(n, sizeof zeros);
+    pwriteAll(zeros, k, off);
+    off += k; n -= k;
+  }
+}
+
+uint64_t BlockFile::appendBlock(F::BlockType type, const void* payload, uint64_t n, uint16_t flags) {
+  uint64_t at = end;
+  auto h = makeBlockHeader(type, n, n, check32(payload, n), flags);
+  pwriteAll(payload, n, at + sizeof h);
+  finishBlock(at, h);
+  return at;
+}
+
+void BlockFile::finishBlock(uint64_t at, const F::BlockHeader& h) {
+  uint64_t payloadEnd = at + sizeof h + h.payloadSize;
+  uint64_t next = F::alignUp(payloadEnd, F::kBlockAlign);
+  writeZeros(payloadEnd, next - payloadEnd);
+  pwriteAll(&h, sizeof h, at);
+  end = next;
+}
+
+void BlockFile::finish(uint64_t calls, uint64_t blobPuts, uint64_t blobPutBytes) {
+  std::sort(blobEntries.begin(), blobEntries.end(), [](auto& a, auto& b) {
+    return std::make_tuple(a.hash_hi(), a.hash_lo(), a.length()) <
+           std::make_tuple(b.hash_hi(), b.hash_lo(), b.length());
+  });
+  flatbuffers::FlatBufferBuilder b;
+  b.Finish(fb::CreateFooter(b, b.CreateVectorOfStructs(segEntries), b.CreateVectorOfStructs(blobEntries), calls,
+                            blobPuts, blobPutBytes));
+  uint64_t footerAt = appendBlock(F::BlockType::Footer, b.GetBufferPointer(), b.GetSize());
+  if (::ftruncate(fd_, static_cast<off_t>(end)) != 0)
+    throw Error(Error::Kind::Io, path_ + ": truncate failed: " + errnoText());
+  if (::fdatasync(fd_) != 0) throw Error(Error::Kind::Io, path_ + ": fdatasync failed: " + errnoText());
+  // Only now does the header say "complete".
+  auto fh = makeFileHeader(end, footerAt);
+  pwriteAll(&fh, sizeof fh, 0);
+  ::close(fd_);
+  fd_ = -1;
+}
+
+// ---- reading ----------------------------------------------------------------------------------
+namespace {
+
+std::string hex16(uint16_t v) {
+  char buf[8];
+  snprintf(buf, sizeof buf, "0x%04x", v);
+  return buf;
+}
+
+// Header, checksum, padding and flags of the block at `at`; "" when fine (b.status set otherwise).
+std::string checkFraming(const std::byte* base, uint64_t size, uint64_t at, BlockCheck& b) {
+  b.status = BlockCheck::Truncated;
+  if (size - at < sizeof(F::BlockHeader)) return "incomplete block header";
+  std::memcpy(&b.h, base + at, sizeof b.h);
+  if (allZero(base + at, sizeof b.h)) return "block never completed (zero header)";
+  b.status = BlockCheck::Corrupt;
+  if (b.h.magic != F::kBlockMagic || b.h.headerCheck != blockHeaderCheck(b.h)) return "bad block header";
+  b.headerValid = true;
+  uint64_t payloadAt = at + sizeof b.h;
+  if (b.h.payloadSize > size - payloadAt) return b.status = BlockCheck::Truncated, "block runs past end of file";
+  b.next = F::alignUp(payloadAt + b.h.payloadSize, F::kBlockAlign);
+  if (b.h.checkedSize > b.h.payloadSize) return "bad block header";
+  if (check32(base + payloadAt, b.h.checkedSize) != b.h.payloadCheck) return "checksum mismatch";
+  uint64_t padEnd = std::min(b.next, size);
+  if (!allZero(base + payloadAt + b.h.payloadSize, padEnd - payloadAt - b.h.payloadSize))
+    return "non-zero bytes in block padding";
+  // Flags this reader does not know change how the payload reads: refused, never guessed.
+  const auto type = static_cast<F::BlockType>(b.h.type);
+  const bool knownType = type == F::BlockType::Header || type == F::BlockType::Segment ||
+                         type == F::BlockType::Blob || type == F::BlockType::Footer;
+  const uint16_t knownFlags = type == F::BlockType::Segment ? F::kKnownSegmentFlags : 0;
+  if (knownType && (b.h.flags & ~knownFlags))
+    return "unknown block flags " + hex16(b.h.flags) + " (written by a newer trtrace?)";
+  b.status = BlockCheck::Ok;
+  return "";
+}
+
+// The payload of a framed block, by type; "" when fine.
+std::string checkPayload(const std::byte* base, uint64_t at, BlockCheck& b) {
+  const std::byte* payload = base + at + sizeof b.h;
+  flatbuffers::Verifier v(reinterpret_cast<const uint8_t*>(payload), b.h.payloadSize);
+  switch (static_cast<F::BlockType>(b.h.type)) {
+    case F::BlockType::Header:
+      return v.VerifyBuffer<fb::Header>(nullptr) ? "" : "header FlatBuffer fails verification";
+    case F::BlockType::Segment:
+      return checkSegmentPayload(payload, b);
+    case F::BlockType::Footer:
+      return v.VerifyBuffer<fb::Footer>(nullptr) ? "" : "footer FlatBuffer fails verification";
+    case F::BlockType::Blob:
+      return checkBlobPayload(base, at, b.h);
+  }
+  return "";
+}
+
+}  // namespace
+
+bool allZero(const std::byte* p, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i)
+    if (p[i] != std::byte{0}) return false;
+  return true;
+}
+
+BlockCheck checkBlock(const std::byte* base, uint64_t size, uint64_t at) {
+  BlockCheck b;
+  b.why = checkFraming(base, size, at, b);
+  if (b.why.empty()) b.why = checkPayload(base, at, b);
+  if (!b.why.empty() && b.status == BlockCheck::Ok) b.status = BlockCheck::Corrupt;
+  return b;
+}
+
+}  // namespace trtrace::detail

@@ -1,0 +1,274 @@
+// Call log: segment building, compression and writing; segment inflation and verification
+// (see call_log.h).
+#include "call_log.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include <zstd.h>
+
+#include "call_encoder.h"
+
+namespace trtrace::detail {
+namespace F = format;
+using flatbuffers::Offset;
+
+namespace {
+
+uint64_t osThreadId() {
+  thread_local uint64_t tid = static_cast<uint64_t>(::syscall(SYS_gettid));
+  return tid;
+}
+
+constexpr uint64_t kMinCompressSegment = 128;  // a frame's overhead outweighs any saving below
+
+}  // namespace
+
+CallLog::CallLog(BlockFile& file, BlobStore& blobs, const WriterOptions& options)
+    : file_(file), blobs_(blobs), opt_(options) {}
+
+CallLog::~CallLog() { ZSTD_freeCCtx(cctx_); }
+
+void CallLog::describe(uint32_t apiId, std::string_view iface, std::string_view method,
+                       std::span<const std::string_view> argNames) {
+  Descriptor d{std::string(iface), std::string(method), {}};
+  for (auto a : argNames) d.args.emplace_back(a);
+  std::lock_guard g(mu_);
+  descriptors_[apiId] = std::move(d);
+}
+
+Writer::Stats CallLog::stats() const {
+  std::lock_guard g(statsMu_);
+  return stats_;
+}
+
+// ---- writing ----------------------------------------------------------------------------------
+uint16_t CallLog::compressLocked(const void* fbuf, uint64_t n, const void*& payload, uint64_t& payloadN) {
+  payload = fbuf;
+  payloadN = n;
+  if (opt_.logZstdLevel <= 0 || n < kMinCompressSegment || n > F::kMaxSegmentRawSize) return 0;
+  if (!cctx_) cctx_ = ZSTD_createCCtx();
+  if (!cctx_) throw Error(Error::Kind::Io, file_.path() + ": zstd: cannot create a context");
+  segOut_.resize(sizeof(F::SegmentZstdHeader) + ZSTD_compressBound(n));
+  size_t z = ZSTD_compressCCtx(cctx_, segOut_.data() + sizeof(F::SegmentZstdHeader),
+                               segOut_.size() - sizeof(F::SegmentZstdHeader), fbuf, n, opt_.logZstdLevel);
+  if (ZSTD_isError(z)) throw Error(Error::Kind::Io, file_.path() + ": zstd: " + ZSTD_getErrorName(z));
+  uint64_t stored = sizeof(F::SegmentZstdHeader) + z;
+  if (double(stored) > double(n) * (1.0 - opt_.minSaving)) return 0;  // kept only if it pays
+  F::SegmentZstdHeader zh{};
+  zh.rawSize = n;
+  zh.rawCheck = check32(fbuf, n);
+  std::memcpy(segOut_.data(), &zh, sizeof zh);
+  payload = segOut_.data();
+  payloadN = stored;
+  return F::kSegmentZstd;
+}
+
+// Writes one segment FlatBuffer as a block: zstd-compressed (SegmentZstdHeader + frame) when that
+// saves at least minSaving, else raw. Holds mu_ (segOut_, cctx_).
+void CallLog::writeSegmentLocked(const void* fbuf, uint64_t n, uint64_t firstSeq, uint32_t calls, uint32_t index) {
+  const void* payload;
+  uint64_t payloadN;
+  const uint16_t flags = compressLocked(fbuf, n, payload, payloadN);
+  {
+    std::lock_guard g(file_.mu);
+    uint64_t at = file_.appendBlock(F::BlockType::Segment, payload, payloadN, flags);
+    file_.segEntries.emplace_back(at, firstSeq, calls, index);
+  }
+  if (segOut_.capacity() > (uint64_t(1) << 20) && payloadN < segOut_.size() / 4) segOut_ = {};  // no 8 MiB kept idle
+  std::lock_guard g(statsMu_);
+  stats_.segments++;
+  stats_.segmentRawBytes += n;
+  stats_.segmentStoredBytes += payloadN;
+  if (flags) stats_.compressedSegments++;
+}
+
+// Writes the open segment, if it holds calls. Holds mu_.
+void CallLog::flushLocked() {
+  if (records_.empty()) return;
+  auto calls = seg_.CreateVector(records_);
+  auto apis = seg_.CreateVector(segApis_);
+  seg_.Finish(fb::CreateSegment(seg_, segIndex_, segFirstSeq_, apis, calls));
+  writeSegmentLocked(seg_.GetBufferPointer(), seg_.GetSize(), segFirstSeq_, static_cast<uint32_t>(records_.size()),
+                     segIndex_);
+  segIndex_++;
+  segFirstSeq_ = nextSeq_;
+  records_.clear();
+  segApis_.clear();
+  seg_.Clear();
+}
+
+void CallLog::flush(bool drainFirst) {
+  if (drainFirst) blobs_.drain();  // blobs referenced by the segment are on disk before it
+  std::lock_guard g(mu_);
+  flushLocked();
+}
+
+// The descriptor of `api` into the open segment, the first time the id is used. Holds mu_.
+void CallLog::describeLocked(uint32_t api) {
+  if (described_.count(api)) return;
+  auto d = descriptors_.find(api);
+  if (d == descriptors_.end()) return;
+  described_.insert(api);
+  std::vector<Offset<flatbuffers::String>> names;
+  for (auto& a : d->second.args) names.push_back(seg_.CreateString(a));
+  auto nv = seg_.CreateVector(names);
+  segApis_.push_back(fb::CreateApiDescriptor(seg_, api, seg_.CreateString(d->second.iface),
+                                             seg_.CreateString(d->second.method), nv));
+}
+
+uint64_t CallLog::append(CallEncoder::Impl& e) {
+  auto args = e.b.CreateVector(e.args);
+  uint64_t seq;
+  bool flushNow;
+  {
+    std::lock_guard g(mu_);
+    if (closed_) throw Error(Error::Kind::Usage, file_.path() + ": endCall after close");
+    seq = nextSeq_++;
+    e.b.Finish(fb::CreateCall(e.b, seq, osThreadId(), e.network, e.api, e.receiver, args, e.ret,
+                              static_cast<fb::CallStatus>(e.status), e.unsupIface, e.slot, e.build, e.msg));
+    describeLocked(e.api);
+    // The call is its own FlatBuffer, nested: 8-byte aligned so its fields stay aligned.
+    seg_.ForceVectorAlignment(e.b.GetSize(), 1, 8);
+    auto bytes = seg_.CreateVector(e.b.GetBufferPointer(), e.b.GetSize());
+    records_.push_back(fb::CreateCallRecord(seg_, bytes));
+    {
+      std::lock_guard s(statsMu_);
+      stats_.calls++;
+    }
+    flushNow = opt_.flush == FlushPolicy::EveryCall || seg_.GetSize() >= opt_.segmentBytes;
+    // A flushed segment waits for the blobs its calls reference (workers never take mu_), so a
+    // trace cut right after it never holds a call whose weights are missing. (With no workers,
+    // as the shim runs FLUSH_AFTER_EVERY_CALL, there is nothing to wait for.)
+    if (flushNow) {
+      blobs_.drain();
+      flushLocked();
+    }
+  }
+  if (!flushNow && opt_.flush == FlushPolicy::OnBuild && !e.build.IsNull()) flush(true);
+  return seq;
+}
+
+void CallLog::appendSegment(std::span<const std::byte> bytes) {
+  flatbuffers::Verifier v(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  if (!v.VerifyBuffer<fb::Segment>(nullptr))
+    throw Error(Error::Kind::Corrupt, file_.path() + ": appendSegment: not a valid segment");
+  auto* s = flatbuffers::GetRoot<fb::Segment>(bytes.data());
+  uint32_t n = s->calls() ? s->calls()->size() : 0;
+  std::lock_guard g(mu_);
+  writeSegmentLocked(bytes.data(), bytes.size(), s->first_seq(), n, s->index());
+  std::lock_guard st(statsMu_);
+  stats_.calls += n;
+}
+
+std::unique_lock<std::mutex> CallLog::seal() {
+  std::unique_lock l(mu_);
+  closed_ = true;
+  return l;
+}
+
+// ---- reading ----------------------------------------------------------------------------------
+namespace {
+
+// A compressed segment's payload (SegmentZstdHeader + one zstd frame), whose checksum already
+// matched: decompressed into an owned buffer, at most kMaxSegmentRawSize bytes. "" when fine.
+std::string inflateSegment(const std::byte* payload, uint64_t n, std::unique_ptr<std::byte[]>& out) {
+  if (n < sizeof(F::SegmentZstdHeader)) return "compressed segment: header too short";
+  F::SegmentZstdHeader zh;
+  std::memcpy(&zh, payload, sizeof zh);
+  if (zh.reserved != 0) return "compressed segment: reserved field not zero";
+  if (zh.rawSize == 0 || zh.rawSize > F::kMaxSegmentRawSize)
+    return "compressed segment: size " + std::to_string(zh.rawSize) + " out of range";
+  const std::byte* frame = payload + sizeof zh;
+  const size_t frameN = n - sizeof zh;
+  // Exactly one frame, filling the payload, that declares the recorded size: checked before the
+  // buffer is allocated.
+  if (ZSTD_findFrameCompressedSize(frame, frameN) != frameN)
+    return "compressed segment: not one zstd frame filling the payload";
+  if (ZSTD_getFrameContentSize(frame, frameN) != zh.rawSize)
+    return "compressed segment: frame does not declare the recorded size";
+  try {
+    out = std::make_unique_for_overwrite<std::byte[]>(zh.rawSize);
+  } catch (const std::bad_alloc&) {
+    return "compressed segment: cannot allocate " + std::to_string(zh.rawSize) + " bytes";
+  }
+  size_t z = ZSTD_decompress(out.get(), zh.rawSize, frame, frameN);
+  if (ZSTD_isError(z) || z != zh.rawSize) return "compressed segment does not decompress";
+  if (check32(out.get(), zh.rawSize) != zh.rawCheck) return "compressed segment: decompressed bytes fail their check";
+  return "";
+}
+
+}  // namespace
+
+// Applied wherever a segment is read (verify, the player, every CLI tool), so verify OK means
+// every call decodes. The Verifier checks a vector's 4-byte length field, not the alignment of
+// 8-byte elements, and alignment only relative to the nested Call buffer's start: the writer
+// places those starts on 8-byte boundaries and aligns non-empty 8-byte arrays, so either off that
+// boundary is damage (found by fuzzing). An EMPTY array is fine wherever it lies: FlatBuffers does
+// not pre-align zero-length vectors (a scalar's Dims is a 4-aligned empty array), and no element
+// of it is ever read.
+std::string checkCallRecord(const fb::CallRecord* rec) {
+  if (!rec->call()) return "";  // an empty record is reported by whoever walks the calls
+  if ((reinterpret_cast<uintptr_t>(rec->call()->data()) & 7) != 0) return "call record not 8-byte aligned";
+  const fb::Call* c = rec->call_nested_root();
+  auto misaligned = [](const auto* v) { return v && v->size() != 0 && reinterpret_cast<uintptr_t>(v->data()) % 8 != 0; };
+  auto bad = [&](const fb::Value* v) { return v && (misaligned(v->ints()) || misaligned(v->handles())); };
+  bool any = bad(c->ret());
+  if (c->args())
+    for (auto* v : *c->args()) any = any || bad(v);
+  return any ? "call " + std::to_string(c->seq()) + ": an array of 8-byte values is misaligned" : "";
+}
+
+std::string checkSegmentPayload(const std::byte* payload, BlockCheck& b) {
+  b.fbuf = payload;
+  b.fbufSize = b.h.payloadSize;
+  if (b.h.flags & F::kSegmentZstd) {
+    if (auto why = inflateSegment(payload, b.h.payloadSize, b.inflated); !why.empty()) return why;
+    F::SegmentZstdHeader zh;
+    std::memcpy(&zh, payload, sizeof zh);
+    b.fbuf = b.inflated.get();
+    b.fbufSize = zh.rawSize;
+  }
+  flatbuffers::Verifier verifier(reinterpret_cast<const uint8_t*>(b.fbuf), b.fbufSize);
+  if (!verifier.VerifyBuffer<fb::Segment>(nullptr)) return "segment FlatBuffer fails verification";
+  if (auto* calls = flatbuffers::GetRoot<fb::Segment>(b.fbuf)->calls())
+    for (auto* rec : *calls)
+      if (auto why = checkCallRecord(rec); !why.empty()) return why;
+  return "";
+}
+
+const fb::Call* callOf(const fb::CallRecord* rec, const std::string& path, size_t segment, uint64_t offset) {
+  const fb::Call* c = rec->call() ? rec->call_nested_root() : nullptr;
+  if (!c)
+    throw Error(Error::Kind::Corrupt, path + ": segment " + std::to_string(segment) + " at offset " +
+                                          std::to_string(offset) + ": empty call record");
+  return c;
+}
+
+BlobView segmentPrefix(const fb::Segment* s, uint32_t calls) {
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<Offset<fb::ApiDescriptor>> apis;
+  if (s->apis())
+    for (auto* d : *s->apis()) {
+      std::vector<Offset<flatbuffers::String>> names;
+      if (d->arg_names())
+        for (auto* n : *d->arg_names()) names.push_back(b.CreateString(sv(n)));
+      apis.push_back(fb::CreateApiDescriptor(b, d->id(), b.CreateString(sv(d->interface())),
+                                             b.CreateString(sv(d->method())), b.CreateVector(names)));
+    }
+  std::vector<Offset<fb::CallRecord>> records;
+  const uint32_t n = s->calls() ? std::min<uint32_t>(calls, s->calls()->size()) : 0;
+  for (uint32_t k = 0; k < n; ++k) {
+    auto* c = s->calls()->Get(k)->call();
+    b.ForceVectorAlignment(c ? c->size() : 0, 1, 8);  // nested calls stay 8-aligned (as append() writes them)
+    records.push_back(fb::CreateCallRecord(b, b.CreateVector(c ? c->data() : nullptr, c ? c->size() : 0)));
+  }
+  b.Finish(fb::CreateSegment(b, s->index(), s->first_seq(), b.CreateVector(apis), b.CreateVector(records)));
+  auto buf = std::make_unique<std::byte[]>(b.GetSize());
+  std::memcpy(buf.get(), b.GetBufferPointer(), b.GetSize());
+  return BlobView::owned(std::move(buf), b.GetSize());
+}
+
+}  // namespace trtrace::detail

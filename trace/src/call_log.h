@@ -1,0 +1,77 @@
+// Call log: the FlatBuffers segments of call records, both ways. Writing: the open segment (each
+// call its own nested, 8-aligned FlatBuffer, API descriptors written where an id is first used),
+// flushed per FlushPolicy, zstd-compressed when that pays. Reading: inflation of a compressed
+// segment, verification of a segment and of each call record (checkCallRecord), a segment's
+// prefix for salvage.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "blob_store.h"
+#include "block_file.h"
+#include "trtrace/reader.h"
+
+struct ZSTD_CCtx_s;
+
+namespace trtrace::detail {
+
+class CallLog {
+ public:
+  CallLog(BlockFile& file, BlobStore& blobs, const WriterOptions& options);
+  ~CallLog();
+
+  void describe(uint32_t apiId, std::string_view iface, std::string_view method,
+                std::span<const std::string_view> argNames);
+  // Seq number, append to the open segment, flush per policy (CallEncoder::endCall).
+  uint64_t append(CallEncoder::Impl& e);
+  void appendSegment(std::span<const std::byte> segmentFlatBuffer);  // Writer::appendSegment
+  // Writes the open segment (after the blobs it references when drainFirst).
+  void flush(bool drainFirst);
+  // No call is appended after this; the returned lock keeps appends out while the file is closed.
+  std::unique_lock<std::mutex> seal();
+  Writer::Stats stats() const;  // its counters: calls .. compressedSegments (the others 0)
+
+ private:
+  void writeSegmentLocked(const void* fbuf, uint64_t n, uint64_t firstSeq, uint32_t calls, uint32_t index);
+  // The payload to store for a segment FlatBuffer: segOut_ (compressed) when that pays, else fbuf.
+  uint16_t compressLocked(const void* fbuf, uint64_t n, const void*& payload, uint64_t& payloadN);
+  void flushLocked();
+  void describeLocked(uint32_t api);
+
+  BlockFile& file_;
+  BlobStore& blobs_;
+  const WriterOptions& opt_;
+  std::mutex mu_;
+  ZSTD_CCtx_s* cctx_ = nullptr;    // compresses segments (under mu_)
+  std::vector<std::byte> segOut_;  // SegmentZstdHeader + frame of the segment being written
+  flatbuffers::FlatBufferBuilder seg_{64 << 10};
+  std::vector<flatbuffers::Offset<fb::CallRecord>> records_;
+  std::vector<flatbuffers::Offset<fb::ApiDescriptor>> segApis_;
+  uint64_t nextSeq_ = 0, segFirstSeq_ = 0;
+  uint32_t segIndex_ = 0;
+  struct Descriptor { std::string iface, method; std::vector<std::string> args; };
+  std::unordered_map<uint32_t, Descriptor> descriptors_;
+  std::unordered_set<uint32_t> described_;  // ids whose descriptor is in a written/open segment
+  bool closed_ = false;
+  mutable std::mutex statsMu_;
+  Writer::Stats stats_;  // only the call-log counters are used
+};
+
+// ---- reading ----------------------------------------------------------------------------------
+// The payload of a Segment block whose framing is good: inflated when compressed (into
+// b.inflated), verified, each call record checked; sets b.fbuf/b.fbufSize. "" when fine.
+std::string checkSegmentPayload(const std::byte* payload, BlockCheck& b);
+// The one check of a call record beyond the FlatBuffers Verifier (see call_log.cpp).
+std::string checkCallRecord(const fb::CallRecord* rec);
+// The call of a record; throws Error (Corrupt) naming the segment for an empty record.
+const fb::Call* callOf(const fb::CallRecord* rec, const std::string& path, size_t segment, uint64_t offset);
+// A copy of segment `s` holding only its first `calls` calls and all its API descriptors.
+BlobView segmentPrefix(const fb::Segment* s, uint32_t calls);
+
+}  // namespace trtrace::detail

@@ -1,0 +1,66 @@
+// Reader::Impl: a mapped trace and its index (segments, blobs), found from the footer of a closed
+// file or by a forward scan of an open one (reader_open.cpp); segments and blobs are checked on
+// use (reader.cpp).
+#pragma once
+#include <atomic>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "internal.h"
+#include "trtrace/reader.h"
+
+namespace trtrace {
+
+struct Reader::Impl {
+  std::string path;
+  const std::byte* base = nullptr;
+  uint64_t size = 0;
+  format::FileHeader fh{};
+  HeaderView header;
+  bool closed = false;
+  std::optional<uint64_t> trunc;
+  std::string truncWhy;
+  struct Seg { uint64_t offset; uint64_t firstSeq; uint32_t calls; };
+  std::vector<Seg> segs;
+  std::unique_ptr<std::atomic<int8_t>[]> segState;  // 0 unchecked, 1 good, -1 bad
+  std::vector<BlobInfo> blobs;
+  uint64_t totalCalls = 0;
+  mutable std::once_flag apisOnce;
+  mutable std::map<uint32_t, ApiInfo> apiMap;
+  mutable std::deque<std::string> apiStrings;  // owns apiMap's names (segments may be inflated copies)
+
+  ~Impl();
+
+  // ---- opening (reader_open.cpp) ----
+  void map(int fd);                // the mapping, or one line naming why not
+  bool checkFileHeader();          // false: cut inside it (an empty prefix); throws when bad
+  void index();                    // footer, else scan; then the per-segment state and blob order
+  void readHeaderBlock(uint64_t off);
+  void addBlob(uint64_t off);
+  bool openFromFooter();
+  void scan();
+
+  // ---- use (reader.cpp) ----
+  // One segment's verified FlatBuffer: a view into the mapping (raw) or an owned buffer
+  // (compressed: inflated and verified on every use, so only the segments in use are in memory).
+  struct SegmentFb {
+    BlobView bytes;
+    const fb::Segment* root = nullptr;
+  };
+  SegmentFb segment(size_t i) const;
+  const fb::Call* callOf(size_t segment, const fb::CallRecord* rec) const;  // throws on an empty record
+  const BlobInfo* findBlob(const BlobRef& ref) const;
+  // The blob's bytes; with `checked`, their XXH3-128 is compared with the key (computed while a
+  // compressed blob decodes).
+  BlobView blob(const BlobRef& ref, bool checked) const;
+  [[noreturn]] void blobError(const BlobRef& ref, uint64_t offset, const std::string& what) const;
+};
+
+bool blobLess(const BlobInfo& a, const BlobInfo& b);
+
+}  // namespace trtrace

@@ -1,0 +1,188 @@
+// Reader::verify: the full check of a trace, block by block (framing, checksums, padding, every
+// segment and call, every blob decoded and hashed in one pass), then the footer index against the
+// blocks and every blob reference against the blobs present.
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "blob_decode.h"
+#include "block_file.h"
+#include "reader_impl.h"
+
+namespace trtrace {
+namespace F = format;
+using detail::BlockCheck;
+using P = VerifyReport::Problem;
+
+namespace {
+
+class Verifier {
+ public:
+  explicit Verifier(const Reader::Impl& m)
+      : m_(m), closedHeader_(m.fh.fileLength != 0), cut_(closedHeader_ && m.fh.fileLength > m.size) {}
+  VerifyReport run(const std::function<void(uint64_t, uint64_t)>& progress);
+
+ private:
+  using BlobKey = std::tuple<uint64_t, uint64_t, uint64_t>;  // hash hi, hash lo, length
+  void issue(P p, uint64_t off, const std::string& what) {
+    rep_.issues.push_back({p, off, m_.path + ": offset " + std::to_string(off) + ": " + what});
+  }
+  // A damaged block in a closed file is corruption; in an open one, an incomplete block is a cut.
+  P classify(BlockCheck::Status s) const {
+    return s == BlockCheck::Truncated && (!closedHeader_ || cut_) ? P::Truncated : P::Corrupt;
+  }
+  std::string blockName(uint64_t pos, const BlockCheck& bc) const;
+  bool block(uint64_t pos, const BlockCheck& bc);  // false: stop (after the footer)
+  void segment(uint64_t pos, const BlockCheck& bc, const std::string& name);
+  void blob(uint64_t pos, const std::string& name);
+  void footer(uint64_t pos);
+  void finish(uint64_t pos);
+
+  const Reader::Impl& m_;
+  const bool closedHeader_, cut_;
+  VerifyReport rep_;
+  std::set<BlobKey> blobKeys_;
+  std::set<uint64_t> segOffsets_;
+  std::map<uint64_t, std::tuple<uint64_t, uint16_t, uint16_t>> blobOffsets_;  // data offset, encoding, transform
+  std::vector<std::pair<uint64_t, BlobRef>> refs_;  // (seq, blob) referenced by calls
+  uint64_t expectSeq_ = 0, footerAt_ = 0;
+};
+
+std::string Verifier::blockName(uint64_t pos, const BlockCheck& bc) const {
+  if (!bc.headerValid) return "block";
+  if (bc.h.type == uint16_t(F::BlockType::Segment)) return "segment " + std::to_string(rep_.segments);
+  if (bc.h.type == uint16_t(F::BlockType::Blob) && bc.h.payloadSize >= sizeof(F::BlobRecord) &&
+      bc.status != BlockCheck::Truncated) {
+    auto r = detail::blobRecordAt(m_.base, pos);
+    return detail::blobName({{r.hashLo, r.hashHi}, r.rawSize});
+  }
+  return detail::blockTypeName(bc.h.type);
+}
+
+VerifyReport Verifier::run(const std::function<void(uint64_t, uint64_t)>& progress) {
+  if (m_.size < sizeof(F::FileHeader)) {
+    issue(P::Truncated, 0, "truncated inside the file header");
+    return rep_;
+  }
+  if (cut_) issue(P::Truncated, m_.size, "file is shorter than its recorded length " + std::to_string(m_.fh.fileLength));
+  if (closedHeader_ && m_.fh.fileLength < m_.size) issue(P::Corrupt, m_.fh.fileLength, "bytes after the recorded file length");
+  uint64_t pos = sizeof(F::FileHeader);
+  while (pos < m_.size) {
+    if (progress) progress(pos, m_.size);
+    auto bc = detail::checkBlock(m_.base, m_.size, pos);
+    if (bc.status != BlockCheck::Ok) {
+      issue(classify(bc.status), pos, blockName(pos, bc) + ": " + bc.why);
+      if (!bc.headerValid || bc.status != BlockCheck::Corrupt) break;
+      if (bc.h.type == uint16_t(F::BlockType::Segment)) rep_.segments++;  // framing intact: go on
+      pos = bc.next;
+      continue;
+    }
+    const bool more = block(pos, bc);
+    pos = bc.next;
+    if (!more) break;
+  }
+  finish(pos);
+  return std::move(rep_);
+}
+
+bool Verifier::block(uint64_t pos, const BlockCheck& bc) {
+  switch (static_cast<F::BlockType>(bc.h.type)) {
+    case F::BlockType::Header:
+      if (pos != sizeof(F::FileHeader)) issue(P::Corrupt, pos, "header block in the wrong place");
+      break;
+    case F::BlockType::Segment: segment(pos, bc, blockName(pos, bc)); break;
+    case F::BlockType::Blob: blob(pos, blockName(pos, bc)); break;
+    case F::BlockType::Footer: footer(pos); return false;
+  }
+  return true;
+}
+
+// bc holds the segment (inflated if compressed) until the next block.
+void Verifier::segment(uint64_t pos, const BlockCheck& bc, const std::string& name) {
+  auto* s = flatbuffers::GetRoot<fb::Segment>(bc.fbuf);
+  segOffsets_.insert(pos);
+  if (s->first_seq() != expectSeq_)
+    issue(P::Corrupt, pos, name + ": first seq " + std::to_string(s->first_seq()) + ", expected " + std::to_string(expectSeq_));
+  if (s->calls())
+    for (auto* rec : *s->calls()) {
+      const fb::Call* c = rec->call() ? rec->call_nested_root() : nullptr;
+      if (!c) { issue(P::Corrupt, pos, name + ": empty call record"); break; }
+      if (c->seq() != expectSeq_) issue(P::Corrupt, pos, name + ": call seq " + std::to_string(c->seq()) + " out of order");
+      expectSeq_ = c->seq() + 1;
+      rep_.calls++;
+      auto note = [&](const fb::Value* v) {
+        if (v && v->kind() == fb::ValueKind::WeightsBlob)
+          refs_.push_back({c->seq(), {{v->hash_lo(), v->hash_hi()}, v->length()}});
+      };
+      if (c->args()) for (auto* v : *c->args()) note(v);
+      note(c->ret());
+    }
+  rep_.segments++;
+}
+
+void Verifier::blob(uint64_t pos, const std::string& name) {
+  auto r = detail::blobRecordAt(m_.base, pos);
+  BlobInfo bi;
+  bi.ref = {{r.hashLo, r.hashHi}, r.rawSize};
+  bi.offset = pos;
+  bi.dataOffset = pos + sizeof(F::BlockHeader) + r.dataOffset;
+  try {
+    const Hash128 h = r.encoding == uint16_t(F::BlobEncoding::Raw)
+                          ? hash128(m_.base + bi.dataOffset, r.rawSize)
+                          : detail::decodeBlob({m_.path, m_.base, bi}, nullptr, true);  // decoded and hashed in one pass
+    if (!(h == bi.ref.hash)) issue(P::Corrupt, pos, name + ": content hash mismatch");
+  } catch (const Error&) {
+    issue(P::Corrupt, pos, name + ": cannot decode");
+  }
+  if (!blobKeys_.insert({r.hashHi, r.hashLo, r.rawSize}).second) issue(P::Corrupt, pos, name + ": stored twice");
+  blobOffsets_[pos] = {bi.dataOffset, r.encoding, r.transform};
+  rep_.blobs++;
+  rep_.blobBytes += r.rawSize;
+}
+
+void Verifier::footer(uint64_t pos) {
+  footerAt_ = pos;
+  // An open file may end with its footer: the close stopped (crash, failed write) before the
+  // file header was patched. Its blocks are whole: a clean prefix, as the reader treats it.
+  if (closedHeader_ && m_.fh.footerOffset != pos) issue(P::Corrupt, pos, "footer: not where the file header says");
+  auto* f = flatbuffers::GetRoot<fb::Footer>(m_.base + pos + sizeof(F::BlockHeader));
+  size_t ns = f->segments() ? f->segments()->size() : 0, nb = f->blobs() ? f->blobs()->size() : 0;
+  if (ns != segOffsets_.size() || nb != blobOffsets_.size() || f->total_calls() != rep_.calls)
+    issue(P::Corrupt, pos, "footer: index counts disagree with the blocks");
+  if (f->segments())
+    for (auto* e : *f->segments())
+      if (!segOffsets_.count(e->offset())) {
+        issue(P::Corrupt, pos, "footer: segment entry points at no segment");
+        break;
+      }
+  if (f->blobs())
+    for (auto* e : *f->blobs()) {
+      auto at = blobOffsets_.find(e->offset());
+      if (at == blobOffsets_.end() || !blobKeys_.count({e->hash_hi(), e->hash_lo(), e->length()}) ||
+          at->second != std::make_tuple(e->data_offset(), e->encoding(), e->transform())) {
+        issue(P::Corrupt, pos, "footer: blob entry points at no such blob");
+        break;
+      }
+    }
+}
+
+// What only the whole walk shows: the end of the file and references to missing blobs.
+void Verifier::finish(uint64_t pos) {
+  if (pos > m_.size && !cut_) issue(P::Truncated, m_.size, "file ends inside the padding of its last block");
+  if (footerAt_ && pos < m_.size && pos < m_.fh.fileLength) issue(P::Corrupt, pos, "blocks after the footer");
+  if (closedHeader_ && !footerAt_ && !cut_ && rep_.ok()) issue(P::Corrupt, m_.fh.footerOffset, "footer missing");
+  for (auto& [seq, ref] : refs_)
+    if (!blobKeys_.count({ref.hash.hi, ref.hash.lo, ref.length})) {
+      issue(closedHeader_ && !cut_ ? P::Corrupt : P::Truncated, 0,
+            "call " + std::to_string(seq) + " references " + detail::blobName(ref) + ", which is not in the trace");
+      break;
+    }
+}
+
+}  // namespace
+
+VerifyReport Reader::verify(const std::function<void(uint64_t, uint64_t)>& progress) const {
+  return Verifier(*impl_).run(progress);
+}
+
+}  // namespace trtrace
