@@ -167,6 +167,7 @@ def test_drop_in_without_the_variable_names_the_problem(tmp):
     )
     env = dict(os.environ, LD_LIBRARY_PATH=str(lib), TRT_SHIM_OUTPUT_FILE=str(tmp / "d.trtrace"))
     env.pop("TRT_SHIM_NVINFER_LIB_NAME", None)
+    env.pop("VIRTUAL_ENV", None)    # an active environment's tensorrt_rtx_libs would be found (test_versions)
     proc = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
     assert proc.returncode == 3            # no builder, no crash
     assert "TRT_SHIM_NVINFER_LIB_NAME" in proc.stderr
