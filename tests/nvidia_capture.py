@@ -47,10 +47,9 @@ class ShimUnavailable(RuntimeError):
     """NVIDIA's capture shim (or the library it needs) is not installed here."""
 
 
-def _env_sh():
-    """Variables exported by build/env.sh (KEY -> value), {} when it is missing."""
+def _parse_env_sh(path):
+    """Variables exported by one generated env file (KEY -> value), {} when it is missing."""
     out = {}
-    path = BUILD / "env.sh"
     try:
         text = path.read_text()
     except OSError:
@@ -66,6 +65,16 @@ def _env_sh():
         if "$" not in val:  # skip PATH-style lines that expand other variables
             out[key.strip()] = val
     return out
+
+
+def _env_sh():
+    """The env file of the library version this Python runs (build/env-1.7.sh when its
+    VIRTUAL_ENV is this interpreter's prefix), else build/env.sh."""
+    for name in ("env-1.7.sh", "env.sh"):
+        env = _parse_env_sh(BUILD / name)
+        if env and os.path.realpath(env.get("VIRTUAL_ENV", "")) == os.path.realpath(sys.prefix):
+            return env
+    return _parse_env_sh(BUILD / "env.sh")
 
 
 def setting(name):

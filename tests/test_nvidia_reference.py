@@ -3,6 +3,7 @@ own shim (libtensorrt_shim.so from onnxruntime-ep-nv-tensorrt-rtx-cu13 0.4.0) ru
 Skipped when the shim is not installed. Captures are written under pytest's tmp dirs only."""
 import json
 import pathlib
+import subprocess
 import sys
 
 import numpy as np
@@ -53,6 +54,16 @@ def net2(tmpd):
     return run(tmpd, "net2", CNN, "--out", "{d}/e.engine", "--networks", 2)
 
 
+def _lib_version():
+    """major*10000 + minor*100 + patch of the tensorrt_rtx this Python imports (1.6.1 -> 10601)."""
+    out = subprocess.run([sys.executable, "-c", "import tensorrt_rtx; print(tensorrt_rtx.__version__)"],
+                         capture_output=True, text=True, check=True).stdout.split(".")
+    return int(out[0]) * 10000 + int(out[1]) * 100 + int(out[2])
+
+
+LIB_VERSION = _lib_version()
+
+
 def weight_args(call):
     return {k: v for k, v in call.items() if isinstance(v, dict) and "id" in v}
 
@@ -65,7 +76,7 @@ def test_top_level_keys(cnn):
     assert set(cap) == {"api_calls", "output_bin", "trt_version"}
     assert cap["output_bin"] == "cap.bin"          # a file name beside the JSON, not a path
     assert bin_path.name == "cap.bin" and bin_path.exists()
-    assert cap["trt_version"] == 10601             # getInferLibVersion() of TRT-RTX 1.6.1
+    assert cap["trt_version"] == LIB_VERSION       # getInferLibVersion() of the library this suite runs
 
 
 def test_json_text_is_indent4_sorted_keys(cnn):
@@ -92,7 +103,7 @@ def test_call_records(cnn):
         assert {"api_index", "class", "function", "object"} <= set(c)
     first = calls[0]
     assert first == {"api_index": 0, "class": "", "function": "createInferBuilder_INTERNAL",
-                     "object": -1, "return": {"object": 0}, "version": 10601}
+                     "object": -1, "return": {"object": 0}, "version": LIB_VERSION}
     assert calls[1]["function"] == "createNetworkV2" and calls[1]["flags"] == 0
     assert calls[1]["return"] == {"object": 1}
     inp = calls[2]
