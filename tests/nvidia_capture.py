@@ -77,6 +77,14 @@ def _env_sh():
     return _parse_env_sh(BUILD / "env.sh")
 
 
+def lib_version():
+    """major*10000 + minor*100 + patch of the tensorrt_rtx this Python imports (1.6.1 -> 10601), as
+    getInferLibVersion() returns it and NVIDIA's JSON records it."""
+    out = subprocess.run([sys.executable, "-c", "import tensorrt_rtx; print(tensorrt_rtx.__version__)"],
+                         capture_output=True, text=True, check=True).stdout.split(".")
+    return int(out[0]) * 10000 + int(out[1]) * 100 + int(out[2])
+
+
 def setting(name):
     """A TRTRACE_* setting from the environment (an empty value counts: the shim is then off), else
     from build/env.sh when the variable is absent; '' when unknown."""

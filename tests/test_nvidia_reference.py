@@ -3,7 +3,6 @@ own shim (libtensorrt_shim.so from onnxruntime-ep-nv-tensorrt-rtx-cu13 0.4.0) ru
 Skipped when the shim is not installed. Captures are written under pytest's tmp dirs only."""
 import json
 import pathlib
-import subprocess
 import sys
 
 import numpy as np
@@ -54,14 +53,7 @@ def net2(tmpd):
     return run(tmpd, "net2", CNN, "--out", "{d}/e.engine", "--networks", 2)
 
 
-def _lib_version():
-    """major*10000 + minor*100 + patch of the tensorrt_rtx this Python imports (1.6.1 -> 10601)."""
-    out = subprocess.run([sys.executable, "-c", "import tensorrt_rtx; print(tensorrt_rtx.__version__)"],
-                         capture_output=True, text=True, check=True).stdout.split(".")
-    return int(out[0]) * 10000 + int(out[1]) * 100 + int(out[2])
-
-
-LIB_VERSION = _lib_version()
+LIB_VERSION = nv.lib_version()
 
 
 def weight_args(call):
