@@ -102,11 +102,7 @@ static int runExtract(const ExtractOptions& o) {
   if (r->truncatedAt()) throw Error(Error::Kind::Truncated, r->truncationMessage() + "; not extracting from a truncated trace");
   checkNetwork(*r, o.network);
   files::PendingOutputs outputs;  // OUT is never IN, and appears complete or not at all
-  WriterOptions wo;
-  wo.fd = outputs.add(o.out);
-  wo.path = o.out;
-  auto w = Writer::create(wo, headerOf(*r));
-  describeApis(*r, *w);
+  auto w = createDerived(*r, outputs, o.out);
   const uint32_t id = uint32_t(o.network) + 1;
   const std::vector<bool> keep = neededCalls(*r, id);
   std::unordered_set<BlobRef, BlobRefHasher> blobs;

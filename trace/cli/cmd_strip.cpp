@@ -130,11 +130,7 @@ static int runStrip(const StripOptions& o) {
   if (r->truncatedAt()) throw Error(Error::Kind::Truncated, r->truncationMessage() + "; not stripping a truncated trace");
   if (r->callCount() == 0) throw Error(Error::Kind::Empty, o.in + ": holds no calls (nothing to strip)");
   files::PendingOutputs outputs;  // OUT is never IN, and appears complete or not at all
-  WriterOptions wo;
-  wo.fd = outputs.add(o.out);
-  wo.path = o.out;
-  auto w = Writer::create(wo, headerOf(*r));
-  describeApis(*r, *w);
+  auto w = createDerived(*r, outputs, o.out);
   Stripper s(*r, *w, o);
   Progress progress("trtrace strip " + o.out, r->callCount(), Progress::Unit::Calls);
   r->forEachCall([&](const CallView& c) {

@@ -27,6 +27,15 @@ void describeApis(const Reader& r, Writer& w) {
   for (const ApiInfo* a : r.apis()) w.describeApi(a->id, a->interfaceName, a->methodName, a->argNames);
 }
 
+std::unique_ptr<Writer> createDerived(const Reader& r, files::PendingOutputs& outputs, const std::string& out,
+                                      WriterOptions wo) {
+  wo.fd = outputs.add(out);
+  wo.path = out;
+  auto w = Writer::create(wo, headerOf(r));
+  describeApis(r, *w);
+  return w;
+}
+
 bool isWeights(const ValueView& v) {
   return v.kind() == ValueKind::WeightsInline || v.kind() == ValueKind::WeightsBlob || v.kind() == ValueKind::WeightsRandom;
 }

@@ -4,9 +4,11 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
+#include "trtrace/files.h"
 #include "trtrace/reader.h"
 #include "trtrace/writer.h"
 
@@ -17,6 +19,11 @@ HeaderInfo headerOf(const Reader& r);
 
 // Registers every API name the input describes with the writer (derived traces self-describe).
 void describeApis(const Reader& r, Writer& w);
+
+// A writer for a trace derived from `r` at `out` (registered with `outputs`: never the input, and
+// complete or absent): the input's header, its API descriptors; `wo` supplies the other options.
+std::unique_ptr<Writer> createDerived(const Reader& r, files::PendingOutputs& outputs, const std::string& out,
+                                      WriterOptions wo = {});
 
 // Re-encodes one value as argument (ret = false) or result (ret = true) of `e`.
 void encodeValue(CallEncoder& e, const ValueView& v, bool ret);
