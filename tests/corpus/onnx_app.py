@@ -37,7 +37,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model", help="the .onnx file")
     ap.add_argument("--out", required=True, help="the engine file to write")
+    ap.add_argument("--heap-shift", type=int, default=0,
+                    help="hold a malloc'd block of this many bytes during the build: another heap layout "
+                         "for the same build (the corpus runner's nondeterminism check; issue 12)")
     args = ap.parse_args()
+    shift = bytearray(args.heap_shift)  # > 512 bytes: from malloc's heap, not Python's arenas  # noqa: F841
 
     with open(args.model, "rb") as f:
         blob = f.read()

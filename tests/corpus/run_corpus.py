@@ -12,7 +12,7 @@ Engines are compared byte for byte. Outcomes (OUTCOMES_OK are not defects):
   replay-identical    the replay wrote the app's engine, byte for byte
   failure-reproduced  the app's build failed and the replay's failed the same way (player exit 3)
   differs             engines differ and a second build confirmed library nondeterminism: the app
-                      alone, run again with a larger environment, or the player, run again with a
+                      alone, run again with a larger environment and heap, or the player, run again with a
                       longer output path, gave different bytes (the library's engine depends on the
                       process's heap layout, which argv and the environment shift; issue 12)
   nvidia-shim-crash   NVIDIA's shim crashed the app or wrote no capture (not our defect)
@@ -46,6 +46,9 @@ SOURCES = ("node", "pytorch-converted", "pytorch-operator", "simple", "light", "
 OUTCOMES_OK = ("replay-identical", "failure-reproduced", "differs", "nvidia-shim-crash", "app-crash")
 CLEAN = ("replay-identical", "failure-reproduced")  # outcomes whose work files are removed
 PADS = (1, 9, 100, 1000, 4000)  # extra bytes of environment or argv in the second builds (confirm_nondeterminism)
+# The app's second builds also hold a malloc'd block of these sizes (onnx_app.py --heap-shift): the
+# environment lives on the stack, so only a heap block moves the library's allocations as a shim does.
+HEAP_SHIFTS = (640, 8000, 24576, 65536, 98304)
 
 
 def python():
@@ -123,8 +126,8 @@ class Network:
         self.alone = None  # Step of the app alone
         self._confirmed = None
 
-    def app(self, engine, env=None):
-        return Step([python(), APP, self.model, "--out", engine], env, self.timeout)
+    def app(self, engine, env=None, heap_shift=0):
+        return Step([python(), APP, self.model, "--out", engine, "--heap-shift", str(heap_shift)], env, self.timeout)
 
     def tool(self, *args, env=None):
         return Step(list(args), env, self.timeout)
@@ -135,16 +138,17 @@ class Network:
 
     def confirm_nondeterminism(self, trace=None, play_engine=None):
         """A reason when a second build shows the library's own nondeterminism, else None. The
-        library's engine can depend on the process's heap layout (argv and environment sizes), so
-        the second builds change only those: the app alone with an extra environment variable, the
-        player with an output path of another length."""
+        library's engine can depend on the process's heap layout, so the second builds change only
+        that: the app alone with an extra environment variable and a heap block held during the
+        build, the player with an output path of another length."""
         if self._confirmed is None:
             self._confirmed = ""
             for n in PADS:
                 again = self.work / "app-again.engine"
-                self.app(again, {"TRTRACE_CORPUS_PAD": "x" * n})
+                self.app(again, {"TRTRACE_CORPUS_PAD": "x" * n}, heap_shift=HEAP_SHIFTS[PADS.index(n)])
                 if read(again) != read(self.work / "app.engine"):
-                    self._confirmed = f"app alone built again (environment +{n} bytes): different bytes"
+                    self._confirmed = (f"app alone built again (environment +{n} bytes, heap shifted by "
+                                       f"{HEAP_SHIFTS[PADS.index(n)]} bytes): different bytes")
                     break
         if not self._confirmed and trace is not None:
             for n in PADS:
