@@ -3,6 +3,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "trtrace/api_table.h"
 
 namespace trtrace::lib {
 
@@ -45,6 +49,15 @@ double halfToDouble(uint16_t h) {
   else if (e == 31) v = m ? std::nan("") : INFINITY;
   else v = std::ldexp(m + 1024, e - 25);
   return s ? -v : v;
+}
+
+void describeApis(Writer& w) {
+  uint32_t n = 0;
+  const api::ApiDesc* all = api::all(&n);
+  for (uint32_t i = 0; i < n; ++i) {
+    std::vector<std::string_view> names(all[i].args, all[i].args + all[i].nargs);
+    w.describeApi(all[i].id, all[i].interface, all[i].method, names);
+  }
 }
 
 EngineBytes engineBytes(abi::IHostMemory* engine) {

@@ -1,6 +1,6 @@
 // How the library's values become trace values, one way for the shim, the player, the converter
 // and the CLI: Dims of any nbDims, the blob hint of a DataType, IEEE half <-> double, and an engine's bytes read through
-// its IHostMemory without a recorded call.
+// its IHostMemory without a recorded call; the API names a trace describes itself with.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -31,5 +31,8 @@ struct EngineBytes {
   uint64_t size = 0;
 };
 EngineBytes engineBytes(abi::IHostMemory* engine);
+
+// The trace's self-description: names and parameter names of every API id this build knows.
+void describeApis(Writer& w);
 
 }  // namespace trtrace::lib

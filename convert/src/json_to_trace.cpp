@@ -363,12 +363,7 @@ void Converter::open(Scanner& s) {
   wo.zstdLevel = opt_.zstdLevel;
   wo.workerThreads = opt_.workerThreads;
   writer_ = Writer::create(wo, h);
-  uint32_t n = 0;
-  const api::ApiDesc* all = api::all(&n);
-  for (uint32_t i = 0; i < n; ++i) {
-    std::vector<std::string_view> names(all[i].args, all[i].args + all[i].nargs);
-    writer_->describeApi(all[i].id, all[i].interface, all[i].method, names);
-  }
+  lib::describeApis(*writer_);
 }
 
 void Converter::convertCalls(Scanner& s) {

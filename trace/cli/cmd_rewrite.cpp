@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "trace_edit.h"
 #include "trtrace/error.h"
 #include "trtrace/files.h"
 #include "trtrace/reader.h"
@@ -95,17 +96,7 @@ static int runRewrite(const RewriteOptions& o) {
     throw Error(Error::Kind::Empty, (r->truncatedAt() ? r->truncationMessage() + "; no calls before it" : o.in + ": holds no calls") +
                                         " (nothing to rewrite)");
   files::PendingOutputs outputs;  // OUT is never IN (same file by device and inode), and appears complete or not at all
-  HeaderInfo hi;
-  auto& h = r->header();
-  hi.producer = std::string(h.producer);
-  hi.producerVersion = std::string(h.producerVersion);
-  hi.libraryName = std::string(h.libraryName);
-  hi.libraryVersion = std::string(h.libraryVersion);
-  hi.libraryBuildId = std::string(h.libraryBuildId);
-  for (auto& [k, v] : h.settings) hi.settings.emplace_back(std::string(k), std::string(v));
-  hi.host = std::string(h.host);
-  hi.pid = h.pid;
-  hi.startTimeNs = h.startTimeNs;
+  const HeaderInfo hi = headerOf(*r);
   WriterOptions wo;
   wo.fd = outputs.add(o.out);
   wo.path = o.out;
