@@ -131,3 +131,25 @@ def test_counts_know_their_array(tmp):
     pid = line.split(", ")[4]
     descs = next(l for l in table.splitlines() if l.startswith(f"constexpr ParamDesc {pid}[]"))
     assert '"handles:Tensor"}' in descs and 'Iface::None, false, 0, "i64"}' in descs
+
+
+def test_hooks_are_checked_and_declared(tmp):
+    # A hook names a recorded method; a hook and an override of one method is an error; a valid
+    # hook is declared with the spec's types and called by the generated wrapper around the call.
+    for n, (line, error) in enumerate((("hook capture Builder.noSuchMethod pre", "no such method"),
+                                       ("hook replay Builder.buildSerializedNetwork during", "bad hook"),
+                                       ("override replay Builder.buildSerializedNetwork", "overridden as a whole"))):
+        spec = copy_spec(tmp / str(n))
+        with open(spec / "90-overrides.api", "a") as f:
+            f.write(line + "\n")
+        proc = generate(spec, tmp / "out")
+        assert proc.returncode == 1 and error in proc.stderr and proc.stderr.count("\n") == 1, (line, proc.stderr)
+    proc = generate(ROOT / "schema" / "api", tmp / "ok")
+    assert proc.returncode == 0, proc.stderr
+    decls = (tmp / "ok" / "capture_overrides.h").read_text()
+    assert "void post_Builder_buildSerializedNetwork(Call& c, Object* self, IHostMemory* result" in decls
+    wrapper = (tmp / "ok" / "capture_gen.inc").read_text()
+    assert "pre_Builder_buildSerializedNetwork(c, self, network, config);" in wrapper
+    assert "after_Builder_buildSerializedNetwork(s);" in wrapper
+    replay = (tmp / "ok" / "replay_gen.inc").read_text()
+    assert "if (post_Builder_buildSerializedNetwork(x, r)) {" in replay
