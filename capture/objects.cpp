@@ -7,6 +7,7 @@
 
 #include "session.h"
 #include "shim.h"
+#include "trt_values.h"
 
 namespace trtrace::capture {
 
@@ -140,22 +141,18 @@ void Call::argEnum(uint32_t t, int64_t v) { record([&](CallEncoder& e) { e.argEn
 void Call::argString(const char* s) {
   record([&](CallEncoder& e) { s ? e.argString(s) : e.argNull(); });
 }
-void Call::argDims(const abi::Dims64& d) {
-  // nbDims outside [0, 8] (e.g. -1 for "invalid") is kept as a one-element array holding nbDims
-  // under the I64Array kind, so the exact value replays.
-  record([&](CallEncoder& e) {
-    const int64_t n = d.nbDims;
-    n < 0 || n > 8 ? e.argI64Array({&n, 1}) : e.argDims({d.d, static_cast<size_t>(n)});
-  });
+// One Dims64 (argument or result) as lib::travelsAsDims says: its extents, or its nbDims alone.
+template <class AsDims, class AsNbDims>
+void putDims(const abi::Dims64& d, AsDims asDims, AsNbDims asNbDims) {
+  const int64_t n = d.nbDims;
+  if (lib::travelsAsDims(n)) asDims(std::span<const int64_t>(d.d, static_cast<size_t>(n)));
+  else asNbDims(std::span<const int64_t>(&n, 1));
 }
 
-static BlobHint hintFor(abi::DataType t) {
-  switch (t) {
-    case abi::DataType::kFLOAT: return BlobHint::F32;
-    case abi::DataType::kHALF: return BlobHint::F16;
-    case abi::DataType::kBF16: return BlobHint::BF16;
-    default: return BlobHint::None;
-  }
+void Call::argDims(const abi::Dims64& d) {
+  record([&](CallEncoder& e) {
+    putDims(d, [&](auto s) { e.argDims(s); }, [&](auto s) { e.argI64Array(s); });
+  });
 }
 
 void Call::argWeights(const abi::Weights& w) {
@@ -178,7 +175,7 @@ void Call::argWeights(const abi::Weights& w) {
     } else {
       // Hashed here, on the application's thread, at the call; written once, off this thread.
       Writer* wr = s.writer();
-      e.argWeightsBlob(dtype, count, wr ? wr->putBlob(w.values, bytes, hintFor(w.type)) : BlobRef{}, ptr);
+      e.argWeightsBlob(dtype, count, wr ? wr->putBlob(w.values, bytes, lib::blobHint(w.type)) : BlobRef{}, ptr);
     }
   });
 }
@@ -237,8 +234,7 @@ void Call::retString(const char* s) {
 }
 void Call::retDims(const abi::Dims64& d) {
   record([&](CallEncoder& e) {
-    const int64_t n = d.nbDims;
-    n < 0 || n > 8 ? e.retI64Array({&n, 1}) : e.retDims({d.d, static_cast<size_t>(n)});
+    putDims(d, [&](auto s) { e.retDims(s); }, [&](auto s) { e.retI64Array(s); });
   });
 }
 void Call::retOther() {}

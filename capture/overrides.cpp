@@ -1,5 +1,6 @@
-// Hand-written exceptions of the capture shim, one per `override capture` line of
-// schema/api/90-overrides.api, plus the C entry points and loading of the real library.
+// Hand-written exceptions of the capture shim, one per `override capture` / `hook capture` line of
+// schema/api/90-overrides.api (declared by the generator in capture_overrides.h), plus the C entry
+// points, loading of the real library and the logger the builder gets.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 
 #include "session.h"
 #include "shim.h"
+#include "trt_values.h"
 #include "trtrace/hash.h"
 
 #define TRTRACE_EXPORT __attribute__((visibility("default")))
@@ -20,8 +22,6 @@ namespace {
 
 // ---- the real library -------------------------------------------------------------------------
 void* selfSymbol();  // our createInferBuilder_INTERNAL, to recognise ourselves
-
-std::string gRealHow;  // why the loaded library was chosen (openReal; said by real())
 
 // The library the application has already loaded (not the shim): next in the global lookup order
 // (LD_PRELOAD before a linked or globally loaded library), else loaded privately under its SONAME
@@ -46,56 +46,30 @@ void* applicationLibrary() {
 // TRT_SHIM_NVINFER_LIB_NAME; else the application's own (above); else the active virtual
 // environment's tensorrt_rtx_libs, then the loader path. The shim does not ask python3 (that
 // would start a process inside the application).
-void* openReal() {
-  std::string tried;
-  auto attempt = [&](const std::string& name) -> void* {
-    void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      tried += std::string(tried.empty() ? "" : "; ") + dlerror();
-      return nullptr;
-    }
-    void* sym = dlsym(h, "createInferBuilder_INTERNAL");
-    if (!sym || sym == selfSymbol()) {  // the shim itself (drop-in mode found us by soname)
-      tried += (tried.empty() ? "" : "; ") + name + ": is the shim, not the real library";
-      return nullptr;
-    }
-    return h;
-  };
+lib::Loaded openReal() {
   if (Session::get().config().libName.empty()) {
-    if (void* h = applicationLibrary()) {
-      gRealHow = "the application's, already loaded";
-      return h;
-    }
+    if (void* h = applicationLibrary()) return {h, lib::inspect(h), "the application's, already loaded"};
   }
-  for (const lib::Candidate& c : lib::candidates("", 0, false)) {
-    if (void* h = attempt(c.path)) {
-      gRealHow = c.how;
-      return h;
-    }
-  }
-  std::fprintf(stderr,
-               "trtrace: error: cannot load the real TensorRT-RTX library (%s); set TRT_SHIM_NVINFER_LIB_NAME "
-               "to its path\n",
-               tried.c_str());
-  return nullptr;
+  std::string tried;
+  lib::Loaded l = lib::load(lib::candidates("", 0, false), selfSymbol(), tried);
+  if (!l.handle)
+    std::fprintf(stderr,
+                 "trtrace: error: cannot load the real TensorRT-RTX library (%s); set TRT_SHIM_NVINFER_LIB_NAME "
+                 "to its path\n",
+                 tried.c_str());
+  return l;
 }
 
 // The loaded real library and what it is; opened at the first intercepted call. Which library
 // was chosen, and why, is said when TRT_SHIM_DUMP_API or TRT_SHIM_PRINT_WELCOME is set.
-struct Real {
-  void* handle = nullptr;
-  lib::LibraryInfo info;
-};
-const Real& real() {
-  static const Real r = [] {
-    Real x;
-    x.handle = openReal();
+const lib::Loaded& real() {
+  static const lib::Loaded r = [] {
+    lib::Loaded x = openReal();
     if (!x.handle) return x;
-    x.info = lib::inspect(x.handle);
     const Config& c = Session::get().config();
     if (c.dumpApi || c.printWelcome)
       std::fprintf(stderr, "trtrace: real library: %s %s, %s (%s)\n", abi::kLibraryName, x.info.version.c_str(),
-                   x.info.path.c_str(), gRealHow.c_str());
+                   x.info.path.c_str(), x.how.c_str());
     return x;
   }();
   return r;
@@ -196,35 +170,27 @@ void* realSymbol(const char* name) {
   return h ? dlsym(h, name) : nullptr;
 }
 
-// ---- Builder.buildSerializedNetwork: record the outcome (engine size + XXH3-128, or errors) -----
-abi::IHostMemory* override_Builder_buildSerializedNetwork(Object* self, abi::VBuilder* real,
-                                                         abi::INetworkDefinition& network,
-                                                         abi::IBuilderConfig& config) {
-  Session& s = Session::get();
-  ShimLogger* logger = loggerOf(self);
-  abi::IHostMemory* engine = nullptr;
-  {
-    Call c(self, api::kBuilder_buildSerializedNetwork, false, netHint(&network));
-    c.argHandle(&network);
-    c.argHandle(&config);
-    if (logger) logger->clearErrors();
-    engine = real->buildSerializedNetwork(*static_cast<abi::INetworkDefinition*>(unwrap(&network)),
-                                          *static_cast<abi::IBuilderConfig*>(unwrap(&config)));
-    std::vector<std::string> errors = logger ? logger->takeErrors() : std::vector<std::string>{};
-    c.record([&](CallEncoder& e) {
-      if (engine) {
-        // The real host memory's V-pointer (level 0) gives its bytes without a recorded call.
-        auto* hm = static_cast<abi::VHostMemory*>(static_cast<void* const*>(static_cast<void*>(engine))[1]);
-        e.buildResult(true, hm->size(), hash128(hm->data(), hm->size()));
-      } else {
-        e.buildResult(false, 0, {}, errors).status(CallStatus::Failed);
-      }
-    });
-    engine = static_cast<abi::IHostMemory*>(c.retHandle(engine, *findIface("HostMemory")));
-  }
-  s.afterBuild();
-  return engine;
+// ---- Builder.buildSerializedNetwork hooks: the outcome (engine size + XXH3-128, or errors) ---------
+void pre_Builder_buildSerializedNetwork(Call&, Object* self, abi::INetworkDefinition&, abi::IBuilderConfig&) {
+  if (ShimLogger* logger = loggerOf(self)) logger->clearErrors();
 }
+
+void post_Builder_buildSerializedNetwork(Call& c, Object* self, abi::IHostMemory* engine, abi::INetworkDefinition&,
+                                         abi::IBuilderConfig&) {
+  ShimLogger* logger = loggerOf(self);
+  std::vector<std::string> errors = logger ? logger->takeErrors() : std::vector<std::string>{};
+  c.record([&](CallEncoder& e) {
+    if (engine) {
+      const lib::EngineBytes b = lib::engineBytes(engine);
+      e.buildResult(true, b.size, hash128(b.data, b.size));
+    } else {
+      e.buildResult(false, 0, {}, errors).status(CallStatus::Failed);
+    }
+  });
+}
+
+// Once the build's call is recorded: pending weights drained, TRT_SHIM_FLUSH_ON_BUILD applied.
+void after_Builder_buildSerializedNetwork(Object*) noexcept { Session::get().afterBuild(); }
 
 }  // namespace trtrace::capture
 

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "shim.h"
+#include "trt_values.h"
 #include "trtrace/api_table.h"
 #include "trtrace/convert.h"
 #include "trtrace/progress.h"
@@ -315,12 +316,7 @@ void Session::open() {
   if (!config_.outputJson.empty()) h.settings.emplace_back("TRT_SHIM_OUTPUT_JSON_FILE", config_.outputJson);
   try {
     writer_ = Writer::create(o, h);
-    uint32_t n = 0;
-    const api::ApiDesc* all = api::all(&n);
-    for (uint32_t i = 0; i < n; ++i) {
-      std::vector<std::string_view> names(all[i].args, all[i].args + all[i].nargs);
-      writer_->describeApi(all[i].id, all[i].interface, all[i].method, names);
-    }
+    lib::describeApis(*writer_);
   } catch (const std::exception& e) {
     writer_.reset();
     disabled_ = true;

@@ -114,6 +114,22 @@ LibraryInfo inspect(void* handle) {
   return info;
 }
 
+Loaded load(const std::vector<Candidate>& candidates, const void* self, std::string& tried) {
+  for (const Candidate& c : candidates) {
+    const std::string sep = tried.empty() ? "" : "; ";
+    void* h = dlopen(c.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      tried += sep + dlerror();
+      continue;
+    }
+    void* sym = dlsym(h, "createInferBuilder_INTERNAL");
+    if (sym && sym != self) return {h, inspect(h), c.how};
+    tried += sep + c.path + (sym ? ": is the shim, not the real library" : ": no createInferBuilder_INTERNAL (not TensorRT-RTX?)");
+    dlclose(h);
+  }
+  return {};
+}
+
 Support support(int32_t code) {
   const int32_t mm = code / 100 * 100;
   const auto& base = abi::kSpecVersions[0];

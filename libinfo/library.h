@@ -48,4 +48,15 @@ struct Candidate {
 // major.minor first, else the loader path (libtensorrt_rtx.so, libtensorrt_rtx.so.1).
 std::vector<Candidate> candidates(const std::string& explicitPath, int32_t want, bool askPython);
 
+// A library opened (dlopen RTLD_NOW | RTLD_LOCAL) from the first candidate that loads and is
+// TensorRT-RTX: it exports createInferBuilder_INTERNAL, and that is not `self` (the shim finding
+// itself by soname in drop-in mode). handle is null when none is; `tried` then holds one reason per
+// candidate ("; "-separated).
+struct Loaded {
+  void* handle = nullptr;
+  LibraryInfo info;
+  std::string how;  // the candidate's `how`
+};
+Loaded load(const std::vector<Candidate>& candidates, const void* self, std::string& tried);
+
 }  // namespace trtrace::lib

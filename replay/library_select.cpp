@@ -1,27 +1,16 @@
 // Library choice and version checks of the player (library_select.h).
 #include "library_select.h"
 
-#include <dlfcn.h>
-
 #include <cstdio>
 #include <map>
 
 #include "replayer.h"
 #include "trtrace/api_table.h"
 #include "trtrace/error.h"
+#include "trtrace/text.h"
 
 namespace trtrace::replay {
 namespace {
-
-std::string jsonString(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\', o += c;
-    else if (static_cast<unsigned char>(c) < 0x20) { char b[8]; std::snprintf(b, sizeof b, "\\u%04x", c); o += b; }
-    else o += c;
-  }
-  return o + "\"";
-}
 
 // Same release: major.minor.patch equal, and the build too when both name one.
 bool sameVersion(const std::string& traced, const lib::LibraryInfo& l) {
@@ -35,20 +24,9 @@ bool sameVersion(const std::string& traced, const lib::LibraryInfo& l) {
 ChosenLibrary chooseLibrary(const Reader& reader, const std::string& libPath, bool ignoreVersion) {
   const std::string traced(reader.header().libraryVersion);
   const std::string name(reader.header().libraryName);
-  ChosenLibrary c;
   std::string errors;
-  for (const lib::Candidate& cand : lib::candidates(libPath, lib::versionCode(traced), true)) {
-    if (void* h = dlopen(cand.path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-      if (!dlsym(h, "createInferBuilder_INTERNAL")) {
-        errors += (errors.empty() ? "" : "; ") + cand.path + ": no createInferBuilder_INTERNAL (not TensorRT-RTX?)";
-        dlclose(h);
-        continue;
-      }
-      c = {h, lib::inspect(h), cand.how};
-      break;
-    }
-    errors += std::string(errors.empty() ? "" : "; ") + dlerror();
-  }
+  const lib::Loaded loaded = lib::load(lib::candidates(libPath, lib::versionCode(traced), true), nullptr, errors);
+  const ChosenLibrary c{loaded.handle, loaded.info, loaded.how};
   if (!c.handle)
     throw Error(Error::Kind::Usage, "cannot load the TensorRT-RTX library (" + errors + "); pass --lib PATH");
   const std::string file = c.info.path.empty() ? "the library" : c.info.path;

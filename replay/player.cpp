@@ -28,6 +28,7 @@
 #include "trtrace/files.h"
 #include "trtrace/format.h"
 #include "trtrace/hash.h"
+#include "trtrace/text.h"
 
 using namespace trtrace;
 using namespace trtrace::replay;
@@ -48,21 +49,9 @@ enum Exit : int {
 // outcomes"): whatever the replay gives is taken as what the app got.
 constexpr char kOutcomeUnknown[] = "outcome not recorded in the capture: the replay's is taken as the app's";
 
-// Detection by content: the trace magic means a trace; a JSON document (first non-blank byte '{')
-// or a file named *.json goes through convert/ (whose errors name the JSON fault); anything else is
-// opened as a trace, whose reader names what is wrong with it (magic, version, ...).
-bool isJson(const std::string& path) {
-  const int fd = files::openInput(path);  // a regular file (a FIFO would hang a plain open)
-  char buf[4096];
-  const ssize_t n = ::pread(fd, buf, sizeof buf, 0);
-  ::close(fd);
-  std::string_view head(buf, n > 0 ? static_cast<size_t>(n) : 0);
-  if (head.substr(0, 8) == std::string_view("TRTRACE\0", 8)) return false;
-  if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) return true;
-  if (head.substr(0, 3) == "\xEF\xBB\xBF") head.remove_prefix(3);  // UTF-8 byte order mark
-  size_t i = head.find_first_not_of(" \t\r\n");
-  return i != std::string_view::npos && head[i] == '{';
-}
+// A capture that is not a trace and not JSON is opened as a trace, whose reader names what is
+// wrong with it (magic, version, ...).
+bool isJson(const std::string& path) { return convert::detect(path) == convert::FileKind::Json; }
 
 // The capture as a trace. NVIDIA JSON+BIN input is converted (convert/) into a file with no name
 // (files::anonymousFile: nothing in /tmp to guess or follow), gone when the player exits.
@@ -80,16 +69,6 @@ std::unique_ptr<Reader> openCapture(const std::string& capture) {
     ::close(fd);
     throw;
   }
-}
-
-std::string jsonEscape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\', o += c;
-    else if (static_cast<unsigned char>(c) < 0x20) { char b[8]; std::snprintf(b, sizeof b, "\\u%04x", c); o += b; }
-    else o += c;
-  }
-  return o;
 }
 
 struct Args {
@@ -190,17 +169,17 @@ Verdicts compareWithCapture(const Args& a, const std::string& lib, std::vector<N
 
 void printJson(const Args& a, const Replayer::Stats& s, double openSeconds, const std::vector<NetworkResult>& results,
                const Verdicts& verdicts, const ChosenLibrary& lib) {
-  std::printf("{\"capture\": \"%s\", \"calls\": %llu, \"skipped\": %llu, \"open_s\": %.6f, \"dispatch_s\": %.6f, "
+  std::printf("{\"capture\": %s, \"calls\": %llu, \"skipped\": %llu, \"open_s\": %.6f, \"dispatch_s\": %.6f, "
               "\"build_s\": %.6f, \"scalar_mismatches\": %llu, %s, \"networks\": [",
-              jsonEscape(a.capture).c_str(), (unsigned long long)s.calls, (unsigned long long)s.skipped, openSeconds,
+              jsonString(a.capture).c_str(), (unsigned long long)s.calls, (unsigned long long)s.skipped, openSeconds,
               s.dispatchSeconds, s.buildSeconds, (unsigned long long)s.scalarMismatches, describeJson(lib).c_str());
   for (size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
     const auto it = verdicts.find(r.network);
     const char* same = it == verdicts.end() ? "unknown" : it->second.c_str();
-    std::printf("%s{\"network\": %u, \"ok\": %s, \"engine\": \"%s\", \"size\": %llu, \"xxh3\": \"%s\", "
+    std::printf("%s{\"network\": %u, \"ok\": %s, \"engine\": %s, \"size\": %llu, \"xxh3\": \"%s\", "
                 "\"build_s\": %.6f, \"vs_capture\": \"%s\"}",
-                i ? ", " : "", r.network - 1, r.ok ? "true" : "false", jsonEscape(r.path).c_str(),
+                i ? ", " : "", r.network - 1, r.ok ? "true" : "false", jsonString(r.path).c_str(),
                 (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), r.buildSeconds, same);
   }
   std::printf("]}\n");

@@ -1,9 +1,6 @@
 // Replay runtime and the generated dispatch table.
 #include "replayer.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +10,8 @@
 #include <random>
 
 #include "trtrace/error.h"
+#include "trtrace/files.h"
+#include "trt_values.h"
 #include "trtrace/hash.h"
 #include "trtrace/progress.h"
 
@@ -31,7 +30,7 @@ std::vector<std::string> Logger::takeErrors() {
   return e;
 }
 
-// The generated functions, one per API id, and the hand-written ones they name.
+// The generated functions, one per API id, and the hand-written ones they name (replay/overrides.cpp).
 using namespace trtrace::abi;
 #include "replay_overrides.h"
 #include "replay_gen.inc"
@@ -170,12 +169,12 @@ abi::Dims64 Replayer::argDims(size_t i) {
   ValueView v = arg(i);
   abi::Dims64 d{};
   auto ints = v.ints();
-  if (v.kind() == ValueKind::I64Array && ints.size() == 1 && (ints[0] < 0 || ints[0] > 8)) {
+  if (v.kind() == ValueKind::I64Array && ints.size() == 1 && !lib::travelsAsDims(ints[0])) {
     if (ints[0] < INT32_MIN || ints[0] > INT32_MAX) outOfRange(i, std::to_string(ints[0]), 32, true);
     d.nbDims = static_cast<int32_t>(ints[0]);  // an out-of-range nbDims, kept as recorded
     return d;
   }
-  if (ints.size() > 8) diverge("argument " + std::to_string(i) + ": Dims with " + std::to_string(ints.size()) + " dimensions");
+  if (ints.size() > lib::kMaxDims) diverge("argument " + std::to_string(i) + ": Dims with " + std::to_string(ints.size()) + " dimensions");
   d.nbDims = static_cast<int32_t>(ints.size());
   std::copy(ints.begin(), ints.end(), d.d);
   return d;
@@ -240,18 +239,6 @@ std::unique_ptr<std::byte[]> randomWeights(uint32_t dtype, uint64_t count, uint6
 }
 }  // namespace
 
-namespace {
-// The pages of a mapped range that hashing brought in leave this process's resident set again
-// (the library faults them back from the page cache when it reads them): checking a huge raw trace
-// keeps the player's memory bounded. Only whole pages inside the range are dropped.
-void releasePages(const void* data, size_t n) {
-  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t lo = (reinterpret_cast<uintptr_t>(data) + page - 1) & ~(page - 1);
-  const uintptr_t hi = (reinterpret_cast<uintptr_t>(data) + n) & ~(page - 1);
-  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
-}
-}  // namespace
-
 abi::Weights Replayer::argWeights(size_t i) {
   ValueView v = arg(i);
   abi::Weights w{};
@@ -278,7 +265,9 @@ abi::Weights Replayer::argWeights(size_t i) {
         // sees the bytes, so damaged weights never build an engine silently.
         if (options_.trustWeights) return reader_.blob(ref);
         BlobView b = reader_.checkedBlob(ref);
-        if (b.isZeroCopy()) releasePages(b.data(), b.size());
+        // The pages the check brought in leave the resident set again (the library faults them back
+        // from the page cache): checking a huge raw trace keeps the player's memory bounded.
+        if (b.isZeroCopy()) files::releasePages(b.data(), b.size());
         return b;
       });
       break;
@@ -423,62 +412,6 @@ void Replayer::buildDone(NetworkResult result, const void* engine) {
   }
   scratch_.clear();
   randomBytes_ = 0;
-}
-
-// ------------------------------------------------------------------------------------------------
-// Hand-written exceptions (`override replay` lines and the recorded C entry points)
-// ------------------------------------------------------------------------------------------------
-void override_entry_createInferBuilder_INTERNAL(Replayer& x) {
-  using Fn = void* (*)(void*, int32_t);
-  auto fn = reinterpret_cast<Fn>(x.createBuilderFn());
-  const int32_t version = x.argInt<int32_t>(1);
-  x.bindResult(fn(static_cast<abi::ILogger*>(&x.logger()), version), kIf_Builder);
-}
-
-void override_entry_setInternalLibraryPath(Replayer& x) {
-  x.diverge("setInternalLibraryPath names a path of the capturing machine; not replayed");
-}
-
-void override_entry_getPrivateApi_INTERNAL(Replayer& x) { x.diverge("private API tables cannot be replayed"); }
-
-void override_entry_createNvOnnxParser_INTERNAL(Replayer& x) {
-  x.diverge("the ONNX parser is not replayed itself; its network calls are (re-capture with this shim)");
-}
-
-void override_Builder_buildSerializedNetwork(Replayer& x) {
-  auto* self = static_cast<abi::VBuilder*>(x.receiverImpl(0, kIf_Builder));
-  auto* net = static_cast<abi::INetworkDefinition*>(x.argObject(0, kIf_NetworkDefinition, true));
-  auto* cfg = static_cast<abi::IBuilderConfig*>(x.argObject(1, kIf_BuilderConfig, true));
-  if (!net || !cfg) x.diverge("build without a network or config");
-  NetworkResult res;
-  res.network = x.call().networkId();
-  res.built = true;
-  res.captured = x.call().buildResult();
-  (void)x.logger().takeErrors();
-  auto t0 = std::chrono::steady_clock::now();
-  abi::IHostMemory* engine = self->buildSerializedNetwork(*net, *cfg);
-  res.buildSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  res.errors = x.logger().takeErrors();
-  const void* bytes = nullptr;
-  if (engine) {
-    auto* hm = static_cast<abi::VHostMemory*>(static_cast<void* const*>(static_cast<void*>(engine))[1]);
-    res.ok = true;
-    res.engineSize = hm->size();
-    bytes = hm->data();
-    res.engineHash = hash128(bytes, res.engineSize);
-  }
-  // No recorded outcome (a converted NVIDIA capture: its JSON never says whether a build
-  // succeeded): the replay's outcome is taken as the app's, so a failure is reproduced, not a divergence.
-  if (res.captured && res.ok != res.captured->ok) {
-    std::string msg = res.ok ? "the build succeeded, but it failed at capture"
-                             : "the build failed, but it succeeded at capture";
-    for (const auto& e : res.errors) msg += "\n  " + e;
-    x.diverge(msg);
-  }
-  x.buildDone(res, bytes);
-  // Without a recorded outcome the converter still gave the engine a handle (it cannot know there
-  // was none): a failed build leaves that handle unbound instead of diverging.
-  if (engine || res.captured) x.bindResult(engine, kIf_HostMemory);
 }
 
 }  // namespace trtrace::replay

@@ -1,6 +1,7 @@
 // Replay runtime: what the generated dispatch (replay_gen.inc) calls to decode a recorded call,
 // map trace handles to live objects of the real library, and bind or check results.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -124,11 +125,16 @@ class Replayer {
   void destroyReceiver(uint16_t iface);
   void forgetArg(size_t i);
 
-  // ---- used by the hand-written overrides -------------------------------------------------------
+  // ---- used by the hand-written overrides and hooks (replay/overrides.cpp) -----------------------
   const CallView& call() const { return *call_; }
   Logger& logger() { return logger_; }
   void* createBuilderFn() const { return createBuilder_; }
   void buildDone(NetworkResult result, const void* engine);  // reports and releases build buffers
+  // A stopwatch a pre hook starts and its post hook reads (the build's time).
+  void startStopwatch() { stopwatch_ = std::chrono::steady_clock::now(); }
+  double stopwatchSeconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - stopwatch_).count();
+  }
   [[noreturn]] void diverge(const std::string& what) const;
   // Argument i holds `value`, which a `bits`-bit (un)signed parameter cannot hold.
   [[noreturn]] void outOfRange(size_t i, const std::string& value, int bits, bool isSigned) const;
@@ -141,6 +147,7 @@ class Replayer {
   const Stats& stats() const { return stats_; }
 
  private:
+  std::chrono::steady_clock::time_point stopwatch_;
   const ValueView arg(size_t i) const;
   void* object(uint64_t handle, uint16_t iface) const;
   std::string where() const;

@@ -21,6 +21,9 @@ class SpecError(Exception):
     pass
 
 
+HOOK_POINTS = {"capture": ("pre", "post", "after"), "replay": ("pre", "post")}
+
+
 @dataclasses.dataclass
 class Type:
     """A parameter or return type: base name plus C-like qualifiers."""
@@ -118,6 +121,7 @@ class Spec:
     interfaces: dict = dataclasses.field(default_factory=dict)
     entries: list = dataclasses.field(default_factory=list)
     overrides: dict = dataclasses.field(default_factory=lambda: {"capture": set(), "replay": set()})
+    hooks: dict = dataclasses.field(default_factory=lambda: {"capture": {}, "replay": {}})  # key -> points
     appowned: set = dataclasses.field(default_factory=set)   # objects the application deletes
     publics: dict = dataclasses.field(default_factory=dict)  # interface -> public virtual method names
     elementbits: dict = dataclasses.field(default_factory=dict)  # DataType enumerator -> bits per element
@@ -338,6 +342,15 @@ def _parse_top(spec: Spec, line: str, where: str):
         if len(words) != 3 or words[1] not in ("capture", "replay"):
             raise SpecError("bad override: expected `override capture|replay Interface.method`")
         spec.overrides[words[1]].add(words[2])
+        return None
+    if kw == "hook":
+        # hook capture|replay Interface.method pre post [after]: hand-written code around the
+        # generated call (capture: after = once the call is recorded)
+        points = HOOK_POINTS.get(words[1]) if len(words) > 1 else None
+        if len(words) < 4 or points is None or any(w not in points for w in words[3:]):
+            raise SpecError("bad hook: expected `hook capture Interface.method pre|post|after ...` "
+                            "or `hook replay Interface.method pre|post ...`")
+        spec.hooks[words[1]].setdefault(words[2], set()).update(words[3:])
         return None
     if kw == "entry":
         m = re.match(r"^entry\s+(\w+)\((.*?)\)\s*(->\s*([^!@]+?))?\s*(!\w+)?\s*((?:" + _NOTE + r"\s*)*)$", line)

@@ -1,3 +1,6 @@
+// What both directions of the converter share (common.h): input detection, the BIN beside a JSON,
+// mapped inputs released as they are consumed, weight sizes, Python's repr() of a double, and the
+// spec by name for NVIDIA's "class"/"function".
 #include "common.h"
 
 #include "trtrace/api_abi.h"
@@ -16,16 +19,22 @@
 
 #include "trtrace/convert.h"
 #include "trtrace/files.h"
+#include "trtrace/format.h"
 #include "trtrace/writer.h"
 
 namespace trtrace::convert {
 
 FileKind detect(const std::string& path) {
-  const int fd = files::openInput(path);
-  char magic[8] = {};
-  const ssize_t n = ::pread(fd, magic, sizeof magic, 0);
+  const int fd = files::openInput(path);  // a regular file (a FIFO would hang a plain open)
+  char buf[4096];
+  const ssize_t n = ::pread(fd, buf, sizeof buf, 0);
   ::close(fd);
-  return n == 8 && std::memcmp(magic, "TRTRACE", 8) == 0 ? FileKind::Trace : FileKind::Json;
+  std::string_view head(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  if (format::hasFileMagic(head)) return FileKind::Trace;
+  if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) return FileKind::Json;
+  if (head.substr(0, 3) == "\xEF\xBB\xBF") head.remove_prefix(3);  // UTF-8 byte order mark
+  const size_t i = head.find_first_not_of(" \t\r\n");
+  return i != std::string_view::npos && head[i] == '{' ? FileKind::Json : FileKind::Other;
 }
 
 std::string binPathFor(const std::string& p) {
@@ -72,14 +81,14 @@ MappedFile::~MappedFile() {
 
 void MappedFile::release(size_t upTo) {
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  upTo = std::min(upTo, size_) / page * page;
+  upTo = std::min(upTo, size_) / page * page;  // whole pages: the next step starts where this ends
   if (!base_ || upTo <= released_ + (16u << 20)) return;  // in steps of 16 MiB
-  ::madvise(base_ + released_, upTo - released_, MADV_DONTNEED);
+  files::releasePages(base_ + released_, upTo - released_);
   released_ = upTo;
 }
 
 void MappedFile::releaseAll() {
-  if (base_ && size_) ::madvise(base_, size_, MADV_DONTNEED);
+  if (base_ && size_) files::releasePages(base_, size_);
 }
 
 uint64_t weightBytes(uint32_t dtype, uint64_t n) {
@@ -87,46 +96,6 @@ uint64_t weightBytes(uint32_t dtype, uint64_t n) {
   return n > uint64_t(INT64_MAX) ? UINT64_MAX : abi::weightBytes(static_cast<abi::DataType>(dtype), static_cast<int64_t>(n));
 }
 
-uint32_t blobHintFor(uint32_t dtype) {
-  switch (dtype) {
-    case 0: return static_cast<uint32_t>(BlobHint::F32);
-    case 1: return static_cast<uint32_t>(BlobHint::F16);
-    case 7: return static_cast<uint32_t>(BlobHint::BF16);
-    default: return static_cast<uint32_t>(BlobHint::None);
-  }
-}
-
-uint16_t floatToHalf(double d) {
-  float f = static_cast<float>(d);  // exact for values that came from a half
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
-  const uint32_t absx = x & 0x7fffffff;
-  if (absx >= 0x7f800000) return sign | (absx > 0x7f800000 ? 0x7e00 : 0x7c00);  // NaN / Inf
-  if (absx >= 0x477ff000) return sign | 0x7c00;                                // overflow -> Inf
-  if (absx < 0x38800000) {                                                     // subnormal half
-    // value * 2^24 rounded to nearest even gives the subnormal mantissa.
-    float a;
-    std::memcpy(&a, &absx, 4);
-    double m = std::nearbyint(static_cast<double>(a) * 16777216.0);
-    return sign | static_cast<uint16_t>(m);
-  }
-  uint32_t e = ((absx >> 23) - 127 + 15) << 10;
-  uint32_t m = absx & 0x7fffff;
-  uint32_t h = e | (m >> 13);
-  uint32_t rest = m & 0x1fff;
-  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) ++h;
-  return sign | static_cast<uint16_t>(h);
-}
-
-double halfToDouble(uint16_t h) {
-  const int s = h >> 15, e = (h >> 10) & 0x1f, m = h & 0x3ff;
-  double v;
-  if (e == 0) v = std::ldexp(m, -24);
-  else if (e == 31) v = m ? std::nan("") : INFINITY;
-  else v = std::ldexp(m + 1024, e - 25);
-  return s ? -v : v;
-}
 
 void appendDouble(std::string& out, double v) {
   // JSON has no NaN or infinities: null, as NVIDIA's shim writes them (docs/json-bin-layout.md, §6).
@@ -178,10 +147,6 @@ const Spec& Spec::get() {
     for (uint32_t i = 0; i < n; ++i) {
       sp.byName[std::string(all[i].interface)][std::string(all[i].method)].push_back(&all[i]);
     }
-    for (uint32_t id = 1; id < 4096; ++id) {
-      std::string_view name = api::enumName(id);
-      if (!name.empty()) sp.enums.emplace(std::string(name), id);
-    }
     return sp;
   }();
   return s;
@@ -193,18 +158,6 @@ const std::vector<const api::ApiDesc*>& Spec::lookup(std::string_view iface, std
   if (it == byName.end()) return none;
   auto m = it->second.find(method);
   return m == it->second.end() ? none : m->second;
-}
-
-uint32_t Spec::enumId(std::string_view name) const {
-  auto it = enums.find(name);
-  return it == enums.end() ? 0 : it->second;
-}
-
-bool isDerivedCount(const api::ApiDesc& d, uint32_t i) {
-  if (i == 0 || i >= d.nargs) return false;
-  std::string_view k = d.kinds[i], prev = d.kinds[i - 1];
-  if (k != "i64" && k != "u64") return false;
-  return prev.starts_with("handles:") || prev.starts_with("array:") || prev == "strings" || prev == "bytes";
 }
 
 }  // namespace trtrace::convert

@@ -38,14 +38,11 @@ class MappedFile {
 
 // Bytes of `count` elements of a TensorRT DataType code (as the capture shim computes them).
 uint64_t weightBytes(uint32_t dtype, uint64_t count);
-uint32_t blobHintFor(uint32_t dtype);  // BlobHint value
-uint16_t floatToHalf(double v);        // round to nearest even
-double halfToDouble(uint16_t h);
 
 // Python repr() of a double (what json.dumps writes): shortest round-trip digits; null if not finite.
 void appendDouble(std::string& out, double v);
 
-// The spec: (interface, method) -> API ids (overloads), enum name -> type id.
+// The spec by name: (interface, method) -> API ids (overloads), for NVIDIA's "class"/"function".
 struct Spec {
   struct Hash {
     using is_transparent = void;
@@ -56,13 +53,7 @@ struct Spec {
   static const Spec& get();
   // The overloads of Interface::method; empty if unknown.
   const std::vector<const api::ApiDesc*>& lookup(std::string_view iface, std::string_view method) const;
-  uint32_t enumId(std::string_view name) const;  // 0 if unknown
   Map<Map<std::vector<const api::ApiDesc*>>> byName;
-  Map<uint32_t> enums;
 };
-
-// A parameter whose value is the length of the array parameter just before it (nbInputs after
-// inputs): NVIDIA's JSON does not write it.
-bool isDerivedCount(const api::ApiDesc& d, uint32_t i);
 
 }  // namespace trtrace::convert

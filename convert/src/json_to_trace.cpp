@@ -26,6 +26,7 @@
 #include "trtrace/convert.h"
 #include "trtrace/files.h"
 #include "trtrace/writer.h"
+#include "trt_values.h"
 
 namespace trtrace::convert {
 namespace {
@@ -169,7 +170,8 @@ struct Arg {
   std::vector<float> fs;
   std::string bytes;
   WeightsInfo w;
-  size_t length = 0;  // element count of an array-like argument (for a derived count after it)
+  size_t length = 0;     // element count of an array-like argument (for the count that names it)
+  bool derived = false;  // a count NVIDIA did not write: the length of the array that names it
 };
 
 class Converter {
@@ -187,10 +189,19 @@ class Converter {
   void open(Scanner& s);
   void convertCalls(Scanner& s);
   void convertRecord(object o);
+  const api::ApiDesc& selectOverload(const object& o, std::string_view cls, std::string_view fn);
+  uint64_t callKey(const api::ApiDesc& d, uint64_t receiver);
+  uint64_t resultHandle(const api::ApiDesc& d, uint64_t receiver, uint32_t net, const element* r);
   uint64_t handleOf(int64_t nvId, std::string_view what);
   uint32_t networkOfArg(const object& o, const api::ApiDesc& d);
-  void decode(const api::ApiDesc& d, uint32_t i, const object& o, std::string_view name, Arg& a, uint32_t net);
+  void decode(const api::ApiDesc& d, uint32_t i, const object& o, Arg& a, uint32_t net);
+  void decodeArray(const api::ParamDesc& p, element e, Arg& a, std::string_view name);
+  void decodeStruct(const api::ParamDesc& p, element e, Arg& a, std::string_view name);
+  void deriveCounts(const api::ApiDesc& d);
+  simdjson::dom::array arrayOf(element e, const std::string& arg);
+  int64_t objectId(element e, std::string_view name, const std::string& notObject);
   void decodeWeights(element e, Arg& a, uint32_t net, std::string_view name);
+  void decodeInline(element x, WeightsInfo& info, std::string_view name, const std::string& arg);
   void emit(CallEncoder& e, const Arg& a);
   int64_t getInt(element e, std::string_view what);
   double getNumber(element e, std::string_view field, int64_t index = -1);
@@ -352,12 +363,7 @@ void Converter::open(Scanner& s) {
   wo.zstdLevel = opt_.zstdLevel;
   wo.workerThreads = opt_.workerThreads;
   writer_ = Writer::create(wo, h);
-  uint32_t n = 0;
-  const api::ApiDesc* all = api::all(&n);
-  for (uint32_t i = 0; i < n; ++i) {
-    std::vector<std::string_view> names(all[i].args, all[i].args + all[i].nargs);
-    writer_->describeApi(all[i].id, all[i].interface, all[i].method, names);
-  }
+  lib::describeApis(*writer_);
 }
 
 void Converter::convertCalls(Scanner& s) {
@@ -429,7 +435,7 @@ uint64_t Converter::handleOf(int64_t nvId, std::string_view what) {
 // argument that has one (buildSerializedNetwork's network), as the capture shim does.
 uint32_t Converter::networkOfArg(const object& o, const api::ApiDesc& d) {
   for (uint32_t i = 0; i < d.nargs; ++i) {
-    if (!d.kinds[i].starts_with("handle:")) continue;
+    if (d.params[i].kind != api::Kind::Handle) continue;
     element e;
     if (o.at_key(d.args[i]).get(e) != simdjson::SUCCESS) continue;
     int64_t id;
@@ -441,16 +447,9 @@ uint32_t Converter::networkOfArg(const object& o, const api::ApiDesc& d) {
   return 0;
 }
 
-void Converter::convertRecord(object o) {
-  element e;
-  if (o.at_key("api_index").get(e) == simdjson::SUCCESS) apiIndex_ = getInt(e, "api_index");
-  std::string_view cls, fn;
-  if (o.at_key("class").get_string().get(cls) != simdjson::SUCCESS) fail("no \"class\" string");
-  if (o.at_key("function").get_string().get(fn) != simdjson::SUCCESS) fail("no \"function\" string");
-  int64_t objectId = -1;
-  if (o.at_key("object").get(e) == simdjson::SUCCESS) objectId = getInt(e, "object");
+// The overload of cls::fn the record names: the one naming every key, fewest extra parameters.
+const api::ApiDesc& Converter::selectOverload(const object& o, std::string_view cls, std::string_view fn) {
   const std::vector<const api::ApiDesc*>& cands = spec_.lookup(cls.empty() ? "entry" : cls, fn);
-  call_.assign(cls.empty() ? "" : cls).append("::").append(fn);
   if (cands.empty())
     fail("unknown call " + std::string(cls) + "::" + std::string(fn) + " (not in the API spec of " + abi::kLibraryName +
              " " + abi::kLibraryVersion + ")", Error::Kind::Usage);
@@ -459,85 +458,49 @@ void Converter::convertRecord(object o) {
     std::string_view k = field.key;
     if (k != "api_index" && k != "class" && k != "function" && k != "object" && k != "return") keys_.push_back(k);
   }
+  auto names = [&](const api::ApiDesc* c, std::string_view k) {
+    for (uint32_t i = 0; i < c->nargs; ++i)
+      if (c->args[i] == k) return true;
+    return false;
+  };
   const api::ApiDesc* d = nullptr;
   size_t best = SIZE_MAX;
-  for (const api::ApiDesc* c : cands) {  // overloads: the one naming every key, fewest extra params
-    bool all = true;
-    for (auto k : keys_) {
-      bool found = false;
-      for (uint32_t i = 0; i < c->nargs && !found; ++i) found = c->args[i] == k;
-      all = all && found;
-    }
+  for (const api::ApiDesc* c : cands) {
+    const bool all = std::all_of(keys_.begin(), keys_.end(), [&](std::string_view k) { return names(c, k); });
     if (all && c->nargs - keys_.size() < best) best = c->nargs - keys_.size(), d = c;
   }
-  if (!d) {
-    for (auto k : keys_) {
-      bool found = false;
-      for (uint32_t i = 0; i < cands[0]->nargs && !found; ++i) found = cands[0]->args[i] == k;
-      if (!found) fail("\"" + std::string(k) + "\" is not a parameter of " + std::string(cls) + "::" + std::string(fn));
-    }
-    fail("no overload of " + std::string(cls) + "::" + std::string(fn) + " matches the arguments");
-  }
+  if (d) return *d;
+  for (auto k : keys_)
+    if (!names(cands[0], k)) fail("\"" + std::string(k) + "\" is not a parameter of " + std::string(cls) + "::" + std::string(fn));
+  fail("no overload of " + std::string(cls) + "::" + std::string(fn) + " matches the arguments");
+}
 
-  const uint64_t receiver = objectId < 0 ? 0 : handleOf(objectId, "the receiver");
+void Converter::convertRecord(object o) {
+  element e;
+  if (o.at_key("api_index").get(e) == simdjson::SUCCESS) apiIndex_ = getInt(e, "api_index");
+  std::string_view cls, fn;
+  if (o.at_key("class").get_string().get(cls) != simdjson::SUCCESS) fail("no \"class\" string");
+  if (o.at_key("function").get_string().get(fn) != simdjson::SUCCESS) fail("no \"function\" string");
+  int64_t receiverId = -1;
+  if (o.at_key("object").get(e) == simdjson::SUCCESS) receiverId = getInt(e, "object");
+  call_.assign(cls.empty() ? "" : cls).append("::").append(fn);
+  const api::ApiDesc& d = selectOverload(o, cls, fn);
+
+  const uint64_t receiver = receiverId < 0 ? 0 : handleOf(receiverId, "the receiver");
   uint32_t net = 0;
   if (receiver) net = netOf(receiver);
-  if (!net) net = networkOfArg(o, *d);
+  if (!net) net = networkOfArg(o, d);
 
-  if (args_.size() < d->nargs) args_.resize(d->nargs);
-  for (uint32_t i = 0; i < d->nargs; ++i) decode(*d, i, o, d->args[i], args_[i], net);
+  if (args_.size() < d.nargs) args_.resize(d.nargs);
+  for (uint32_t i = 0; i < d.nargs; ++i) decode(d, i, o, args_[i], net);
+  deriveCounts(d);
 
-  CallEncoder& enc = writer_->beginCall(d->id, receiver, net);
-  for (uint32_t i = 0; i < d->nargs; ++i) emit(enc, args_[i]);
-
+  CallEncoder& enc = writer_->beginCall(d.id, receiver, net);
+  for (uint32_t i = 0; i < d.nargs; ++i) emit(enc, args_[i]);
   element r;
   const bool hasReturn = o.at_key("return").get(r) == simdjson::SUCCESS;
-  if (d->ret.starts_with("handle:") || hasReturn) {  // entry points' results are "foreign" (void*)
-    // "The same call again" (getOutput(0) twice) returns a known object: NVIDIA writes no return.
-    // Only getters and creators can do that (add* always make a new object).
-    const bool memo = d->method.starts_with("get") || d->method.starts_with("create");
-    uint64_t key = 0;
-    if (memo) {
-      key_.clear();
-      key_.append(reinterpret_cast<const char*>(&receiver), 8).append(reinterpret_cast<const char*>(&d->id), 4);
-      for (uint32_t i = 0; i < d->nargs; ++i) {
-        const Arg& a = args_[i];
-        key_.push_back(static_cast<char>(a.k));
-        key_.append(reinterpret_cast<const char*>(&a.i), 8).append(reinterpret_cast<const char*>(&a.u), 8);
-        key_.append(a.s);
-        for (int64_t x : a.ints) key_.append(reinterpret_cast<const char*>(&x), 8);
-        for (uint64_t x : a.hs) key_.append(reinterpret_cast<const char*>(&x), 8);
-      }
-      key = hash128(key_.data(), key_.size()).lo;
-    }
-    const uint32_t resultNet = d->id == api::kBuilder_createNetworkV2 ? 0 : net;
-    uint64_t h = 0;
-    if (hasReturn) {
-      element ro;
-      if (r.at_key("object").get(ro) != simdjson::SUCCESS) fail("\"return\" without \"object\"");
-      const int64_t nvId = getInt(ro, "return.object");
-      if (nvId < 0) fail("\"return\" object id " + std::to_string(nvId) + " is negative");
-      h = newHandle(resultNet);
-      handles_[nvId] = h;
-    } else {
-      auto it = memo ? seen_.find(key) : seen_.end();
-      if (it != seen_.end() && !d->method.starts_with("create")) {
-        h = it->second;  // a known object returned again
-      } else {
-        // Not recorded by NVIDIA: the engine's IHostMemory, an object re-created at the address of
-        // a deleted one (createBuilderConfig after delete: later records use the old id), or a
-        // known object reached another way (getInput of a network input). A fresh handle binds
-        // whatever the replay returns.
-        h = newHandle(resultNet);
-        if (it != seen_.end())
-          for (auto& [id, handle] : handles_)
-            if (handle == it->second) handle = h;
-      }
-    }
-    if (memo) seen_[key] = h;
-    if (d->id == api::kBuilder_createNetworkV2 && !netOf(h)) netOf_[h] = ++networks_;
-    enc.retHandle(h);
-  }
+  if (d.result.kind == api::Kind::Handle || hasReturn)  // entry points' results are "foreign" (void*)
+    enc.retHandle(resultHandle(d, receiver, net, hasReturn ? &r : nullptr));
   enc.endCall();
   if (pendingBlobBytes_ > (64u << 20)) {  // bounded: the BIN pages hashed so far leave the RSS
     writer_->drainBlobs();
@@ -546,102 +509,199 @@ void Converter::convertRecord(object o) {
   }
 }
 
-void Converter::decode(const api::ApiDesc& d, uint32_t i, const object& o, std::string_view name, Arg& a, uint32_t net) {
-  const std::string_view kind = d.kinds[i];
+// XXH3 of (receiver, api, arguments): "the same call again".
+uint64_t Converter::callKey(const api::ApiDesc& d, uint64_t receiver) {
+  key_.clear();
+  key_.append(reinterpret_cast<const char*>(&receiver), 8).append(reinterpret_cast<const char*>(&d.id), 4);
+  for (uint32_t i = 0; i < d.nargs; ++i) {
+    const Arg& a = args_[i];
+    key_.push_back(static_cast<char>(a.k));
+    key_.append(reinterpret_cast<const char*>(&a.i), 8).append(reinterpret_cast<const char*>(&a.u), 8);
+    key_.append(a.s);
+    for (int64_t x : a.ints) key_.append(reinterpret_cast<const char*>(&x), 8);
+    for (uint64_t x : a.hs) key_.append(reinterpret_cast<const char*>(&x), 8);
+  }
+  return hash128(key_.data(), key_.size()).lo;
+}
+
+// The trace handle of a call's returned object: the record's "return", else a known one.
+uint64_t Converter::resultHandle(const api::ApiDesc& d, uint64_t receiver, uint32_t net, const element* r) {
+  // "The same call again" (getOutput(0) twice) returns a known object: NVIDIA writes no return.
+  // Only getters and creators can do that (add* always make a new object).
+  const bool memo = d.has(api::flag::kGetter) || d.has(api::flag::kCreator);
+  const uint64_t key = memo ? callKey(d, receiver) : 0;
+  const uint32_t resultNet = d.has(api::flag::kStartsNetwork) ? 0 : net;
+  uint64_t h = 0;
+  if (r) {
+    element ro;
+    if (r->at_key("object").get(ro) != simdjson::SUCCESS) fail("\"return\" without \"object\"");
+    const int64_t nvId = getInt(ro, "return.object");
+    if (nvId < 0) fail("\"return\" object id " + std::to_string(nvId) + " is negative");
+    h = newHandle(resultNet);
+    handles_[nvId] = h;
+  } else {
+    auto it = memo ? seen_.find(key) : seen_.end();
+    if (it != seen_.end() && !d.has(api::flag::kCreator)) {
+      h = it->second;  // a known object returned again
+    } else {
+      // Not recorded by NVIDIA: the engine's IHostMemory, an object re-created at the address of
+      // a deleted one (createBuilderConfig after delete: later records use the old id), or a
+      // known object reached another way (getInput of a network input). A fresh handle binds
+      // whatever the replay returns.
+      h = newHandle(resultNet);
+      if (it != seen_.end())
+        for (auto& [id, handle] : handles_)
+          if (handle == it->second) handle = h;
+    }
+  }
+  if (memo) seen_[key] = h;
+  if (d.has(api::flag::kStartsNetwork) && !netOf(h)) netOf_[h] = ++networks_;
+  return h;
+}
+
+// Argument i of a record, by what the spec says it is. An absent count whose array names it
+// ([len=]) is left for deriveCounts; an absent optional value is Null.
+void Converter::decode(const api::ApiDesc& d, uint32_t i, const object& o, Arg& a, uint32_t net) {
+  const api::ParamDesc& p = d.params[i];
+  const std::string_view name = d.args[i];
   a.k = K::Null;
-  a.i = 0, a.u = 0, a.f = 0, a.t = 0, a.s = {}, a.length = 0;
+  a.i = 0, a.u = 0, a.f = 0, a.t = 0, a.s = {}, a.length = 0, a.derived = false;
   a.ints.clear(), a.hs.clear(), a.fs.clear(), a.bytes.clear();
   element e;
   const bool present = o.at_key(name).get(e) == simdjson::SUCCESS;
-  auto need = [&] {
-    if (!present) {
-      if (isDerivedCount(d, i)) return false;
-      fail("argument \"" + std::string(name) + "\" missing");
-    }
-    return true;
-  };
-  auto ensureArray = [&]() -> simdjson::dom::array {
-    simdjson::dom::array arr;
-    if (e.get_array().get(arr) != simdjson::SUCCESS) fail("argument \"" + std::string(name) + "\" is not an array");
-    return arr;
-  };
-  if (kind == "foreign") {  // NVIDIA never writes application objects (loggers, recorders)
-    a.k = K::Bool, a.i = 1;
-  } else if (kind == "out" || kind == "void") {
-    a.k = K::Null;
-  } else if (kind == "bool") {
-    if (!need()) return;
-    a.k = K::Bool, a.i = getInt(e, name) != 0;
-  } else if (kind == "i64" || kind == "u64") {
-    if (!present && isDerivedCount(d, i)) {
-      a.k = kind == "i64" ? K::I64 : K::U64;
-      a.i = static_cast<int64_t>(args_[i - 1].length), a.u = args_[i - 1].length;
-      return;
-    }
-    need();
-    a.k = kind == "i64" ? K::I64 : K::U64;
-    a.i = getInt(e, name), a.u = static_cast<uint64_t>(a.i);
-  } else if (kind == "f32" || kind == "f64") {
-    need();
-    a.k = kind == "f32" ? K::F32 : K::F64, a.f = getNumber(e, name);
-  } else if (kind.starts_with("enum:")) {
-    need();
-    a.k = K::Enum, a.t = spec_.enumId(kind.substr(5)), a.i = getInt(e, name);
-  } else if (kind == "string") {
-    if (!present) return;
-    if (e.get_string().get(a.s) != simdjson::SUCCESS) fail("argument \"" + std::string(name) + "\" is not a string");
-    a.k = K::Str;
-  } else if (kind == "dims") {
-    a.k = K::Dims;  // absent = nbDims 0 (NVIDIA omits empty Dims)
-    if (!present) return;
-    for (element x : ensureArray()) a.ints.push_back(getInt(x, name));
-    if (a.ints.size() > 8) fail("argument \"" + std::string(name) + "\" has more than 8 dimensions");
-  } else if (kind.starts_with("handle:")) {
-    if (!present) return;
-    element id;
-    if (e.at_key("object").get(id) != simdjson::SUCCESS) fail("argument \"" + std::string(name) + "\" is not {\"object\": N}");
-    a.k = K::Handle, a.u = handleOf(getInt(id, name), name);
-  } else if (kind.starts_with("handles:")) {
-    if (!present) return;
-    a.k = K::Handles;
-    for (element x : ensureArray()) {
-      element id;
-      if (x.at_key("object").get(id) != simdjson::SUCCESS) fail("argument \"" + std::string(name) + "\": an element is not {\"object\": N}");
-      a.hs.push_back(handleOf(getInt(id, name), name));
-    }
-    a.length = a.hs.size();
-  } else if (kind == "array:f32") {
-    if (!present) return;
-    a.k = K::F32Arr;
-    for (element x : ensureArray()) a.fs.push_back(static_cast<float>(getNumber(x, name)));
-    a.length = a.fs.size();
-  } else if (kind.starts_with("array:")) {
-    if (!present) return;
-    a.k = K::I64Arr;
-    for (element x : ensureArray()) a.ints.push_back(getInt(x, name));
-    a.length = a.ints.size();
-  } else if (kind == "struct:Permutation") {
-    need();
-    a.k = K::Bytes;
-    int32_t order[8] = {};
-    size_t k = 0;
-    for (element x : ensureArray()) {
-      if (k == 8) fail("argument \"" + std::string(name) + "\": more than 8 entries");
-      order[k++] = static_cast<int32_t>(getInt(x, name));
-    }
-    a.bytes.assign(reinterpret_cast<const char*>(order), sizeof order);
-  } else if (kind == "weights") {
-    if (!present) {  // not observed; an empty Weights
-      a.k = K::WInline, a.w = WeightsInfo{};
-      return;
-    }
-    decodeWeights(e, a, net, name);
-  } else {
-    // struct:<other>, bytes, strings: NVIDIA's encoding was never observed.
-    if (!present) return;
-    fail("argument \"" + std::string(name) + "\" of kind " + std::string(kind) + " cannot be converted (encoding unknown)",
-         Error::Kind::Usage);
+  const std::string arg = "argument \"" + std::string(name) + "\"";
+  using api::Kind;
+  switch (p.kind) {
+    case Kind::Foreign: a.k = K::Bool, a.i = 1; return;  // NVIDIA never writes application objects (loggers)
+    case Kind::Out: case Kind::Void: return;
+    case Kind::Dims: a.k = K::Dims; break;                // absent = nbDims 0 (NVIDIA omits empty Dims)
+    case Kind::Weights: if (!present) a.k = K::WInline, a.w = WeightsInfo{}; break;  // not observed: empty
+    case Kind::I64: case Kind::U64:
+      if (!present && p.lengthOf >= 0) {
+        a.k = p.kind == Kind::I64 ? K::I64 : K::U64, a.derived = true;
+        return;
+      }
+      [[fallthrough]];
+    case Kind::Bool: case Kind::F32: case Kind::F64: case Kind::Enum:
+      if (!present) fail(arg + " missing");
+      break;
+    case Kind::Struct:
+      if (!present && p.structId == api::StructId::Permutation) fail(arg + " missing");
+      break;
+    default: break;
   }
+  if (!present) return;
+  switch (p.kind) {
+    case Kind::Bool: a.k = K::Bool, a.i = getInt(e, name) != 0; break;
+    case Kind::I64: case Kind::U64:
+      a.k = p.kind == Kind::I64 ? K::I64 : K::U64;
+      a.i = getInt(e, name), a.u = static_cast<uint64_t>(a.i);
+      break;
+    case Kind::F32: case Kind::F64: a.k = p.kind == Kind::F32 ? K::F32 : K::F64, a.f = getNumber(e, name); break;
+    case Kind::Enum: a.k = K::Enum, a.t = p.enumId, a.i = getInt(e, name); break;
+    case Kind::String:
+      if (e.get_string().get(a.s) != simdjson::SUCCESS) fail(arg + " is not a string");
+      a.k = K::Str;
+      break;
+    case Kind::Dims:
+      for (element x : arrayOf(e, arg)) a.ints.push_back(getInt(x, name));
+      if (a.ints.size() > lib::kMaxDims) fail(arg + " has more than " + std::to_string(lib::kMaxDims) + " dimensions");
+      break;
+    case Kind::Handle: a.k = K::Handle, a.u = handleOf(objectId(e, name, arg + " is not {\"object\": N}"), name); break;
+    case Kind::Handles:
+      a.k = K::Handles;
+      for (element x : arrayOf(e, arg)) a.hs.push_back(handleOf(objectId(x, name, arg + ": an element is not {\"object\": N}"), name));
+      a.length = a.hs.size();
+      break;
+    case Kind::Array: decodeArray(p, e, a, name); break;
+    case Kind::Struct: decodeStruct(p, e, a, name); break;
+    case Kind::Weights: decodeWeights(e, a, net, name); break;
+    default:  // bytes, strings: NVIDIA's encoding was never observed
+      fail(arg + " of kind " + std::string(p.text) + " cannot be converted (encoding unknown)", Error::Kind::Usage);
+  }
+}
+
+simdjson::dom::array Converter::arrayOf(element e, const std::string& arg) {
+  simdjson::dom::array arr;
+  if (e.get_array().get(arr) != simdjson::SUCCESS) fail(arg + " is not an array");
+  return arr;
+}
+
+int64_t Converter::objectId(element e, std::string_view name, const std::string& notObject) {
+  element id;
+  if (e.at_key("object").get(id) != simdjson::SUCCESS) fail(notObject);
+  return getInt(id, name);
+}
+
+void Converter::decodeArray(const api::ParamDesc& p, element e, Arg& a, std::string_view name) {
+  const std::string arg = "argument \"" + std::string(name) + "\"";
+  if (p.elem == api::Kind::F32) {
+    a.k = K::F32Arr;
+    for (element x : arrayOf(e, arg)) a.fs.push_back(static_cast<float>(getNumber(x, name)));
+    a.length = a.fs.size();
+  } else {
+    a.k = K::I64Arr;
+    for (element x : arrayOf(e, arg)) a.ints.push_back(getInt(x, name));
+    a.length = a.ints.size();
+  }
+}
+
+// Structs NVIDIA writes: Permutation as its order array. Others were never observed.
+void Converter::decodeStruct(const api::ParamDesc& p, element e, Arg& a, std::string_view name) {
+  const std::string arg = "argument \"" + std::string(name) + "\"";
+  if (p.structId != api::StructId::Permutation)
+    fail(arg + " of kind " + std::string(p.text) + " cannot be converted (encoding unknown)", Error::Kind::Usage);
+  a.k = K::Bytes;
+  abi::Permutation perm{};
+  size_t k = 0;
+  for (element x : arrayOf(e, arg)) {
+    if (k == std::size(perm.order)) fail(arg + ": more than " + std::to_string(k) + " entries");
+    perm.order[k++] = static_cast<int32_t>(getInt(x, name));
+  }
+  a.bytes.assign(reinterpret_cast<const char*>(&perm), sizeof perm);
+}
+
+// Counts NVIDIA does not write ([len=] of an array argument): the array's length.
+void Converter::deriveCounts(const api::ApiDesc& d) {
+  for (uint32_t i = 0; i < d.nargs; ++i) {
+    Arg& a = args_[i];
+    if (!a.derived) continue;
+    const size_t n = args_[static_cast<uint32_t>(d.params[i].lengthOf)].length;
+    a.i = static_cast<int64_t>(n), a.u = n;
+  }
+}
+
+// Inline weights: "count" numbers, encoded as the DataType stores them.
+void Converter::decodeInline(element x, WeightsInfo& info, std::string_view name, const std::string& arg) {
+  simdjson::dom::array arr;
+  if (x.get_array().get(arr) != simdjson::SUCCESS) fail(arg + ": \"inline\" is not an array");
+  info.k = K::WInline;
+  // The values are counted before anything is sized by "count" (a hostile count must not allocate).
+  if (arr.size() != info.count)
+    fail(arg + ": \"inline\" has " + std::to_string(arr.size()) + " values, count is " + std::to_string(info.count));
+  info.bytes.reserve(weightBytes(info.dtype, info.count));
+  uint64_t k = 0;
+  for (element v : arr) {
+    ++k;
+    switch (info.dtype) {
+      case 0: case 1: {
+        const double dv = getNumber(v, name, static_cast<int64_t>(k - 1));
+        if (info.dtype == 0) {
+          float f = static_cast<float>(dv);
+          info.bytes.append(reinterpret_cast<const char*>(&f), 4);
+        } else {
+          uint16_t h = lib::floatToHalf(dv);
+          info.bytes.append(reinterpret_cast<const char*>(&h), 2);
+        }
+        break;
+      }
+      case 3: { int32_t i = static_cast<int32_t>(getInt(v, "inline")); info.bytes.append(reinterpret_cast<const char*>(&i), 4); break; }
+      case 8: { int64_t i = getInt(v, "inline"); info.bytes.append(reinterpret_cast<const char*>(&i), 8); break; }
+      case 2: case 4: case 5: info.bytes.push_back(static_cast<char>(getInt(v, "inline"))); break;
+      default: fail(arg + ": inline weights of DataType " + std::to_string(info.dtype) + " cannot be decoded", Error::Kind::Usage);
+    }
+  }
+  if (k != info.count) fail(arg + ": \"inline\" has " + std::to_string(k) + " values, count is " + std::to_string(info.count));
 }
 
 void Converter::decodeWeights(element e, Arg& a, uint32_t net, std::string_view name) {
@@ -672,35 +732,7 @@ void Converter::decodeWeights(element e, Arg& a, uint32_t net, std::string_view 
   if (info.count > 0 && nbytes == 0)
     fail(arg + ": DataType " + std::to_string(info.dtype) + " is unknown to this build", Error::Kind::Usage);
   if (w.at_key("inline").get(x) == simdjson::SUCCESS) {
-    simdjson::dom::array arr;
-    if (x.get_array().get(arr) != simdjson::SUCCESS) fail(arg + ": \"inline\" is not an array");
-    info.k = K::WInline;
-    // The values are counted before anything is sized by "count" (a hostile count must not allocate).
-    if (arr.size() != info.count)
-      fail(arg + ": \"inline\" has " + std::to_string(arr.size()) + " values, count is " + std::to_string(info.count));
-    info.bytes.reserve(nbytes);
-    uint64_t k = 0;
-    for (element v : arr) {
-      ++k;
-      switch (info.dtype) {
-        case 0: case 1: {
-          const double dv = getNumber(v, name, static_cast<int64_t>(k - 1));
-          if (info.dtype == 0) {
-            float f = static_cast<float>(dv);
-            info.bytes.append(reinterpret_cast<const char*>(&f), 4);
-          } else {
-            uint16_t h = floatToHalf(dv);
-            info.bytes.append(reinterpret_cast<const char*>(&h), 2);
-          }
-          break;
-        }
-        case 3: { int32_t i = static_cast<int32_t>(getInt(v, "inline")); info.bytes.append(reinterpret_cast<const char*>(&i), 4); break; }
-        case 8: { int64_t i = getInt(v, "inline"); info.bytes.append(reinterpret_cast<const char*>(&i), 8); break; }
-        case 2: case 4: case 5: info.bytes.push_back(static_cast<char>(getInt(v, "inline"))); break;
-        default: fail(arg + ": inline weights of DataType " + std::to_string(info.dtype) + " cannot be decoded", Error::Kind::Usage);
-      }
-    }
-    if (k != info.count) fail(arg + ": \"inline\" has " + std::to_string(k) + " values, count is " + std::to_string(info.count));
+    decodeInline(x, info, name, arg);
   } else if (w.at_key("offset").get(x) == simdjson::SUCCESS) {
     const int64_t off = getInt(x, "offset");
     if (off < 0) fail(arg + ": negative offset " + std::to_string(off));
@@ -708,7 +740,7 @@ void Converter::decodeWeights(element e, Arg& a, uint32_t net, std::string_view 
       fail(arg + ": weights at BIN offset " + std::to_string(off) + " (" + std::to_string(nbytes) + " bytes) end past the end of " +
                binPath_ + " (" + std::to_string(bin_->size()) + " bytes): short BIN or bad offset");
     info.k = K::WBlob;
-    info.blob = writer_->putBlob(bin_->data() + off, nbytes, static_cast<BlobHint>(blobHintFor(info.dtype)));
+    info.blob = writer_->putBlob(bin_->data() + off, nbytes, lib::blobHint(static_cast<abi::DataType>(info.dtype)));
     pendingBlobBytes_ += nbytes;
   } else if (w.at_key("random").get(x) == simdjson::SUCCESS) {
     info.k = K::WRandom;

@@ -2,7 +2,7 @@
 //   OUTDIR/trace_reader/  closed traces, an unclosed (crashed) one, cut ones
 //   OUTDIR/blob_decoder/  the payload of every blob block of those traces (raw data re-aligned
 //                         for the fuzz_blob_decoder framing)
-// The JSON seeds come from real captures (tests/fuzz/make_json_seeds.sh, committed in corpus/).
+// The JSON seeds are real NVIDIA captures, committed in tests/fuzz/corpus/json_reader/.
 #include <sys/stat.h>
 
 #include <cstdio>

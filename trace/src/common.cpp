@@ -1,3 +1,6 @@
+// Helpers shared by the trace library's rooms and the tools (internal.h): XXH3-128 and its hex form,
+// the 32-bit checks (XXH3 low bits) of headers and blocks, file/block header construction, byte grouping of blob
+// chunks, block type names.
 #include <cerrno>
 #include <cstring>
 

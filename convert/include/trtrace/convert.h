@@ -16,8 +16,11 @@
 
 namespace trtrace::convert {
 
-enum class FileKind { Trace, Json };
-// By content: a file starting with "TRTRACE\0" is a trace, anything else is taken as JSON.
+// What a capture file is, by content (the file is opened as an input, files::openInput): the trace
+// magic means a trace; a JSON document (first non-blank byte '{', after a UTF-8 byte order mark) or
+// a file named *.json is NVIDIA's JSON; anything else is Other (each tool says which error names it
+// best: the player opens it as a trace, `trtrace convert` reads it as JSON).
+enum class FileKind { Trace, Json, Other };
 FileKind detect(const std::string& path);
 
 // The BIN NVIDIA's shim pairs with a JSON path: a trailing ".json" is replaced by ".bin", any other

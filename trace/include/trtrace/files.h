@@ -46,6 +46,11 @@ class PendingOutputs {
 // `size` bytes to `path`, through a PendingOutputs: complete or not at all.
 void writeAtomically(const std::string& path, const void* data, size_t size);
 
+// Drops the whole pages inside [data, data + n) of a read-only file mapping from this process's
+// resident set (MADV_DONTNEED: they are read again from the file if touched): bounded memory while
+// a big input is walked once.
+void releasePages(const void* data, size_t n);
+
 // A new read-write file with no name (O_TMPFILE in $TMPDIR, else /tmp; where the file system lacks
 // O_TMPFILE, an unguessable name unlinked at once): private, and gone when closed.
 int anonymousFile();

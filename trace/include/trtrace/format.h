@@ -5,10 +5,13 @@
 //   block = BlockHeader (32 B) + payload, padded with zeros to the next 8-byte boundary.
 #pragma once
 #include <cstdint>
+#include <string_view>
 
 namespace trtrace::format {
 
 inline constexpr char kFileMagic[8] = {'T', 'R', 'T', 'R', 'A', 'C', 'E', 0};
+// The first bytes of a file are a trace's.
+inline bool hasFileMagic(std::string_view head) { return head.substr(0, 8) == std::string_view(kFileMagic, 8); }
 inline constexpr uint16_t kVersionMajor = 2;  // incompatible layout change: readers refuse others
 inline constexpr uint16_t kVersionMinor = 2;  // compatible additions: readers accept newer minors
 inline constexpr uint16_t kOldestMajor = 1;   // oldest major this reader still reads (1.x: no flags)

@@ -43,7 +43,7 @@ struct Touch {
 
 Touch touchOf(const CallView& c) {
   const api::ApiDesc* d = api::find(c.apiId());
-  Touch t{c.networkId(), {}, 0, d && d->ret == "handle:NetworkDefinition", d && d->method == "~"};
+  Touch t{c.networkId(), {}, 0, d && d->has(api::flag::kStartsNetwork), d && d->has(api::flag::kDestroy)};
   if (c.receiver()) t.uses.push_back(c.receiver());
   for (size_t i = 0; i < c.argCount(); ++i) {
     const ValueView v = c.arg(i);

@@ -1,5 +1,5 @@
-// trtrace convert IN OUT: NVIDIA JSON+BIN <-> trace; the direction follows IN's content (a trace
-// starts with "TRTRACE\0", anything else is read as NVIDIA's JSON with its BIN beside it).
+// trtrace convert IN OUT: NVIDIA JSON+BIN <-> trace; the direction follows IN's content
+// (convert::detect: a trace by its magic; anything else is read as NVIDIA's JSON, its BIN beside it).
 #include <cstdio>
 
 #include "commands.h"

@@ -113,14 +113,4 @@ void checkNetwork(const Reader& r, int64_t network) {
                                         (highest ? " has networks 0 to " + std::to_string(highest - 1) : " has no networks"));
 }
 
-std::string jsonString(std::string_view s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\', o += c;
-    else if (static_cast<unsigned char>(c) < 0x20) { char b[8]; snprintf(b, sizeof b, "\\u%04x", c); o += b; }
-    else o += c;
-  }
-  return o + "\"";
-}
-
 }  // namespace trtrace::cli

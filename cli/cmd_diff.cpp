@@ -77,7 +77,7 @@ struct PtrPattern {
 // Calls that cannot change a build (left out unless --all-calls).
 bool buildIrrelevant(uint32_t apiId) {
   const api::ApiDesc* d = api::find(apiId);
-  return d && (d->method == "~" || d->interface == "HostMemory");
+  return d && d->has(api::flag::kBuildIrrelevant);
 }
 
 struct Difference {
@@ -106,7 +106,7 @@ void compareCall(const Reader& ra, const CallView& x, const CallView& y, PtrPatt
     return add("", std::to_string(x.argCount()) + " arguments", std::to_string(y.argCount()));
   const api::ApiDesc* desc = api::find(x.apiId());
   for (size_t k = 0; k < x.argCount(); ++k) {
-    if (desc && k < desc->nargs && desc->kinds[k] == "foreign") continue;
+    if (desc && k < desc->nargs && desc->params[k].kind == api::Kind::Foreign) continue;
     if (!sameValue(x.arg(k), y.arg(k))) add(argName(ra, x.apiId(), k), show(x.arg(k)), show(y.arg(k)));
     if (!ptrs.same(x.networkId(), x.arg(k), y.arg(k)))  // aliasing, whether or not the contents differ
       add(argName(ra, x.apiId(), k), "weights pointer identity", "another (aliasing changed)");

@@ -10,6 +10,7 @@
 
 #include "trtrace/files.h"
 #include "trtrace/reader.h"
+#include "trtrace/text.h"  // jsonString, used by every command
 #include "trtrace/writer.h"
 
 namespace trtrace::cli {
@@ -43,6 +44,5 @@ std::string argName(const Reader& r, uint32_t id, size_t i);
 // Throws Error (Usage) for a --network the trace does not have (networks numbered from 0).
 void checkNetwork(const Reader& r, int64_t network);
 
-std::string jsonString(std::string_view s);
 
 }  // namespace trtrace::cli

@@ -21,6 +21,7 @@
 #include "trtrace/files.h"
 #include "trtrace/reader.h"
 #include "trtrace/writer.h"
+#include "trt_values.h"
 
 namespace trtrace::cli {
 
@@ -45,11 +46,8 @@ std::unique_ptr<std::byte[]> standIn(uint32_t dtype, uint64_t bytes, uint64_t se
     uint32_t x;
     std::memcpy(&x, &f, 4);
     if (width == 4) { std::memcpy(buf.get() + k, &x, 4); continue; }
-    uint16_t h = static_cast<uint16_t>(x >> 16);  // BF16: the top half
-    if (t == abi::DataType::kHALF) {  // IEEE half of a value in [-1, 1): normal or zero
-      const int32_t e = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
-      h = static_cast<uint16_t>(e <= 0 ? (x >> 16) & 0x8000 : ((x >> 16) & 0x8000) | (e << 10) | ((x >> 13) & 0x3ff));
-    }
+    // BF16: the float's top half; HALF: the nearest IEEE half (lib::floatToHalf, the tree's one rounding)
+    const uint16_t h = t == abi::DataType::kHALF ? lib::floatToHalf(f) : static_cast<uint16_t>(x >> 16);
     std::memcpy(buf.get() + k, &h, 2);
   }
   return buf;

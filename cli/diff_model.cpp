@@ -62,7 +62,7 @@ class ModelBuilder {
   std::string callText(const CallView& c, const api::ApiDesc* d) const {
     std::string s = std::string(d ? d->method : "api#" + std::to_string(c.apiId())) + "(";
     for (size_t k = 0; k < c.argCount(); ++k) {
-      if (d && k < d->nargs && d->kinds[k] == "foreign") continue;
+      if (d && k < d->nargs && d->params[k].kind == api::Kind::Foreign) continue;
       const ValueView v = c.arg(k);
       if (k) s += ", ";
       if (v.kind() == ValueKind::Handle) s += objName(v.asU64());
@@ -77,24 +77,23 @@ class ModelBuilder {
   }
   void add(const CallView& c) {
     const api::ApiDesc* d = api::find(c.apiId());
-    if (!all_ && d && (d->method == "~" || d->interface == "HostMemory")) return;
+    if (!all_ && d && d->has(api::flag::kBuildIrrelevant)) return;
     NetRec& net = nets_[c.networkId()];
     const Obj recv = c.receiver() ? objs_[c.receiver()] : Obj{-1, ""};
     const std::string text = callText(c, d);
     const std::string full = (recv.name.empty() ? "" : recv.name + ".") + text;
-    const std::string_view ret = d ? d->ret : std::string_view();
     auto rv = c.ret();
     const bool newHandle = rv && rv->kind() == ValueKind::Handle && rv->asU64() && !objs_.count(rv->asU64());
-    if (newHandle && ret.starts_with("handle:") && ret.ends_with("Layer")) {
+    if (newHandle && d && d->result.kind == api::Kind::Handle && d->result.layer) {
       const size_t k = net.layers.size();
-      net.layers.push_back({c.apiId(), std::string(ret.substr(7)), "", {full}});
+      net.layers.push_back({c.apiId(), std::string(api::ifaceName(d->result.iface)), "", {full}});
       objs_[rv->asU64()] = {int(k), layerRef(k)};
       return;
     }
-    if (newHandle) objs_[rv->asU64()] = {recv.layer, ret == "handle:NetworkDefinition" ? "network" : full};
+    if (newHandle) objs_[rv->asU64()] = {recv.layer, d && d->has(api::flag::kStartsNetwork) ? "network" : full};
     if (recv.layer < 0) return net.calls.push_back(full);
     LayerRec& l = net.layers[recv.layer];
-    if (d && d->method == "setName" && c.argCount() && c.arg(0).kind() == ValueKind::String && recv.name == layerRef(recv.layer))
+    if (d && d->id == api::kLayer_setName && c.argCount() && c.arg(0).kind() == ValueKind::String && recv.name == layerRef(recv.layer))
       l.name = std::string(c.arg(0).asString());
     l.calls.push_back(recv.name == layerRef(recv.layer) ? text : full);
   }

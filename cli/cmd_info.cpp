@@ -1,0 +1,133 @@
+// trtrace info TRACE [--json]: calls, per-API counts, networks, builds and weight volumes.
+#include <cinttypes>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "commands.h"
+#include "trace_edit.h"
+#include "trtrace/error.h"
+#include "trtrace/format.h"
+#include "trtrace/reader.h"
+
+namespace trtrace::cli {
+
+namespace {
+
+// What info reports, gathered in one pass over the calls.
+struct Summary {
+  std::map<uint32_t, uint64_t> perApi, perNet;
+  uint64_t calls = 0, builds = 0, buildsOk = 0, refs = 0, logical = 0, inlineBytes = 0;
+  uint64_t unique = 0, stored = 0, compressed = 0;  // blobs
+  uint64_t logStored = 0, logCompressed = 0;        // call-log segment payloads (block headers only)
+  double dedup = 1.0, ratio = 1.0;
+};
+
+Summary summarize(const Reader& r) {
+  Summary s;
+  r.forEachCall([&](const CallView& c) {
+    ++s.calls;
+    ++s.perApi[c.apiId()];
+    if (c.networkId()) ++s.perNet[c.networkId()];
+    if (auto b = c.buildResult()) { ++s.builds; s.buildsOk += b->ok; }
+    auto note = [&](ValueView v) {
+      if (v.kind() == ValueKind::WeightsBlob) { ++s.refs; s.logical += v.blob().length; }
+      if (v.kind() == ValueKind::WeightsInline) s.inlineBytes += v.bytes().size();
+    };
+    for (size_t i = 0; i < c.argCount(); ++i) note(c.arg(i));
+    if (auto v = c.ret()) note(*v);
+    return true;
+  });
+  for (auto& b : r.blobs()) { s.unique += b.ref.length; s.stored += b.storedSize; s.compressed += b.compressed; }
+  for (size_t i = 0; i < r.segmentCount(); ++i) {
+    auto si = r.segmentInfo(i);
+    s.logStored += si.storedSize;
+    s.logCompressed += si.compressed;
+  }
+  s.dedup = s.unique ? double(s.logical) / double(s.unique) : 1.0;
+  s.ratio = s.stored ? double(s.unique) / double(s.stored) : 1.0;
+  return s;
+}
+
+void printJson(const std::string* path, const Reader* r, const Summary& s) {
+  auto& h = r->header();
+  const auto& [perApi, perNet, calls, builds, buildsOk, refs, logical, inlineBytes, unique, stored, compressed, logStored,
+               logCompressed, dedup, ratio] = s;
+    std::printf("{\"path\":%s,\"closed\":%s,\"truncated_at\":%s,\"producer\":%s,\"producer_version\":%s,"
+                "\"library\":%s,\"library_version\":%s,\"library_build_id\":%s,\"host\":%s,\"pid\":%" PRIu64 ",\"format\":\"%u.%u\","
+                "\"calls\":%" PRIu64 ",\"segments\":%zu,\"segments_compressed\":%" PRIu64
+                ",\"call_log_stored_bytes\":%" PRIu64 ",\"builds\":%" PRIu64 ",\"builds_ok\":%" PRIu64 ",\"apis\":{",
+                jsonString(*path).c_str(), r->closedCleanly() ? "true" : "false",
+                r->truncatedAt() ? std::to_string(*r->truncatedAt()).c_str() : "null",
+                jsonString(h.producer).c_str(), jsonString(h.producerVersion).c_str(),
+                jsonString(h.libraryName).c_str(), jsonString(h.libraryVersion).c_str(),
+                jsonString(h.libraryBuildId).c_str(), jsonString(h.host).c_str(), h.pid, h.formatMajor, h.formatMinor, calls, r->segmentCount(),
+                logCompressed, logStored, builds, buildsOk);
+    bool first = true;
+    for (auto& [id, n] : perApi) {
+      std::printf("%s%s:%" PRIu64, first ? "" : ",", jsonString(apiName(*r, id)).c_str(), n);
+      first = false;
+    }
+    std::printf("},\"networks\":{");
+    first = true;
+    for (auto& [id, n] : perNet) {
+      std::printf("%s\"%u\":%" PRIu64, first ? "" : ",", id - 1, n);  // 0-based, as the player numbers them
+      first = false;
+    }
+    std::printf("},\"weights\":{\"references\":%" PRIu64 ",\"logical_bytes\":%" PRIu64 ",\"inline_bytes\":%" PRIu64
+                ",\"unique_blobs\":%zu,\"unique_bytes\":%" PRIu64 ",\"stored_bytes\":%" PRIu64
+                ",\"compressed_blobs\":%" PRIu64 ",\"dedup_ratio\":%.4f,\"compression_ratio\":%.4f}}\n",
+                refs, logical, inlineBytes, r->blobs().size(), unique, stored, compressed, dedup, ratio);
+}
+
+void printText(const std::string* path, const Reader* r, const Summary& s) {
+  auto& h = r->header();
+  const auto& [perApi, perNet, calls, builds, buildsOk, refs, logical, inlineBytes, unique, stored, compressed, logStored,
+               logCompressed, dedup, ratio] = s;
+    std::printf("trace:      %s (format %u.%u, %s)\n", path->c_str(), h.formatMajor, h.formatMinor,
+                r->closedCleanly() ? "closed" : "not closed");
+    if (r->truncatedAt()) std::printf("truncated:  %s\n", r->truncationMessage().c_str());
+    std::printf("producer:   %s %s\nlibrary:    %s %s\nhost:       %s (pid %" PRIu64 ")\n",
+                std::string(h.producer).c_str(), std::string(h.producerVersion).c_str(),
+                std::string(h.libraryName).c_str(), std::string(h.libraryVersion).c_str(),
+                std::string(h.host).c_str(), h.pid);
+    if (!h.libraryBuildId.empty()) std::printf("build id:   %s\n", std::string(h.libraryBuildId).c_str());
+    for (auto& [k, v] : h.settings) std::printf("setting:    %s=%s\n", std::string(k).c_str(), std::string(v).c_str());
+    std::printf("calls:      %" PRIu64 " in %zu segments; builds: %" PRIu64 " (%" PRIu64 " ok)\n", calls,
+                r->segmentCount(), builds, buildsOk);
+    std::printf("call log:   %s stored (%" PRIu64 " of %zu segments zstd), %.1f B/call\n",
+                humanBytes(double(logStored)).c_str(), logCompressed, r->segmentCount(),
+                calls ? double(logStored) / double(calls) : 0.0);
+    std::printf("networks:   %zu\n", perNet.size());
+    for (auto& [id, n] : perNet) std::printf("  network %u: %" PRIu64 " calls\n", id - 1, n);  // 0-based (trace ids from 1)
+    std::printf("apis:\n");
+    for (auto& [id, n] : perApi) std::printf("  %10" PRIu64 "  %s\n", n, apiName(*r, id).c_str());
+    std::printf("weights:    %" PRIu64 " references, logical %s, unique %s in %zu blobs, stored %s (%" PRIu64
+                " compressed), inline %s\n",
+                refs, humanBytes(double(logical)).c_str(), humanBytes(double(unique)).c_str(), r->blobs().size(),
+                humanBytes(double(stored)).c_str(), compressed, humanBytes(double(inlineBytes)).c_str());
+    std::printf("ratios:     dedup %.2fx, compression %.2fx\n", dedup, ratio);
+}
+
+}  // namespace
+
+Command addInfo(CLI::App& app) {
+  auto path = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  auto* sub = app.add_subcommand("info", "Summarise a trace: calls, APIs, networks, weights");
+  sub->add_option("trace", *path, "Trace file")->required();
+  sub->add_flag("--json", *json, "Machine-readable output");
+  return {sub, [=] {
+    auto r = Reader::open(*path);
+    if (r->truncatedAt() && *r->truncatedAt() <= sizeof(format::FileHeader))  // not even the header block
+      throw Error(Error::Kind::Truncated, r->truncationMessage() + "; no capture in it");
+    const Summary s = summarize(*r);
+    if (*json) printJson(path.get(), r.get(), s);
+    else printText(path.get(), r.get(), s);
+    return kOk;
+  }};
+}
+
+}  // namespace trtrace::cli

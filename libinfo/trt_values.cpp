@@ -1,0 +1,68 @@
+// How the library's values become trace values (trt_values.h).
+#include "trt_values.h"
+
+#include <cmath>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "trtrace/api_table.h"
+
+namespace trtrace::lib {
+
+BlobHint blobHint(abi::DataType t) {
+  switch (t) {
+    case abi::DataType::kFLOAT: return BlobHint::F32;
+    case abi::DataType::kHALF: return BlobHint::F16;
+    case abi::DataType::kBF16: return BlobHint::BF16;
+    default: return BlobHint::None;
+  }
+}
+
+uint16_t floatToHalf(double d) {
+  float f = static_cast<float>(d);  // exact for values that came from a half
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
+  const uint32_t absx = x & 0x7fffffff;
+  if (absx >= 0x7f800000) return sign | (absx > 0x7f800000 ? 0x7e00 : 0x7c00);  // NaN / Inf
+  if (absx >= 0x477ff000) return sign | 0x7c00;                                // overflow -> Inf
+  if (absx < 0x38800000) {                                                     // subnormal half
+    // value * 2^24 rounded to nearest even gives the subnormal mantissa.
+    float a;
+    std::memcpy(&a, &absx, 4);
+    double m = std::nearbyint(static_cast<double>(a) * 16777216.0);
+    return sign | static_cast<uint16_t>(m);
+  }
+  uint32_t e = ((absx >> 23) - 127 + 15) << 10;
+  uint32_t m = absx & 0x7fffff;
+  uint32_t h = e | (m >> 13);
+  uint32_t rest = m & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) ++h;
+  return sign | static_cast<uint16_t>(h);
+}
+
+double halfToDouble(uint16_t h) {
+  const int s = h >> 15, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  double v;
+  if (e == 0) v = std::ldexp(m, -24);
+  else if (e == 31) v = m ? std::nan("") : INFINITY;
+  else v = std::ldexp(m + 1024, e - 25);
+  return s ? -v : v;
+}
+
+void describeApis(Writer& w) {
+  uint32_t n = 0;
+  const api::ApiDesc* all = api::all(&n);
+  for (uint32_t i = 0; i < n; ++i) {
+    std::vector<std::string_view> names(all[i].args, all[i].args + all[i].nargs);
+    w.describeApi(all[i].id, all[i].interface, all[i].method, names);
+  }
+}
+
+EngineBytes engineBytes(abi::IHostMemory* engine) {
+  auto* hm = static_cast<abi::VHostMemory*>(static_cast<void* const*>(static_cast<void*>(engine))[1]);
+  return {hm->data(), hm->size()};
+}
+
+}  // namespace trtrace::lib

@@ -1,0 +1,38 @@
+// How the library's values become trace values, one way for the shim, the player, the converter
+// and the CLI: Dims of any nbDims, the blob hint of a DataType, IEEE half <-> double, and an engine's bytes read through
+// its IHostMemory without a recorded call; the API names a trace describes itself with.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "trtrace/api_abi.h"
+#include "trtrace/writer.h"
+
+namespace trtrace::lib {
+
+// How a Dims64 travels: nbDims in [0, kMaxDims] as Dims (its extents); any other nbDims (-1 is
+// "invalid") alone, as a one-element I64 array, so that the exact value replays.
+inline constexpr size_t kMaxDims = 8;
+inline bool travelsAsDims(int64_t nbDims) { return nbDims >= 0 && static_cast<uint64_t>(nbDims) <= kMaxDims; }
+
+// The byte grouping a blob of weights of this type compresses best with (none for others).
+BlobHint blobHint(abi::DataType t);
+
+// IEEE binary16. floatToHalf rounds to nearest, ties to even (the one rounding of the tree: exact
+// for values that came from a half, and the closest half of any other); overflow gives infinity,
+// NaN stays NaN.
+uint16_t floatToHalf(double v);
+double halfToDouble(uint16_t h);
+
+// The serialized engine in an IHostMemory the library returned, through the object's V-pointer
+// (level 0): no call on it is recorded or replayed.
+struct EngineBytes {
+  const void* data = nullptr;
+  uint64_t size = 0;
+};
+EngineBytes engineBytes(abi::IHostMemory* engine);
+
+// The trace's self-description: names and parameter names of every API id this build knows.
+void describeApis(Writer& w);
+
+}  // namespace trtrace::lib

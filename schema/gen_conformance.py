@@ -1,0 +1,218 @@
+"""conformance_gen.inc: conformance tests of the spec against the real library (tests/conformance)."""
+from __future__ import annotations
+
+import apispec
+from apispec import SCALARS, Type
+from apimodel import all_methods, interposed, layer_type
+
+# ------------------------------------------------------------------------------------------------
+# conformance_gen.inc: conformance tests against the real library (tests/conformance)
+# ------------------------------------------------------------------------------------------------
+_CONF_SAMPLES = {   # per value type; the n-th round trip of that type in an interface takes the n-th
+    "bool": ["true"],   # (distinct values, so that two getters swapped in the spec are caught)
+    "f32": ["0.5f", "0.25f", "0.75f", "0.125f"], "f64": ["0.5", "0.25", "0.75"],
+    "i32": ["2", "1", "3", "4"], "i64": ["3", "2", "4", "5"], "u32": ["2u", "1u", "4u"],
+    "u64": ["uint64_t{1} << 20", "uint64_t{1} << 21"], "size": ["std::size_t{1} << 20", "std::size_t{1} << 21"],
+    "cstr": ['"trtrace"', '"trtrace1"', '"trtrace2"'],
+    "Dims64": ["Dims64{2, {3, 3}}", "Dims64{2, {1, 1}}", "Dims64{2, {2, 2}}", "Dims64{2, {1, 2}}", "Dims64{2, {2, 1}}"],
+    "Weights": ["sampleWeights()"], "Permutation": ["Permutation{{1, 0, 2, 3, 4, 5, 6, 7}}"],
+}
+
+
+def _conf_value(spec, t: Type, n: int = 0):
+    """(C++ local type, n-th sample expression) for a value the tests can make up, or None."""
+    base = spec.resolve(t.base)
+    if t.ptr:
+        return None
+    if t.base == "cstr":
+        return "char const*", _CONF_SAMPLES["cstr"][n % 3]
+    kind = spec.kind(t.base)
+    if kind == "enum":
+        vals = spec.enums[base].values   # non-first enumerators first (the first is often the default)
+        return base, f"{base}::{vals[1 + n % (len(vals) - 1)][0] if len(vals) > 1 else vals[0][0]}"
+    if kind == "struct":
+        if base not in _CONF_SAMPLES:
+            return None
+        return base, _CONF_SAMPLES[base][n % len(_CONF_SAMPLES[base])]
+    if kind != "scalar" or base in ("void", "ptr", "cptr"):
+        return None
+    samples = _CONF_SAMPLES.get(base, ["1"])
+    return SCALARS[base], samples[n % len(samples)]
+
+
+def _conf_same(spec, a: Type, b: Type):
+    return spec.resolve(a.base) == spec.resolve(b.base) and a.ptr == b.ptr and (a.base == "cstr") == (b.base == "cstr")
+
+
+def _conf_pairs(spec, itf):
+    """setX/getX (or isX) pairs: the setter's parameters are the getter's (keys) plus one value
+    parameter whose type the getter returns. Yields (setter, getter, value index)."""
+    by_name = {}
+    for m in itf.methods:
+        by_name.setdefault(m.name, m)
+    for s in itf.methods:
+        if not s.name.startswith("set") or s.mode != "record":
+            continue
+        for gname in ("get" + s.name[3:], "is" + s.name[3:]):
+            g = by_name.get(gname)
+            if g is None or g.mode != "record" or g.ret.base == "void":
+                continue
+            for j, vp in enumerate(s.params):
+                keys = s.params[:j] + s.params[j + 1:]
+                if len(keys) != len(g.params) or not _conf_same(spec, vp.type, g.ret):
+                    continue
+                if not all(_conf_same(spec, k.type, q.type) for k, q in zip(keys, g.params)):
+                    continue
+                if _conf_value(spec, vp.type) is None or any(_conf_value(spec, k.type) is None for k in keys):
+                    continue
+                yield s, g, j
+                break
+            else:
+                continue
+            break
+
+
+def _conf_mismatches(spec, itf):
+    """setX(v)/getX() -> r of one interface whose value types differ (e.g. f64 vs f32): a spec error."""
+    getters = {m.name: m for m in itf.methods}
+    paired = {s.name for s, _, _ in _conf_pairs(spec, itf)}
+    for s in itf.methods:
+        g = getters.get("get" + s.name[3:]) if s.name.startswith("set") else None
+        if g is None or s.name in paired or len(s.params) != len(g.params) + 1 or g.ret.base == "void":
+            continue
+        v = s.params[-1].type
+        if _conf_value(spec, v) and _conf_value(spec, g.ret) and not g.ret.ref and not _conf_same(spec, v, g.ret):
+            yield f"{itf.name}.{s.name} takes {v.text}, {g.name} returns {g.ret.text}"
+
+
+def _conf_key_sample(spec, m, p):
+    ctype, default = _conf_value(spec, p.type)
+    if p.name == "index" and ctype == "int32_t":
+        default = "0"
+    return ctype, default
+
+
+def gen_conformance(spec, cpp):
+    """Conformance tests of the spec against the real library: counting call wrappers (one per
+    vtable class), set/get round trips with type-driven sample values, probes of const queries,
+    the expected LayerType of each layer interface, and one TEST per interface. Included twice by
+    tests/conformance/conformance_test.cpp: first for the declarations, then (with
+    TRTRACE_CONF_TESTS defined) for the tests, which call its hand-written recipes make(), extra()."""
+    itfs = interposed(spec)
+    o = ["// Generated by schema/apigen.py -- do not edit. Included by tests/conformance/conformance_test.cpp",
+         "// inside namespace trtrace::conf (with `using namespace trtrace::abi`).", "",
+         "#ifndef TRTRACE_CONF_TESTS", "",
+         "// Spec'd methods: record-mode methods of the library's vtable classes (the coverage denominator).",
+         "struct SpecMethod { uint32_t id; const char* iface; const char* method; };",
+         "inline constexpr SpecMethod kSpecMethods[] = {"]
+    for itf in itfs:
+        for m in itf.methods:
+            if m.mode == "record":
+                o.append(f'  {{api::k{m.ident}, "{itf.name}", "{m.name}"}},')
+    o += ["};", ""]
+    o.append("// Every LayerType enumerator of the spec.")
+    o.append("inline constexpr LayerType kAllLayerTypes[] = {"
+             + ", ".join(f"LayerType::{n}" for n, _ in spec.enums.get("LayerType", apispec.Enum("", "", [])).values) + "};")
+    o.append("template <class I> struct LayerTypeOf;  // defined for layer interfaces with their own LayerType")
+    for itf in itfs:
+        lt = layer_type(spec, itf)
+        if lt:
+            o.append(f"template <> struct LayerTypeOf<I{itf.name}> {{ static constexpr LayerType value = LayerType::{lt}; }};")
+    o.append("")
+    o.append("// Counting call wrappers: C<Name>(publicObject) calls through the V-pointer of its chain level")
+    o.append("// (field 1 + level of the public object); every call counts its API id with hit().")
+    for itf in itfs:
+        if itf.wrapped:  # the object is the interface: its methods are its own vtable
+            o.append(f"struct C{itf.name} {{")
+            o.append(f"  I{itf.name}* v_;")
+            o.append(f"  explicit C{itf.name}(const void* obj) : v_(static_cast<I{itf.name}*>(const_cast<void*>(obj))) {{}}")
+            for m in itf.methods:
+                args = ", ".join(p.name for p in m.params)
+                o.append(f"  {cpp.type(m.ret)} {m.name}({cpp.params(m)}) {{ hit(api::k{m.ident}); return v_->{m.name}({args}); }}")
+            o.append("};")
+            continue
+        lv = itf.level
+        base = f" : C{itf.base}" if itf.base else ""
+        o.append(f"struct C{itf.name}{base} {{")
+        o.append(f"  V{itf.name}* v{lv}_;")
+        init = f"C{itf.base}(obj), " if itf.base else ""
+        o.append(f"  explicit C{itf.name}(const void* obj) : {init}v{lv}_(static_cast<V{itf.name}*>("
+                 f"static_cast<void* const*>(obj)[1 + {lv}])) {{}}")
+        for m in itf.methods:
+            args = ", ".join(p.name for p in m.params)
+            o.append(f"  {cpp.type(m.ret)} {m.name}({cpp.params(m)}) {{ hit(api::k{m.ident}); "
+                     f"return v{lv}_->{m.name}({args}); }}")
+        o.append("};")
+    o.append("")
+    o.append("// Round trips: setX(sample) then getX() == sample. sample(key, default) applies the")
+    o.append("// hand-written overrides; check() compares and notes setters that returned false.")
+    for itf in itfs:
+        o.append(f"inline void roundTrip(C{itf.name}& w) {{")
+        for bad in _conf_mismatches(spec, itf):
+            o.append(f'  ADD_FAILURE() << "spec: {bad}";')
+        nth = {}
+        for s, g, j in _conf_pairs(spec, itf):
+            key = f"{itf.name}.{s.name}"
+            vt, _ = _conf_value(spec, s.params[j].type)
+            vt, vd = _conf_value(spec, s.params[j].type, nth.get(vt, 0))
+            nth[vt] = nth.get(vt, 0) + 1
+            o.append(f"  {{  // {s.name} / {g.name}")
+            o.append(f'    constexpr std::string_view k = "{key}";')
+            args = []
+            for i, p in enumerate(s.params):
+                if i == j:
+                    o.append(f"    auto v = sample<{vt}>(k, {vd});")
+                    args.append("v")
+                else:
+                    kt, kd = _conf_key_sample(spec, s, p)
+                    o.append(f'    auto k{i} = sample<{kt}>("{key}#{p.name}", {kd});')
+                    args.append(f"k{i}")
+            gargs = ", ".join(a for a in args if a != "v")
+            call = f"w.{s.name}({', '.join(args)})"
+            if spec.resolve(s.ret.base) == "bool" and not s.ret.ptr:
+                o.append(f"    bool accepted = {call};")
+            else:
+                o.append(f"    {call};")
+                o.append("    bool accepted = true;")
+            o.append(f"    check(k, accepted, w.{g.name}({gargs}), v);")
+            o.append("  }")
+        o.append("}")
+    o.append("")
+    o.append("// Probes: every other const query whose arguments the tests can make up (index 0, samples).")
+    for itf in itfs:
+        paired = {n for s, g, _ in _conf_pairs(spec, itf) for n in (s.name, g.name)}
+        o.append(f"inline void probe(C{itf.name}& w) {{")
+        for m in itf.methods:
+            if m.name in paired or not m.const or m.mode != "record" or (m.ret.base == "void" and not m.ret.ptr):
+                continue
+            if any(_conf_value(spec, p.type) is None for p in m.params):
+                continue
+            args = []
+            for p in m.params:
+                kt, kd = _conf_key_sample(spec, m, p)
+                args.append(f'sample<{kt}>("{itf.name}.{m.name}#{p.name}", {kd})')
+            o.append(f'  probed("{itf.name}.{m.name}", w.{m.name}({", ".join(args)}));')
+        o.append("}")
+    o += ["", "#else  // TRTRACE_CONF_TESTS", "",
+          "// One test per interface: make() (hand-written recipe) gives an instance; the generated part",
+          "// checks the layer type, runs the round trips and probes; extra() adds the hand-written calls."]
+    for itf in itfs:
+        lt = layer_type(spec, itf)
+        o.append(f"TEST(Conformance, {itf.name}) {{")
+        o.append("  Ctx ctx;")
+        o.append(f"  Made<I{itf.name}> made = make(ctx, Tag<I{itf.name}>{{}});")
+        o.append("  if (!made.obj) {")
+        o.append(f'    if (made.unavailable) GTEST_SKIP() << "{itf.name}: " << made.why;')
+        o.append(f'    FAIL() << "{itf.name}: recipe gave no object: " << made.why << ctx.log.take();')
+        o.append("  }")
+        o.append(f"  C{itf.name} w(made.obj);")
+        if lt:
+            o.append(f"  checkLayer(ctx, CLayer(made.obj), made, LayerType::{lt});")
+        o.append("  roundTrip(w);")
+        o.append("  probe(w);")
+        o.append("  extra(ctx, w, made);")
+        o.append("}")
+    o += ["", "#endif  // TRTRACE_CONF_TESTS"]
+    return "\n".join(o) + "\n"
+
+
