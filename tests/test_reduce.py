@@ -73,6 +73,22 @@ def test_reduce_text_report_and_no_candidates_left_without_artifacts(chain, tmp_
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
+def test_reduce_keeps_each_failing_network_and_ignores_unnamed_layer_numbers(tmp_path):
+    """Two networks of unnamed layers both fail (build_cnn.py --fail): the failure to keep is each
+    network's first error line, with the "(Unnamed Layer* N)" number left out (it moves as layers go)."""
+    t = tmp_path / "f.trtrace"
+    capture("build_cnn.py", t, "--out", tmp_path / "f.engine", "--networks", 2, "--fail", check=False)
+    out = tmp_path / "min.trtrace"
+    p = reduce(t, "-o", out, "--lib", trt_lib(), "--json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    rep = json.loads(p.stdout)
+    assert rep["layers"][1] * 2 < rep["layers"][0], rep
+    assert rep["failure"].startswith("exit 3: network 0: ") and "; network 1: " in rep["failure"], rep
+    assert "(Unnamed Layer* #)" in rep["failure"], rep
+    again = play(out, tmp_path / "m.engine", "-q", check=False)
+    assert again.returncode == 3 and again.stdout.count(": build failed") == 2, again.stdout
+
+
 # A --check that judges by the layers a candidate keeps: it fails (exit 1) while bad_reshape is
 # there, hangs when layer_3 is gone and crashes (SIGSEGV) when layer_2 is gone -- the faults a real
 # library can show on some candidate, but not on demand, hence this stand-in (a test double).

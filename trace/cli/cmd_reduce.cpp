@@ -5,7 +5,8 @@
 // candidate that crashes or hangs the library is a verdict, not the end of the run. ddmin first
 // (remove halves, quarters, ... of the layers kept so far), then single removals until none keeps
 // the failure. "Still fails" is, by default, the player's exit 3 (the build failure reproduced)
-// with the same first library error line as the input's replay; --fail-regex / --fail-code (and
+// with the same failure text as the input's replay (per failing network, its first library error
+// line, unnamed layers' numbers aside: "network 0: <error>"); --fail-regex / --fail-code (and
 // --check, whose non-zero exit is the failure without them) define it otherwise. Every candidate
 // is kept in --artifacts: good/ (does not fail), bad/ (fails), verdicts.tsv (one line each).
 #include <dirent.h>
@@ -125,10 +126,10 @@ class ReduceChecker {
   struct Verdict {
     bool fails = false;
     int status = 0;
-    std::string line;  // the first library error line (default), the first matching line, or why not
+    std::string line;  // the failure text (default), the first matching line, or why not
   };
   Verdict run(const std::string& trace) const;
-  // The failure to keep: the input's first error line (default mode).
+  // The failure to keep: the input's failure text (default mode).
   void expect(const std::string& line) { expected_ = line; }
   std::string describe(const Verdict& v) const;
 
@@ -154,19 +155,25 @@ std::vector<std::string> ReduceChecker::command(const std::string& trace) const 
   return {"/bin/sh", "-c", cmd};
 }
 
-// The first line the player prints under "network N: build failed...", without its indent.
-static std::string firstErrorLine(const std::string& out) {
+// The failure's text: for each network the player reports "network N: build failed..." for, that
+// line's network and the first library error line under it ("network 0: <error>; network 1: ...").
+// The library numbers unnamed layers in creation order ("(Unnamed Layer* 10) [ElementWise]"), so a
+// removal before one renumbers it: the number is left out of the comparison (the type stays).
+static std::string failureText(const std::string& out) {
+  static const std::regex unnamed(R"(\(Unnamed Layer\* \d+\))");
+  std::string text, network;
   size_t at = 0;
-  bool under = false;
   while (at < out.size()) {
     size_t end = out.find('\n', at);
     if (end == std::string::npos) end = out.size();
     const std::string line = out.substr(at, end - at);
     at = end + 1;
-    if (under && line.rfind("  ", 0) == 0) return line.substr(2);
-    under = line.rfind("network ", 0) == 0 && line.find(": build failed") != std::string::npos;
+    if (!network.empty() && line.rfind("  ", 0) == 0)
+      text += (text.empty() ? "" : "; ") + network + ": " + std::regex_replace(line.substr(2), unnamed, "(Unnamed Layer* #)");
+    const size_t failed = line.rfind("network ", 0) == 0 ? line.find(": build failed") : std::string::npos;
+    network = failed == std::string::npos ? "" : line.substr(0, failed);
   }
-  return {};
+  return text;
 }
 
 static std::string lastLine(const std::string& out) {
@@ -195,7 +202,7 @@ ReduceChecker::Verdict ReduceChecker::run(const std::string& trace) const {
   } else if (!o_.check.empty()) {
     v.fails = c.status != 0;
   } else {
-    v.line = firstErrorLine(c.output);
+    v.line = failureText(c.output);
     v.fails = c.status == 3 && !v.line.empty() && (expected_.empty() || v.line == expected_);
   }
   if (c.timedOut) v.line = "ran past --timeout " + std::to_string(int(o_.timeout)) + " s";
