@@ -12,7 +12,8 @@
 namespace trtrace::cli {
 
 // Exit codes shared by all subcommands.
-enum Exit : int { kOk = 0, kError = 1, kCorrupt = 2, kTruncated = 3 };
+enum Exit : int { kOk = 0, kError = 1, kCorrupt = 2, kTruncated = 3, kNotFailing = 4 /* reduce: the build does not fail */,
+                 kInexpressible = 4 /* export: a call the Python API cannot express */ };
 
 struct Command {
   CLI::App* sub = nullptr;
@@ -27,8 +28,10 @@ Command addConvert(CLI::App& app);
 Command addDiff(CLI::App& app);
 Command addStrip(CLI::App& app);
 Command addExtract(CLI::App& app);
+Command addReduce(CLI::App& app);
+Command addExport(CLI::App& app);
 
-inline constexpr Command (*kCommands[])(CLI::App&) = {addInfo, addDump, addVerify, addRewrite, addConvert, addDiff, addStrip, addExtract};
+inline constexpr Command (*kCommands[])(CLI::App&) = {addInfo, addDump, addVerify, addRewrite, addConvert, addDiff, addStrip, addExtract, addReduce, addExport};
 
 using trtrace::humanBytes;  // trtrace/progress.h
 

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <vector>
 
+#include "trtrace/api_table.h"
 #include "trtrace/error.h"
 
 namespace trtrace::cli {
@@ -71,11 +73,20 @@ void encodeValue(CallEncoder& e, const ValueView& v, bool ret) {
   }
 }
 
-void copyCall(const CallView& c, Writer& w, uint32_t networkId, const WeightsHook& weights) {
+void copyCall(const CallView& c, Writer& w, uint32_t networkId, const WeightsHook& weights, const HandleMap& handles) {
   CallEncoder& e = w.beginCall(c.apiId(), c.receiver(), networkId);
   auto put = [&](const ValueView& v, bool ret) {
-    if (weights && isWeights(v)) weights(e, v, ret);
-    else encodeValue(e, v, ret);
+    if (weights && isWeights(v)) {
+      weights(e, v, ret);
+    } else if (handles && !ret && v.kind() == ValueKind::Handle) {
+      e.argHandle(handles(v.asU64()), v.typeId());
+    } else if (handles && !ret && v.kind() == ValueKind::HandleArray) {
+      std::vector<uint64_t> hs(v.handles().begin(), v.handles().end());
+      for (uint64_t& h : hs) h = handles(h);
+      e.argHandleArray(hs);
+    } else {
+      encodeValue(e, v, ret);
+    }
   };
   for (size_t i = 0; i < c.argCount(); ++i) put(c.arg(i), false);
   if (auto r = c.ret()) put(*r, true);
@@ -91,6 +102,7 @@ void copyCall(const CallView& c, Writer& w, uint32_t networkId, const WeightsHoo
 
 std::string apiName(const Reader& r, uint32_t id) {
   if (auto* a = r.api(id)) return std::string(a->interfaceName) + "::" + std::string(a->methodName);
+  if (auto* d = api::find(id)) return std::string(d->interface) + "::" + std::string(d->method);  // undescribed: this build's
   return "api#" + std::to_string(id);
 }
 

@@ -30,13 +30,17 @@ std::unique_ptr<Writer> createDerived(const Reader& r, files::PendingOutputs& ou
 void encodeValue(CallEncoder& e, const ValueView& v, bool ret);
 
 // Writes `c` into `w` as network `networkId`: receiver, arguments, result, status, message and
-// build result. `weights`, when given, encodes each weights value (argument or result) instead.
+// build result. `weights`, when given, encodes each weights value (argument or result) instead;
+// `handles`, when given, maps each object handle argument (not the receiver or result).
 using WeightsHook = std::function<void(CallEncoder& e, const ValueView& v, bool ret)>;
-void copyCall(const CallView& c, Writer& w, uint32_t networkId, const WeightsHook& weights = {});
+using HandleMap = std::function<uint64_t(uint64_t)>;
+void copyCall(const CallView& c, Writer& w, uint32_t networkId, const WeightsHook& weights = {},
+              const HandleMap& handles = {});
 
 bool isWeights(const ValueView& v);
 
-// "Interface::method" of an API id, from the trace's own descriptors ("api#N" if undescribed).
+// "Interface::method" of an API id, from the trace's own descriptors, else this build's table
+// ("api#N" if neither knows it).
 std::string apiName(const Reader& r, uint32_t id);
 // The name of argument `i` of an API id ("argument i" if undescribed).
 std::string argName(const Reader& r, uint32_t id, size_t i);

@@ -19,6 +19,7 @@ Ids never move; a method missing from the lock gets the next free id (with a not
 from __future__ import annotations
 
 import argparse
+import json
 import pathlib
 import sys
 
@@ -29,6 +30,7 @@ from apispec import SpecError  # noqa: E402
 from gen_abi import gen_abi  # noqa: E402
 from gen_capture import gen_capture, gen_capture_entries, gen_capture_override_decls  # noqa: E402
 from gen_conformance import gen_conformance  # noqa: E402
+from gen_python import python_names  # noqa: E402
 from gen_replay import gen_replay, gen_replay_override_decls  # noqa: E402
 from gen_table import gen_table_cpp, gen_table_h  # noqa: E402
 
@@ -40,6 +42,8 @@ def main():
     ap.add_argument("--update-lock", action="store_true", help="append new ids to ids.lock")
     ap.add_argument("--drop", action="append", default=[], metavar="Interface.method",
                     help="leave a method out (tests: a shim that does not know a method the app calls)")
+    ap.add_argument("--python-names", action="store_true",
+                    help="print every API id's Python spelling as JSON (the bindings conformance test)")
     args = ap.parse_args()
     spec_dir = pathlib.Path(args.spec)
     try:
@@ -51,6 +55,9 @@ def main():
         assign_ids(spec, spec_dir / "ids.lock", args.update_lock)
         assign_idents(spec)
         check_overrides(spec)
+        if args.python_names:
+            print(json.dumps(python_names(spec)))
+            return 0
         cpp = Cpp(spec)
         ov = spec.overrides
         files = {"trtrace/api_abi.h": gen_abi(spec, cpp), "trtrace/api_table.h": gen_table_h(spec),

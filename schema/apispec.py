@@ -123,6 +123,8 @@ class Spec:
     overrides: dict = dataclasses.field(default_factory=lambda: {"capture": set(), "replay": set()})
     hooks: dict = dataclasses.field(default_factory=lambda: {"capture": {}, "replay": {}})  # key -> points
     appowned: set = dataclasses.field(default_factory=set)   # objects the application deletes
+    python: dict = dataclasses.field(default_factory=dict)   # Interface.method -> Python name, "-": none
+    numpy: dict = dataclasses.field(default_factory=dict)    # DataType enumerator -> numpy dtype descr
     publics: dict = dataclasses.field(default_factory=dict)  # interface -> public virtual method names
     elementbits: dict = dataclasses.field(default_factory=dict)  # DataType enumerator -> bits per element
 
@@ -335,6 +337,22 @@ def _parse_top(spec: Spec, line: str, where: str):
             spec.elementbits[name] = int(bits)
         spec.elementbits_enum = words[1]
         return None
+    if kw == "numpy":
+        # numpy DataType kFLOAT=<f4 ...: the numpy dtype of a weight type (others: none in numpy)
+        if len(words) < 3 or words[1] != getattr(spec, "elementbits_enum", None):
+            raise SpecError("bad numpy: expected `numpy Enum kX=descr ...` after elementbits of that Enum")
+        for item in words[2:]:
+            name, _, descr = item.partition("=")
+            if name not in spec.elementbits or not descr:
+                raise SpecError(f"bad numpy entry '{item}'")
+            spec.numpy[name] = descr
+        return None
+    if kw == "python":
+        # python Interface.method NAME|-: the tensorrt_rtx bindings' spelling (trtrace export), or none
+        if len(words) != 3 or "." not in words[1]:
+            raise SpecError("bad python: expected `python Interface.method name|name()|(comment)|-`")
+        spec.python[words[1]] = words[2]
+        return None
     if kw == "appowned":
         spec.appowned.update(words[1:])
         return None
@@ -434,6 +452,12 @@ def _finish(spec: Spec):
         if itf.wrapped and (itf.base or itf.dtor_slot != 0):
             raise SpecError(f"interface {itf.name}: a wrapped interface has no base and its `~()` comes first "
                             f"(the shim's object puts its methods after its own destructor)")
+    for key in spec.python:
+        itf_name, _, name = key.partition(".")
+        itf = spec.interfaces.get(itf_name)
+        if not (itf and any(m.name == name for m in itf.methods)) and not (
+                itf_name == "entry" and any(e.name == name for e in spec.entries)):
+            raise SpecError(f"python {key}: no such method")
     for itf_name, names in spec.publics.items():
         itf = spec.interfaces.get(itf_name)
         if itf is None:

@@ -19,12 +19,13 @@ from test_versions import VENVS, capture as capture_on, libfile
 
 DOC = ROOT / "docs" / "errors.md"
 TOOLS = {"tensorrt_player", "trtrace verify", "trtrace info", "trtrace dump", "trtrace convert", "trtrace rewrite",
-         "trtrace rewrite --salvage", "trtrace diff", "trtrace strip", "trtrace extract", "capture"}
+         "trtrace rewrite --salvage", "trtrace diff", "trtrace strip", "trtrace extract", "trtrace reduce", "trtrace export", "capture"}
 # Inputs that claim huge sizes: their rows run with the address space capped at 1 GiB, so a tool that
 # allocated by the claim would fail (or be killed) instead of printing the documented line.
 MEMORY_CAPPED = {"random_count", "huge_json_ids"}
 SIX = ["tensorrt_player", "trtrace verify", "trtrace info", "trtrace dump", "trtrace convert", "trtrace rewrite",
-       "trtrace diff", "trtrace strip", "trtrace extract"]   # every tool that reads a trace
+       "trtrace diff", "trtrace strip", "trtrace extract", "trtrace reduce",
+       "trtrace export"]   # every tool that reads a trace
 # Cases whose command adds arguments to the tool's usual one (the player and dump take --network).
 EXTRA = {"network_missing": ["--network", "7"], "network_negative": ["--network", "-1"],
          "network_wraps": ["--network", "4294967296"],   # 2^32: must not wrap onto network 0
@@ -115,6 +116,7 @@ def inputs(tmp_path_factory):
     c["library_version"] = craft("version", d / "oldlib.trtrace", "1.3.0.35")
     c["unknown_api"] = craft("unknown-api", d / "unknown.trtrace")
     c["library_abi"] = c["library_missing"] = c["library_fifo"] = c["unwritable_output"] = good
+    c["not_failing"] = c["fail_regex_invalid"] = c["artifacts_not_empty"] = c["export_dir_not_empty"] = good
     os.mkfifo(d / "lib.fifo")
     c["unwritable_output_json"] = d / "good.json"
     c.update(hardening_inputs(d, env, good, data, bl, js, bn, put))
@@ -189,6 +191,13 @@ def command(case, tool, src, out_dir, lib):
         out = out or out_dir / "s.trtrace"
         network = EXTRA.get(case, ["--network", "0"]) if tool == "trtrace extract" else []
         return [TRTRACE, tool.split()[1], src, *network, "-o", out], out
+    if tool == "trtrace reduce":                    # the default check: the player, on `lib`
+        out = out or out_dir / "min.trtrace"
+        extra = {"fail_regex_invalid": ["--fail-regex", "("], "artifacts_not_empty": ["--artifacts", src.parent]}
+        return [TRTRACE, "reduce", src, "-o", out, "--lib", lib, *extra.get(case, [])], out
+    if tool == "trtrace export":                    # the output is a folder (new or empty)
+        out = src.parent if case == "export_dir_not_empty" else out_dir / "py"
+        return [TRTRACE, "export", src, "--python", out], out
     if tool.startswith("trtrace rewrite"):
         out = out or out_dir / "r.trtrace"
         return [TRTRACE, "rewrite", src, out, "--raw", *tool.split()[2:]], out
@@ -217,7 +226,8 @@ def test_every_case_has_rows_for_what_it_claims():
               "unwritable_output_json", "output_is_input", "bin_output_is_input", "output_is_bin", "output_folder",
               "fifo", "folder", "proc_file", "empty_api_calls", "cut_json_no_bin", "int32_overflow",
               "network_missing", "network_negative", "network_wraps", "random_count_invalid", "huge_json_ids",
-              "disk_full", "no_counterpart"}
+              "disk_full", "no_counterpart", "not_failing", "fail_regex_invalid", "artifacts_not_empty",
+              "export_dir_not_empty"}
     assert cases == traces | others
     # Every trace input is documented for the player and verify at least.
     for case in traces:

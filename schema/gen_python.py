@@ -1,0 +1,99 @@
+"""The Python spelling of each API id in the tensorrt_rtx bindings (trtrace export --python), and
+each parameter's role in a network graph (trtrace reduce): knowledge the generator hands to the CLI
+through api::ApiDesc (pyForm, pyName, roles, retRole) and to the bindings conformance test
+(apigen.py --python-names)."""
+from __future__ import annotations
+
+import re
+
+from apimodel import DESTROY, K, all_methods, classify
+
+# The interfaces a network graph is made of: its tensors, and its layers (derived from LAYER_BASE).
+TENSOR_IFACE, LAYER_BASE = "Tensor", "Layer"
+
+
+def role(spec, m, t, ann=None, ret=False):
+    """Graph role of a parameter or result (api::Role): Tensor(s), Layer, or NewLayer for the result
+    of a non-const method returning a layer (a layer creator: addActivation, Loop.addRecurrence, ...)."""
+    k = classify(spec, t, ann)
+    if k not in (K.HANDLE, K.HANDLES):
+        return "Other"
+    base = spec.resolve(t.base)
+    if base == TENSOR_IFACE:
+        return "Tensor" if k == K.HANDLE else "Tensors"
+    if k == K.HANDLE and LAYER_BASE in spec.interfaces[base].chain:
+        return "NewLayer" if ret and not m.const else "Layer"
+    return "Other"
+
+
+def snake(name):
+    """addConvolutionNd -> add_convolution_nd, setNbGroups -> set_num_groups (the bindings' `num_`)."""
+    out = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
+    out = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", out).lower()
+    return re.sub(r"(^|_)nb_", r"\1num_", out)
+
+
+def py_spelling(spec, m):
+    """(form, name): how export writes a call of `m` in Python (api::PyForm). The rule: a method is
+    its snake_case name; a one-argument setX whose interface has an argument-less getX or isX is the
+    property x; an argument-less getX returning an object is the property x; a const method that
+    returns a value (not an object) only observes (a comment); the destroy is `del`. `python` lines
+    of the overrides list rename (the form stays), make it a method (`name()`), a comment
+    (`(comment)`: an application callback that does not change the build) or, with `-`, not
+    expressible; entry points are expressible only there (form New: the class built from the
+    script's logger)."""
+    name = spec.python.get(f"{m.interface}.{m.name}")
+    if name == "-":
+        return "None", ""
+    if name == "(comment)":
+        return "Observe", snake(m.name)
+    if name and name.endswith("()"):
+        return "Method", name[:-2]
+    if m.name == DESTROY:
+        return "Delete", ""
+    if m.interface == "entry":
+        return ("New", name) if name else ("None", "")
+    names = {x.name: x for x in spec.interfaces[m.interface].methods}
+    k = classify(spec, m.ret, m.ret_ann)
+    getter = next((names.get(p + m.name[3:]) for p in ("get", "is") if names.get(p + m.name[3:])), None)
+    if m.name.startswith("set") and len(m.params) == 1 and getter and not getter.params:
+        return "Property", name or snake(m.name[3:])
+    if m.name.startswith("get") and not m.params and k in (K.HANDLE, K.HANDLES):
+        return "Get", name or snake(m.name[3:])
+    if m.const and k not in (K.HANDLE, K.HANDLES):
+        return "Observe", name or snake(m.name)
+    return "Method", name or snake(m.name)
+
+
+def python_names(spec):
+    """Every API id's Python spelling, for the conformance test against the real bindings."""
+    from apimodel import param_info
+    out = []
+    for m in all_methods(spec):
+        form, name = py_spelling(spec, m)
+        out.append({"id": m.api_id, "interface": m.interface, "method": m.name, "form": form, "name": name,
+                    "since": m.added or spec.versions[0][1],
+                    "args": [param_info(spec, p.type, p.ann).text for p in m.params]})
+    return out
+
+
+# C++ declarations gen_table puts into api_table.h.
+ROLE_ENUM = [
+    "// What a parameter or result is in a network's graph, for tools that edit it (trtrace reduce).",
+    "enum class Role : uint8_t {",
+    "  Other,     // not a tensor or layer handle",
+    "  Tensor,    // a tensor handle",
+    "  Tensors,   // an array of tensor handles",
+    "  Layer,     // a layer handle (an interface derived from Layer), e.g. getLayer's result",
+    "  NewLayer,  // the result of a non-const method returning a layer: the call creates it",
+    "};", "",
+    "// How a call is written in Python with the tensorrt_rtx bindings (gen_python.py py_spelling).",
+    "enum class PyForm : uint8_t {",
+    "  None,      // not expressible one statement per call",
+    "  Method,    // obj.name(args)",
+    "  Property,  // obj.name = arg (a setter)",
+    "  Get,       // obj.name (an argument-less getter of an object)",
+    "  Observe,   // a comment: a const call returning a value, or a callback that cannot change the build",
+    "  Delete,    // del obj",
+    "  New,       // trt.name(logger): an entry point that creates the object",
+    "};", ""]

@@ -1,0 +1,72 @@
+"""trtrace export --python (issue 17 item 5), on captures of the real library.
+
+Every test app (the Python ones of tests/apps/ as tests/test_capture_replay.py captures them, and
+the native C++ app in the drop-in layout) is captured, exported, and the exported build.py, run by
+plain Python without trtrace, rebuilds engines byte-identical to the player's from the same trace.
+A call the bindings cannot express stops the export with one line naming the call (exit 4).
+"""
+import subprocess
+import sys
+
+import pytest
+
+from conftest import APPS, capture, cpp_app, drop_in_dir, play, trtrace
+from test_capture_replay import APP_CASES, engines
+
+CASES = dict(APP_CASES, squeeze=("squeeze_app.py", []))
+
+
+def export_and_rebuild(trace, tmp, networks):
+    out = tmp / "py"
+    p = trtrace("export", trace, "--python", out)
+    assert p.stdout.startswith(f"{out}/build.py: "), p.stdout
+    run = subprocess.run([sys.executable, str(out / "build.py"), "--out", str(tmp / "py.engine")], capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    play(trace, tmp / "player.engine")
+    for ours, theirs in zip(engines(tmp / "py.engine", networks), engines(tmp / "player.engine", networks)):
+        assert ours.read_bytes() == theirs.read_bytes(), ours
+    return out
+
+
+def networks_of(args):
+    return int(args[args.index("--networks") + 1]) if "--networks" in args else 1
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_exported_script_rebuilds_the_same_engines(tmp, case):
+    app, args = CASES[case]
+    t = tmp / "app.trtrace"
+    if app == "squeeze_app.py":
+        capture(app, t, tmp / "app.engine")
+    else:
+        capture(app, t, "--out", tmp / "app.engine", *args)
+    out = export_and_rebuild(t, tmp, networks_of(args))
+    text = (out / "build.py").read_text()
+    assert "import tensorrt_rtx as trt" in text and "trtrace" not in text.split('"""', 2)[2]   # standalone
+
+
+def test_exported_script_of_the_cpp_app(tmp):
+    _, env = drop_in_dir(tmp)
+    t = tmp / "cpp.trtrace"
+    proc = cpp_app(tmp / "app.engine", env=dict(env, TRT_SHIM_OUTPUT_FILE=str(t)))
+    assert proc.returncode == 0, proc.stderr
+    out = export_and_rebuild(t, tmp, 1)
+    assert "del network_definition_0" in (out / "build.py").read_text()   # the app's deletes, in order
+
+
+def test_export_refuses_a_call_it_cannot_write(tmp):
+    """Weights marked random at capture have no values in the trace: no script can hold them."""
+    t = tmp / "r.trtrace"
+    capture("build_cnn.py", t, "--out", tmp / "r.engine", env={"TRT_SHIM_MARK_AS_RANDOM_WEIGHTS_GREATER_EQUAL_THAN": "9"})
+    p = trtrace("export", t, "--python", tmp / "py", check=False)
+    assert p.returncode == 4 and p.stdout == "", p.stdout + p.stderr
+    err = p.stderr.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"trtrace: {t}: call #") and "(NetworkDefinition::addConvolutionNd): " \
+        "cannot be written with the tensorrt_rtx Python API (weights the capture marked random" in err[0], p.stderr
+    assert not (tmp / "py").exists()
+
+
+def test_export_help():
+    p = trtrace("export", "--help")
+    assert "--python" in p.stdout and "--json" in p.stdout
