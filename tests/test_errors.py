@@ -11,6 +11,7 @@ import resource
 import shutil
 import struct
 import subprocess
+import sys
 
 import pytest
 
@@ -19,7 +20,7 @@ from test_versions import VENVS, capture as capture_on, libfile
 
 DOC = ROOT / "docs" / "errors.md"
 TOOLS = {"tensorrt_player", "trtrace verify", "trtrace info", "trtrace dump", "trtrace convert", "trtrace rewrite",
-         "trtrace rewrite --salvage", "trtrace diff", "trtrace strip", "trtrace extract", "capture"}
+         "trtrace rewrite --salvage", "trtrace diff", "trtrace strip", "trtrace extract", "capture", "trtrace capture"}
 # Inputs that claim huge sizes: their rows run with the address space capped at 1 GiB, so a tool that
 # allocated by the claim would fail (or be killed) instead of printing the documented line.
 MEMORY_CAPPED = {"random_count", "huge_json_ids"}
@@ -128,6 +129,10 @@ def inputs(tmp_path_factory):
     put("bigids.bin", bn)
     c["huge_json_ids"] = d / "bigids.json"
     c["disk_full"] = d / "disk_full.trtrace"   # the capture's output
+    # trtrace capture: no command; a command that is not there; an output that is the command's input.
+    c["capture_no_command"] = good
+    c["capture_not_found"] = d / "no_such_program"
+    c["capture_output_is_input"] = put("capture_app.py", b"print('an application')\n")
     libs = {"library_abi": next(p for p in map(pathlib.Path, ["/lib/x86_64-linux-gnu/libz.so.1",
                                                               "/usr/lib/x86_64-linux-gnu/libz.so.1"]) if p.exists()),
             "library_missing": d / "nope.so", "library_fifo": d / "lib.fifo"}
@@ -176,6 +181,10 @@ def command(case, tool, src, out_dir, lib):
     binp = src.with_suffix(".bin")
     if tool == "capture":
         return [BIN / "cpp_app", out_dir / "app.engine"], None
+    if tool == "trtrace capture":                 # the command: src, run by path (none for no_command)
+        out = src if case == "capture_output_is_input" else out_dir / "c.trtrace"
+        program = {"capture_no_command": [], "capture_output_is_input": [sys.executable, src]}.get(case, [src])
+        return [TRTRACE, "capture", "-o", out, "--", *program], out
     out = {"output_is_input": src, "output_is_bin": binp, "output_folder": out_dir}.get(case)
     if tool == "tensorrt_player":
         out = out or out_dir / "o.engine"
@@ -217,7 +226,7 @@ def test_every_case_has_rows_for_what_it_claims():
               "unwritable_output_json", "output_is_input", "bin_output_is_input", "output_is_bin", "output_folder",
               "fifo", "folder", "proc_file", "empty_api_calls", "cut_json_no_bin", "int32_overflow",
               "network_missing", "network_negative", "network_wraps", "random_count_invalid", "huge_json_ids",
-              "disk_full", "no_counterpart"}
+              "disk_full", "no_counterpart", "capture_no_command", "capture_not_found", "capture_output_is_input"}
     assert cases == traces | others
     # Every trace input is documented for the player and verify at least.
     for case in traces:

@@ -1,12 +1,11 @@
 // trtrace info TRACE [--json]: calls, per-API counts, networks, builds and weight volumes.
 #include <cinttypes>
 #include <cstdio>
-#include <map>
 #include <memory>
-#include <set>
 #include <string>
 
 #include "commands.h"
+#include "summary.h"
 #include "trace_edit.h"
 #include "trtrace/error.h"
 #include "trtrace/format.h"
@@ -24,31 +23,10 @@ Command addInfo(CLI::App& app) {
     auto r = Reader::open(*path);
     if (r->truncatedAt() && *r->truncatedAt() <= sizeof(format::FileHeader))  // not even the header block
       throw Error(Error::Kind::Truncated, r->truncationMessage() + "; no capture in it");
-    std::map<uint32_t, uint64_t> perApi, perNet;
-    uint64_t calls = 0, builds = 0, buildsOk = 0, refs = 0, logical = 0, inlineBytes = 0;
-    r->forEachCall([&](const CallView& c) {
-      ++calls;
-      ++perApi[c.apiId()];
-      if (c.networkId()) ++perNet[c.networkId()];
-      if (auto b = c.buildResult()) { ++builds; buildsOk += b->ok; }
-      auto note = [&](ValueView v) {
-        if (v.kind() == ValueKind::WeightsBlob) { ++refs; logical += v.blob().length; }
-        if (v.kind() == ValueKind::WeightsInline) inlineBytes += v.bytes().size();
-      };
-      for (size_t i = 0; i < c.argCount(); ++i) note(c.arg(i));
-      if (auto v = c.ret()) note(*v);
-      return true;
-    });
-    uint64_t unique = 0, stored = 0, compressed = 0;
-    for (auto& b : r->blobs()) { unique += b.ref.length; stored += b.storedSize; compressed += b.compressed; }
-    uint64_t logStored = 0, logCompressed = 0;  // call-log segment payloads (block headers only)
-    for (size_t i = 0; i < r->segmentCount(); ++i) {
-      auto si = r->segmentInfo(i);
-      logStored += si.storedSize;
-      logCompressed += si.compressed;
-    }
-    double dedup = unique ? double(logical) / double(unique) : 1.0;
-    double ratio = stored ? double(unique) / double(stored) : 1.0;
+    const Summary s = summarise(*r);
+    const auto& [calls, builds, buildsOk, perApi, perNet, refs, logical, inlineBytes, nBlobs, unique, stored,
+                 compressed, logStored, logCompressed] = s;
+    const double dedup = s.dedup(), ratio = s.ratio();
     auto& h = r->header();
     if (*json) {
       std::printf("{\"path\":%s,\"closed\":%s,\"truncated_at\":%s,\"producer\":%s,\"producer_version\":%s,"

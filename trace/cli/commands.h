@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -27,8 +28,13 @@ Command addConvert(CLI::App& app);
 Command addDiff(CLI::App& app);
 Command addStrip(CLI::App& app);
 Command addExtract(CLI::App& app);
+Command addCapture(CLI::App& app);
 
-inline constexpr Command (*kCommands[])(CLI::App&) = {addInfo, addDump, addVerify, addRewrite, addConvert, addDiff, addStrip, addExtract};
+inline constexpr Command (*kCommands[])(CLI::App&) = {addInfo, addDump, addVerify, addRewrite, addConvert, addDiff, addStrip, addExtract, addCapture};
+
+// `trtrace capture [options] -- CMD ARGS...`: main() hands CLI11 the arguments before the first
+// `--` and keeps the rest here, unparsed (they are the command's, options included).
+const std::vector<std::string>& commandAfterSeparator();
 
 using trtrace::humanBytes;  // trtrace/progress.h
 

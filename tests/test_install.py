@@ -1,0 +1,34 @@
+"""`cmake --install` + find_package(trtrace) (issue 18): this build installed into a fresh prefix, and
+tests/consumer (a project outside the tree) configured, built and run against it on a real capture."""
+import json
+import subprocess
+
+from conftest import BUILD, ROOT, TRTRACE, cpp_app, drop_in_dir
+
+
+def run(*cmd, **kw):
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+    assert p.returncode == 0, f"{' '.join(map(str, cmd))}:\n{p.stdout}\n{p.stderr}"
+    return p.stdout
+
+
+def test_installed_package_builds_a_consumer_that_reads_a_trace(tmp_path):
+    prefix = tmp_path / "prefix"
+    run("cmake", "--install", BUILD, "--prefix", prefix)
+    for f in ("bin/trtrace", "bin/tensorrt_player", "lib/libtensorrt_shim.so", "lib/libtrtrace_c.so",
+              "lib/cmake/trtrace/trtraceConfig.cmake", "include/trtrace/reader.h", "include/trtrace/trtrace_c.h"):
+        assert (prefix / f).exists(), f
+    _, env = drop_in_dir(tmp_path)
+    trace = tmp_path / "app.trtrace"
+    assert cpp_app(tmp_path / "app.engine", env=dict(env, TRT_SHIM_OUTPUT_FILE=str(trace))).returncode == 0
+    build = tmp_path / "consumer"
+    run("cmake", "-S", ROOT / "tests" / "consumer", "-B", build, f"-DCMAKE_PREFIX_PATH={prefix}")
+    run("cmake", "--build", build, "-j2")
+    info = json.loads(run(TRTRACE, "info", "--json", trace))
+    out = run(build / "read_trace", trace).splitlines()
+    assert out[0] == f"{info['calls']} calls, {info['builds']} builds, {info['weights']['unique_blobs']} blobs, verify ok"
+    assert out[1] == "first: entry::createInferBuilder_INTERNAL"
+    header = json.loads(run(build / "read_trace_c", trace))
+    assert header["calls"] == info["calls"] and header["library_version"] == info["library_version"]
+    # The installed trtrace runs from the prefix and finds its shim there.
+    assert "capture" in run(prefix / "bin" / "trtrace", "capture", "--help")
