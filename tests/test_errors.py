@@ -133,6 +133,7 @@ def inputs(tmp_path_factory):
     c["capture_no_command"] = good
     c["capture_not_found"] = d / "no_such_program"
     c["capture_output_is_input"] = put("capture_app.py", b"print('an application')\n")
+    c["capture_no_library"] = pathlib.Path("/bin/true")   # run where no TensorRT-RTX can be found
     libs = {"library_abi": next(p for p in map(pathlib.Path, ["/lib/x86_64-linux-gnu/libz.so.1",
                                                               "/usr/lib/x86_64-linux-gnu/libz.so.1"]) if p.exists()),
             "library_missing": d / "nope.so", "library_fifo": d / "lib.fifo"}
@@ -226,7 +227,8 @@ def test_every_case_has_rows_for_what_it_claims():
               "unwritable_output_json", "output_is_input", "bin_output_is_input", "output_is_bin", "output_folder",
               "fifo", "folder", "proc_file", "empty_api_calls", "cut_json_no_bin", "int32_overflow",
               "network_missing", "network_negative", "network_wraps", "random_count_invalid", "huge_json_ids",
-              "disk_full", "no_counterpart", "capture_no_command", "capture_not_found", "capture_output_is_input"}
+              "disk_full", "no_counterpart", "capture_no_command", "capture_not_found", "capture_output_is_input",
+              "capture_no_library"}
     assert cases == traces | others
     # Every trace input is documented for the player and verify at least.
     for case in traces:
@@ -260,6 +262,9 @@ def test_documented_row(inputs, tmp_path, case, tool, code, message):
         _, env = drop_in_dir(d)
         env = dict(os.environ, **env, TRT_SHIM_OUTPUT_FILE=str(src), TRT_SHIM_FLUSH_AFTER_EVERY_CALL="1",
                    TRTRACE_FAULT_WRITE_FAIL="1:ENOSPC")
+    if case == "capture_no_library":   # no environment active, none on PATH, no loader path to one
+        env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "LD_LIBRARY_PATH", "PATH")}
+        env["PATH"] = "/usr/bin:/bin"
     cap = None
     if case in MEMORY_CAPPED and ASAN_RUNTIME:
         # ASan reserves terabytes of shadow address space, so an address-space cap kills it at start;
