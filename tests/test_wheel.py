@@ -67,9 +67,11 @@ def test_readme_install_block_in_a_fresh_environment(wheel, tmp_path, version):
     venv = tmp_path / "venv" / "bin"
     run = lambda *cmd: subprocess.run([str(c) for c in cmd], cwd=tmp_path, capture_output=True, text=True, env=env)
     c = run(venv / "trtrace", "capture", "-o", "n.trtrace", "--", venv / "python", "app.py", "n_app.engine")
-    assert c.returncode == 0 and "trtrace's Python environment" in c.stderr, c.stderr
+    assert c.returncode == 0 and f"tensorrt_rtx_libs/libtensorrt_rtx.so.1 {pin(version)} (tensorrt_rtx_libs of " \
+        f"{venv / 'python'})" in c.stderr, c.stderr                        # the command's own library
     r = run(venv / "tensorrt_player", "-j", "n.trtrace", "-o", "n.engine", "--check")
     assert r.returncode == 0 and "identical to capture" in r.stdout, r.stdout + r.stderr
+    assert f"{pin(version)} of trtrace's Python environment" in r.stderr, r.stderr   # beside its own package
     # The Python API of the installed wheel, and `python -m trtrace`.
     api = run(venv / "python", "-c", "import trtrace; t = trtrace.open('n.trtrace'); "
               "print(len(t.calls), [b.ok for b in t.builds], t.verify()['ok'])")
