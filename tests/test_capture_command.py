@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from conftest import APPS, PLAYER, ROOT, TRTRACE
+from conftest import APPS, ASAN_RUNTIME, PLAYER, ROOT, TRTRACE
 
 PYTHON_PKG = ROOT / "python"
 
@@ -17,6 +17,8 @@ def clean_env(**extra):
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD" and not k.startswith("TRT_SHIM_")}
     env["VIRTUAL_ENV"] = sys.prefix
     env["PATH"] = f"{os.path.dirname(sys.executable)}:{env['PATH']}"
+    if ASAN_RUNTIME:   # the commands are Python: no leak report at its exit (conftest.py)
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
     env.update(extra)
     return env
 
@@ -78,3 +80,15 @@ def test_a_command_that_makes_no_call_is_not_a_capture(tmp_path):
     assert p.returncode == 1
     assert p.stderr.splitlines()[-1] == "trtrace: capture: true made no TensorRT-RTX call; no trace written to n.trtrace"
     assert not (tmp_path / "n.trtrace").exists()
+
+
+def test_the_shim_joins_what_is_preloaded_already(tmp_path):
+    """A preload the user has (a sanitizer runtime must stay first) is kept, the shim after it, and
+    the TRT_SHIM_OUTPUT_FILE the command sees is -o's."""
+    env = clean_env()
+    env["LD_PRELOAD"] = ":".join(p for p in (env.get("LD_PRELOAD", ""), "libstdc++.so.6") if p)   # under ASan: its runtime first
+    p = subprocess.run([str(TRTRACE), "capture", "-o", "s.trtrace", "--", "sh", "-c", 'echo "$LD_PRELOAD|$TRT_SHIM_OUTPUT_FILE"'],
+                       capture_output=True, text=True, cwd=tmp_path, env=env)
+    shim = TRTRACE.parent.parent / "lib" / "libtensorrt_shim.so"
+    assert p.stdout.strip() == f"{env['LD_PRELOAD']}:{shim.resolve()}|s.trtrace", p.stdout + p.stderr
+    assert p.returncode == 1   # sh made no TensorRT-RTX call

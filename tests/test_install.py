@@ -1,6 +1,7 @@
 """`cmake --install` + find_package(trtrace) (issue 18): this build installed into a fresh prefix, and
 tests/consumer (a project outside the tree) configured, built and run against it on a real capture."""
 import json
+import re
 import subprocess
 
 from conftest import BUILD, ROOT, TRTRACE, cpp_app, drop_in_dir
@@ -22,7 +23,12 @@ def test_installed_package_builds_a_consumer_that_reads_a_trace(tmp_path):
     trace = tmp_path / "app.trtrace"
     assert cpp_app(tmp_path / "app.engine", env=dict(env, TRT_SHIM_OUTPUT_FILE=str(trace))).returncode == 0
     build = tmp_path / "consumer"
-    run("cmake", "-S", ROOT / "tests" / "consumer", "-B", build, f"-DCMAKE_PREFIX_PATH={prefix}")
+    # A sanitizer build installs instrumented static libraries: the consumer is built the same way.
+    cache = (BUILD / "CMakeCache.txt").read_text()
+    sanitize = re.search(r"^TRTRACE_SANITIZE:STRING=(.*)$", cache, re.M)
+    flags = [f"-DCMAKE_{lang}_FLAGS=-fsanitize={sanitize.group(1)}" for lang in ("C", "CXX", "EXE_LINKER")] \
+        if sanitize and sanitize.group(1) else []
+    run("cmake", "-S", ROOT / "tests" / "consumer", "-B", build, f"-DCMAKE_PREFIX_PATH={prefix}", *flags)
     run("cmake", "--build", build, "-j2")
     info = json.loads(run(TRTRACE, "info", "--json", trace))
     out = run(build / "read_trace", trace).splitlines()

@@ -146,7 +146,9 @@ int runCommand(const std::string& exe, const std::vector<std::string>& argv, con
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
-// The environment of CMD: ours, with the shim first in LD_PRELOAD and the output variables set.
+// The environment of CMD: ours, with the shim added to LD_PRELOAD and the output variables set.
+// The shim goes after what is preloaded already (a sanitizer runtime must stay first); any preload
+// still precedes the real library, which is all the shim needs.
 std::vector<std::string> captureEnv(const std::string& shim, const std::string& out, const std::string& json) {
   std::vector<std::string> env;
   std::string preload = shim;
@@ -155,7 +157,7 @@ std::vector<std::string> captureEnv(const std::string& shim, const std::string& 
     const std::string key = kv.substr(0, kv.find('='));
     if (key == "LD_PRELOAD") {
       const std::string old = kv.substr(kv.find('=') + 1);
-      if (!old.empty()) preload += ":" + old;
+      if (!old.empty()) preload = old + ":" + shim;
     } else if (key != "TRT_SHIM_OUTPUT_FILE" && key != "TRT_SHIM_OUTPUT_JSON_FILE") {
       env.push_back(kv);
     }
