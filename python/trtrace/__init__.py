@@ -99,7 +99,8 @@ class Weights:
         if self.storage == "inline":
             buf: Any = self._inline or b""
         else:
-            buf = self.trace._blob(*self._key, self.nbytes)  # type: ignore[misc]
+            assert self._key is not None
+            buf = self.trace._blob(self._key[0], self._key[1], self.nbytes)
         dt = np.dtype(self.numpy_dtype)
         arr = np.frombuffer(buf, dtype=dt, count=len(buf) // dt.itemsize)
         arr.flags.writeable = False
@@ -219,10 +220,10 @@ class Trace:
                                     ctypes.byref(owner), ctypes.byref(err), ctypes.byref(kind))
         if rc != 0:
             raise TraceError(_native.take_string(err.value), kind.value)
-        buf = (ctypes.c_ubyte * size.value).from_address(data.value) if size.value else (ctypes.c_ubyte * 0)()
-        buf._keep = self  # a view keeps the trace (and its mapping) alive
-        if owner.value:   # a decoded blob: its buffer is released when the last view goes
-            buf._owner = _Owned(self._lib, owner.value)
+        buf = (ctypes.c_ubyte * size.value).from_address(data.value or 0) if size.value else (ctypes.c_ubyte * 0)()
+        setattr(buf, "_keep", self)  # a view keeps the trace (and its mapping) alive
+        if owner.value:              # a decoded blob: its buffer is released when the last view goes
+            setattr(buf, "_owner", _Owned(self._lib, owner.value))
         return buf
 
     # -- reading ----------------------------------------------------------------------------------
@@ -288,7 +289,8 @@ class Trace:
     def verify(self) -> dict[str, Any]:
         """``trtrace verify``'s report: {"ok", "corrupt", "truncated", "segments", "calls", "blobs",
         "blob_bytes", "issues": [{"problem", "offset", "what"}]} (every block, checksum and blob hash)."""
-        return json.loads(self._string(self._lib.trtrace_verify_json))
+        report: dict[str, Any] = json.loads(self._string(self._lib.trtrace_verify_json))
+        return report
 
     def close(self) -> None:
         """No more reading through this object; the mapping goes when the last NumPy view of it does
@@ -347,4 +349,5 @@ def replay(path: PathLike, output: Optional[PathLike] = None, *, check: bool = F
     if proc.returncode != 0:
         lines = proc.stderr.strip().splitlines()
         raise ReplayError(lines[0] if lines else f"tensorrt_player: exit {proc.returncode}", proc.returncode, proc.stderr)
-    return json.loads(proc.stdout)
+    report: dict[str, Any] = json.loads(proc.stdout)
+    return report

@@ -33,10 +33,6 @@ def tool(name: str) -> str:
     raise FileNotFoundError(f"trtrace: {name}: not installed (neither in {_HERE / 'bin'} nor beside a trtrace on PATH)")
 
 
-class _Error(ctypes.c_char_p):
-    """Out-parameter for the C interface's one-line error messages."""
-
-
 _lib: Optional[ctypes.CDLL] = None
 
 

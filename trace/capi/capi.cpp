@@ -2,7 +2,6 @@
 // into JSON and exceptions into one error line.
 #include "trtrace_c.h"
 
-#include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
