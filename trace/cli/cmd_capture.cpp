@@ -21,6 +21,7 @@
 #include "commands.h"
 #include "library.h"
 #include "summary.h"
+#include "trtrace/convert.h"
 #include "trtrace/error.h"
 #include "trtrace/files.h"
 
@@ -204,7 +205,7 @@ Command addCapture(CLI::App& app) {
         jsonPath += ".json";
       }
       std::vector<std::string> outs{*out};
-      if (*json) outs.insert(outs.end(), {jsonPath, jsonPath.substr(0, jsonPath.size() - 5) + ".bin"});
+      if (*json) outs.insert(outs.end(), {jsonPath, convert::binPathFor(jsonPath)});
       checkOutputs(*cmd, exe, outs);
       const std::string shim = installedShim();
       std::fprintf(stderr, "trtrace: capture: %s with %s -> %s\n", cmd->front().c_str(), findLibrary(exe).c_str(), out->c_str());
