@@ -4,18 +4,21 @@ import json
 import re
 import subprocess
 
-from conftest import BUILD, ROOT, TRTRACE, cpp_app, drop_in_dir
+from conftest import ASAN_RUNTIME, BUILD, ROOT, TRTRACE, cpp_app, drop_in_dir
 
 
-def run(*cmd, **kw):
-    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+def run(*cmd, tool=False, **kw):
+    """Runs cmd; `tool`: a build tool (cmake, make, the compiler), which a sanitizer run's preload
+    (conftest.py puts its runtime into every process) must not reach: `env -u LD_PRELOAD`."""
+    wrap = ["env", "-u", "LD_PRELOAD"] if tool and ASAN_RUNTIME else []
+    p = subprocess.run([*wrap, *(str(c) for c in cmd)], capture_output=True, text=True, **kw)
     assert p.returncode == 0, f"{' '.join(map(str, cmd))}:\n{p.stdout}\n{p.stderr}"
     return p.stdout
 
 
 def test_installed_package_builds_a_consumer_that_reads_a_trace(tmp_path):
     prefix = tmp_path / "prefix"
-    run("cmake", "--install", BUILD, "--prefix", prefix)
+    run("cmake", "--install", BUILD, "--prefix", prefix, tool=True)
     for f in ("bin/trtrace", "bin/tensorrt_player", "lib/libtensorrt_shim.so", "lib/libtrtrace_c.so",
               "lib/cmake/trtrace/trtraceConfig.cmake", "include/trtrace/reader.h", "include/trtrace/trtrace_c.h"):
         assert (prefix / f).exists(), f
@@ -28,8 +31,8 @@ def test_installed_package_builds_a_consumer_that_reads_a_trace(tmp_path):
     sanitize = re.search(r"^TRTRACE_SANITIZE:STRING=(.*)$", cache, re.M)
     flags = [f"-DCMAKE_{lang}_FLAGS=-fsanitize={sanitize.group(1)}" for lang in ("C", "CXX", "EXE_LINKER")] \
         if sanitize and sanitize.group(1) else []
-    run("cmake", "-S", ROOT / "tests" / "consumer", "-B", build, f"-DCMAKE_PREFIX_PATH={prefix}", *flags)
-    run("cmake", "--build", build, "-j2")
+    run("cmake", "-S", ROOT / "tests" / "consumer", "-B", build, f"-DCMAKE_PREFIX_PATH={prefix}", *flags, tool=True)
+    run("cmake", "--build", build, "-j2", tool=True)
     info = json.loads(run(TRTRACE, "info", "--json", trace))
     out = run(build / "read_trace", trace).splitlines()
     assert out[0] == f"{info['calls']} calls, {info['builds']} builds, {info['weights']['unique_blobs']} blobs, verify ok"
