@@ -3,6 +3,7 @@
 #   make test         the whole suite three ways: normal build, ASan+UBSan build, short libFuzzer run
 #   make check        the normal build's suite only (the quick loop while developing)
 #   make fuzz         the libFuzzer targets for FUZZ_SECONDS each (FUZZ_JOBS processes per target)
+#   make wheel        dist/trtrace-*.whl (pip-installable: shim, player, CLI, Python package; tools/wheel.sh)
 #   make corpus       every ONNX network of the corpus through both capture paths -> docs/corpus.md
 BUILD ?= build
 ASAN_BUILD ?= build-asan
@@ -13,7 +14,7 @@ FUZZ_SECONDS ?= 600
 FUZZ_JOBS ?= 1
 FUZZ_TARGETS = fuzz_seedgen fuzz_trace_reader fuzz_blob_decoder fuzz_json_reader fuzz_replay
 
-.PHONY: setup build check test sanitize fuzz fuzz-build demo bench corpus clean
+.PHONY: setup build check test sanitize fuzz fuzz-build demo bench corpus wheel clean
 setup:
 	@bash tools/setup.sh
 
@@ -55,6 +56,9 @@ bench: build
 # goes to docs/corpus.md, every result to $(BUILD)/corpus/results.json. Exit 1 on any defect.
 corpus: build
 	@.deps/venv/bin/python tests/corpus/run_corpus.py --jobs $(JOBS) --out $(BUILD)/corpus --md docs/corpus.md
+
+wheel: setup
+	@bash tools/wheel.sh
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -1,12 +1,11 @@
 // trtrace info TRACE [--json]: calls, per-API counts, networks, builds and weight volumes.
 #include <cinttypes>
 #include <cstdio>
-#include <map>
 #include <memory>
-#include <set>
 #include <string>
 
 #include "commands.h"
+#include "summary.h"
 #include "trace_edit.h"
 #include "trtrace/error.h"
 #include "trtrace/format.h"
@@ -16,45 +15,11 @@ namespace trtrace::cli {
 
 namespace {
 
-// What info reports, gathered in one pass over the calls.
-struct Summary {
-  std::map<uint32_t, uint64_t> perApi, perNet;
-  uint64_t calls = 0, builds = 0, buildsOk = 0, refs = 0, logical = 0, inlineBytes = 0;
-  uint64_t unique = 0, stored = 0, compressed = 0;  // blobs
-  uint64_t logStored = 0, logCompressed = 0;        // call-log segment payloads (block headers only)
-  double dedup = 1.0, ratio = 1.0;
-};
-
-Summary summarize(const Reader& r) {
-  Summary s;
-  r.forEachCall([&](const CallView& c) {
-    ++s.calls;
-    ++s.perApi[c.apiId()];
-    if (c.networkId()) ++s.perNet[c.networkId()];
-    if (auto b = c.buildResult()) { ++s.builds; s.buildsOk += b->ok; }
-    auto note = [&](ValueView v) {
-      if (v.kind() == ValueKind::WeightsBlob) { ++s.refs; s.logical += v.blob().length; }
-      if (v.kind() == ValueKind::WeightsInline) s.inlineBytes += v.bytes().size();
-    };
-    for (size_t i = 0; i < c.argCount(); ++i) note(c.arg(i));
-    if (auto v = c.ret()) note(*v);
-    return true;
-  });
-  for (auto& b : r.blobs()) { s.unique += b.ref.length; s.stored += b.storedSize; s.compressed += b.compressed; }
-  for (size_t i = 0; i < r.segmentCount(); ++i) {
-    auto si = r.segmentInfo(i);
-    s.logStored += si.storedSize;
-    s.logCompressed += si.compressed;
-  }
-  s.dedup = s.unique ? double(s.logical) / double(s.unique) : 1.0;
-  s.ratio = s.stored ? double(s.unique) / double(s.stored) : 1.0;
-  return s;
-}
-
 void printJson(const std::string* path, const Reader* r, const Summary& s) {
   auto& h = r->header();
-  const auto& [perApi, perNet, calls, builds, buildsOk, refs, logical, inlineBytes, unique, stored, compressed, logStored,
-               logCompressed, dedup, ratio] = s;
+  const auto& [calls, builds, buildsOk, perApi, perNet, refs, logical, inlineBytes, nBlobs, unique, stored, compressed,
+               logStored, logCompressed] = s;
+  const double dedup = s.dedup(), ratio = s.ratio();
     std::printf("{\"path\":%s,\"closed\":%s,\"truncated_at\":%s,\"producer\":%s,\"producer_version\":%s,"
                 "\"library\":%s,\"library_version\":%s,\"library_build_id\":%s,\"host\":%s,\"pid\":%" PRIu64 ",\"format\":\"%u.%u\","
                 "\"calls\":%" PRIu64 ",\"segments\":%zu,\"segments_compressed\":%" PRIu64
@@ -84,8 +49,9 @@ void printJson(const std::string* path, const Reader* r, const Summary& s) {
 
 void printText(const std::string* path, const Reader* r, const Summary& s) {
   auto& h = r->header();
-  const auto& [perApi, perNet, calls, builds, buildsOk, refs, logical, inlineBytes, unique, stored, compressed, logStored,
-               logCompressed, dedup, ratio] = s;
+  const auto& [calls, builds, buildsOk, perApi, perNet, refs, logical, inlineBytes, nBlobs, unique, stored, compressed,
+               logStored, logCompressed] = s;
+  const double dedup = s.dedup(), ratio = s.ratio();
     std::printf("trace:      %s (format %u.%u, %s)\n", path->c_str(), h.formatMajor, h.formatMinor,
                 r->closedCleanly() ? "closed" : "not closed");
     if (r->truncatedAt()) std::printf("truncated:  %s\n", r->truncationMessage().c_str());
@@ -123,7 +89,7 @@ Command addInfo(CLI::App& app) {
     auto r = Reader::open(*path);
     if (r->truncatedAt() && *r->truncatedAt() <= sizeof(format::FileHeader))  // not even the header block
       throw Error(Error::Kind::Truncated, r->truncationMessage() + "; no capture in it");
-    const Summary s = summarize(*r);
+    const Summary s = summarise(*r);
     if (*json) printJson(path.get(), r.get(), s);
     else printText(path.get(), r.get(), s);
     return kOk;

@@ -18,11 +18,7 @@ Command addVerify(CLI::App& app) {
   return {sub, [=] {
     auto r = Reader::open(*path);
     Progress progress("trtrace verify " + *path, r->mapping().size());
-    auto rep = r->verify([&](uint64_t done, uint64_t) { progress.update(done); });
-    if (rep.ok() && !r->closedCleanly())
-      rep.issues.push_back({VerifyReport::Problem::Truncated, r->mapping().size(),
-                            *path + ": not closed (the capture ended before closing it, or is still running); its " +
-                                std::to_string(rep.calls) + " calls are a clean prefix"});
+    auto rep = verifyTrace(*r, [&](uint64_t done, uint64_t) { progress.update(done); });
     for (auto& i : rep.issues)
       std::fprintf(stderr, "trtrace: %s: %s\n",
                    i.problem == VerifyReport::Problem::Corrupt ? "corrupt" : "truncated", i.what.c_str());

@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -30,8 +31,14 @@ Command addStrip(CLI::App& app);
 Command addExtract(CLI::App& app);
 Command addReduce(CLI::App& app);
 Command addExport(CLI::App& app);
+Command addCapture(CLI::App& app);
 
-inline constexpr Command (*kCommands[])(CLI::App&) = {addInfo, addDump, addVerify, addRewrite, addConvert, addDiff, addStrip, addExtract, addReduce, addExport};
+inline constexpr Command (*kCommands[])(CLI::App&) = {addInfo,  addDump,  addVerify, addRewrite, addConvert, addDiff,
+                                                      addStrip, addExtract, addReduce, addExport,  addCapture};
+
+// `trtrace capture [options] -- CMD ARGS...`: main() hands CLI11 the arguments before the first
+// `--` and keeps the rest here, unparsed (they are the command's, options included).
+const std::vector<std::string>& commandAfterSeparator();
 
 using trtrace::humanBytes;  // trtrace/progress.h
 

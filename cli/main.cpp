@@ -1,14 +1,29 @@
 // trtrace: inspect, verify and rewrite traces. Errors are one line: "trtrace: <message>".
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <string>
 #include <vector>
 
 #include "commands.h"
 #include "trtrace/error.h"
 
+namespace trtrace::cli {
+namespace {
+std::vector<std::string> gCommand;
+}
+const std::vector<std::string>& commandAfterSeparator() { return gCommand; }
+}  // namespace trtrace::cli
 
 int main(int argc, char** argv) {
   using namespace trtrace::cli;
+  if (argc > 1 && std::strcmp(argv[1], "capture") == 0)  // trtrace capture [options] -- CMD ARGS...
+    for (int i = 2; i < argc; ++i)
+      if (std::strcmp(argv[i], "--") == 0) {
+        gCommand.assign(argv + i + 1, argv + argc);
+        argc = i;
+        break;
+      }
   CLI::App app{"trtrace: record/replay traces of TensorRT-RTX network builds"};
   app.require_subcommand(1);
   std::vector<Command> commands;

@@ -81,9 +81,31 @@ std::vector<std::string> venvLibDirs() {
   return out;
 }
 
-// The folder `python3 -c "import tensorrt_rtx_libs"` finds ("" if python3 or the package is absent).
-std::string pythonLibDir() {
-  FILE* f = popen("python3 -c 'import os, tensorrt_rtx_libs as l; print(os.path.dirname(l.__file__))' 2>/dev/null", "r");
+// The tensorrt_rtx_libs of the Python environment trtrace itself is installed in (the wheel's
+// layout: <site-packages>/trtrace/{bin,lib}/<this file> beside <site-packages>/tensorrt_rtx_libs);
+// "" elsewhere (a source build or an install prefix).
+std::string ownEnvironmentLibDir() {
+  Dl_info info{};
+  std::string self;
+  if (dladdr(reinterpret_cast<void*>(&ownEnvironmentLibDir), &info) && info.dli_fname) self = info.dli_fname;
+  if (self.size() < 3 || self.compare(self.size() - 3, 3, ".so") != 0) {  // linked into a program
+    char buf[4096];
+    const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+    self = n > 0 ? std::string(buf, size_t(n)) : "";
+  }
+  for (int up = 0; up < 3 && !self.empty(); ++up) self = self.substr(0, self.find_last_of('/'));
+  return self.empty() ? "" : self + "/tensorrt_rtx_libs";
+}
+
+bool exists(const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }
+
+}  // namespace
+
+std::string pythonLibDir(const std::string& python) {
+  std::string quoted = "'";
+  for (char c : python) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  quoted += "'";
+  FILE* f = popen((quoted + " -c 'import os, tensorrt_rtx_libs as l; print(os.path.dirname(l.__file__))' 2>/dev/null").c_str(), "r");
   if (!f) return {};
   char buf[4096] = {};
   std::string out = std::fgets(buf, sizeof buf, f) ? buf : "";
@@ -91,10 +113,6 @@ std::string pythonLibDir() {
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
   return out;
 }
-
-bool exists(const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }
-
-}  // namespace
 
 LibraryInfo inspect(void* handle) {
   LibraryInfo info;
@@ -164,8 +182,9 @@ std::vector<Candidate> candidates(const std::string& explicitPath, int32_t want,
   if (const char* v = std::getenv("TRT_SHIM_NVINFER_LIB_NAME"); v && *v) return {{v, "TRT_SHIM_NVINFER_LIB_NAME"}};
   std::vector<std::pair<std::string, std::string>> dirs;  // (folder, where from)
   for (const auto& d : venvLibDirs()) dirs.emplace_back(d, "the active virtual environment");
+  if (std::string d = ownEnvironmentLibDir(); !d.empty()) dirs.emplace_back(d, "trtrace's Python environment");
   if (askPython)
-    if (std::string d = pythonLibDir(); !d.empty()) dirs.emplace_back(d, "python3");
+    if (std::string d = pythonLibDir("python3"); !d.empty()) dirs.emplace_back(d, "python3");
   std::vector<Candidate> same, other;
   for (const auto& [dir, from] : dirs) {
     const std::string file = dir + "/libtensorrt_rtx.so.1";

@@ -37,6 +37,10 @@ int32_t versionCode(const std::string& text);
 // "1.7" for 10701.
 std::string majorMinor(int32_t code);
 
+// The tensorrt_rtx_libs folder the Python interpreter `python` (a name on PATH or a path) imports;
+// "" if it cannot run or has no such package. Starts a process.
+std::string pythonLibDir(const std::string& python);
+
 // One place a library may be found, in the documented order (README "Finding the library").
 struct Candidate {
   std::string path;  // file name or path handed to dlopen
@@ -44,7 +48,8 @@ struct Candidate {
 };
 // Candidates for a library of version `want` (a version code; 0 = any): the explicit path, else
 // TRT_SHIM_NVINFER_LIB_NAME, else installed tensorrt_rtx_libs packages (the active virtual
-// environment's, then those of `python3` on PATH when `askPython`), the one of the wanted
+// environment's, then the one beside trtrace's own package when it was installed from the wheel,
+// then those of `python3` on PATH when `askPython`), the one of the wanted
 // major.minor first, else the loader path (libtensorrt_rtx.so, libtensorrt_rtx.so.1).
 std::vector<Candidate> candidates(const std::string& explicitPath, int32_t want, bool askPython);
 

@@ -19,5 +19,5 @@ add_custom_command(
   VERBATIM)
 add_custom_target(trtrace_api_gen DEPENDS ${TRTRACE_GEN_OUTPUTS})
 add_library(trtrace_api STATIC ${TRTRACE_GEN_DIR}/api_table.cpp)
-target_include_directories(trtrace_api PUBLIC ${TRTRACE_GEN_DIR})
+target_include_directories(trtrace_api PUBLIC $<BUILD_INTERFACE:${TRTRACE_GEN_DIR}>)
 add_dependencies(trtrace_api trtrace_api_gen)

@@ -11,6 +11,7 @@ import resource
 import shutil
 import struct
 import subprocess
+import sys
 
 import pytest
 
@@ -19,7 +20,8 @@ from test_versions import VENVS, capture as capture_on, libfile
 
 DOC = ROOT / "docs" / "errors.md"
 TOOLS = {"tensorrt_player", "trtrace verify", "trtrace info", "trtrace dump", "trtrace convert", "trtrace rewrite",
-         "trtrace rewrite --salvage", "trtrace diff", "trtrace strip", "trtrace extract", "trtrace reduce", "trtrace export", "capture"}
+         "trtrace rewrite --salvage", "trtrace diff", "trtrace strip", "trtrace extract", "trtrace reduce", "trtrace export",
+         "capture", "trtrace capture"}
 # Inputs that claim huge sizes: their rows run with the address space capped at 1 GiB, so a tool that
 # allocated by the claim would fail (or be killed) instead of printing the documented line.
 MEMORY_CAPPED = {"random_count", "huge_json_ids"}
@@ -130,6 +132,11 @@ def inputs(tmp_path_factory):
     put("bigids.bin", bn)
     c["huge_json_ids"] = d / "bigids.json"
     c["disk_full"] = d / "disk_full.trtrace"   # the capture's output
+    # trtrace capture: no command; a command that is not there; an output that is the command's input.
+    c["capture_no_command"] = good
+    c["capture_not_found"] = d / "no_such_program"
+    c["capture_output_is_input"] = put("capture_app.py", b"print('an application')\n")
+    c["capture_no_library"] = pathlib.Path("/bin/true")   # run where no TensorRT-RTX can be found
     libs = {"library_abi": next(p for p in map(pathlib.Path, ["/lib/x86_64-linux-gnu/libz.so.1",
                                                               "/usr/lib/x86_64-linux-gnu/libz.so.1"]) if p.exists()),
             "library_missing": d / "nope.so", "library_fifo": d / "lib.fifo"}
@@ -178,6 +185,10 @@ def command(case, tool, src, out_dir, lib):
     binp = src.with_suffix(".bin")
     if tool == "capture":
         return [BIN / "cpp_app", out_dir / "app.engine"], None
+    if tool == "trtrace capture":                 # the command: src, run by path (none for no_command)
+        out = src if case == "capture_output_is_input" else out_dir / "c.trtrace"
+        program = {"capture_no_command": [], "capture_output_is_input": [sys.executable, src]}.get(case, [src])
+        return [TRTRACE, "capture", "-o", out, "--", *program], out
     out = {"output_is_input": src, "output_is_bin": binp, "output_folder": out_dir}.get(case)
     if tool == "tensorrt_player":
         out = out or out_dir / "o.engine"
@@ -227,7 +238,8 @@ def test_every_case_has_rows_for_what_it_claims():
               "fifo", "folder", "proc_file", "empty_api_calls", "cut_json_no_bin", "int32_overflow",
               "network_missing", "network_negative", "network_wraps", "random_count_invalid", "huge_json_ids",
               "disk_full", "no_counterpart", "not_failing", "fail_regex_invalid", "artifacts_not_empty",
-              "export_dir_not_empty"}
+              "export_dir_not_empty", "capture_no_command", "capture_not_found", "capture_output_is_input",
+              "capture_no_library"}
     assert cases == traces | others
     # Every trace input is documented for the player and verify at least.
     for case in traces:
@@ -261,6 +273,9 @@ def test_documented_row(inputs, tmp_path, case, tool, code, message):
         _, env = drop_in_dir(d)
         env = dict(os.environ, **env, TRT_SHIM_OUTPUT_FILE=str(src), TRT_SHIM_FLUSH_AFTER_EVERY_CALL="1",
                    TRTRACE_FAULT_WRITE_FAIL="1:ENOSPC")
+    if case == "capture_no_library":   # no environment active, none on PATH, no loader path to one
+        env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "LD_LIBRARY_PATH", "PATH")}
+        env["PATH"] = "/usr/bin:/bin"
     cap = None
     if case in MEMORY_CAPPED and ASAN_RUNTIME:
         # ASan reserves terabytes of shadow address space, so an address-space cap kills it at start;

@@ -185,4 +185,13 @@ VerifyReport Reader::verify(const std::function<void(uint64_t, uint64_t)>& progr
   return Verifier(*impl_).run(progress);
 }
 
+VerifyReport verifyTrace(const Reader& reader, const std::function<void(uint64_t, uint64_t)>& progress) {
+  VerifyReport rep = reader.verify(progress);
+  if (rep.ok() && !reader.closedCleanly())
+    rep.issues.push_back({VerifyReport::Problem::Truncated, reader.mapping().size(),
+                          reader.path() + ": not closed (the capture ended before closing it, or is still running); its " +
+                              std::to_string(rep.calls) + " calls are a clean prefix"});
+  return rep;
+}
+
 }  // namespace trtrace

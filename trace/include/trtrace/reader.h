@@ -210,6 +210,10 @@ class Reader {
   std::unique_ptr<Impl> impl_;
 };
 
+// What `trtrace verify` reports (and the Python API's verify()): reader.verify(progress), plus a
+// trace whose blocks are all sound but that was never closed, as a Truncated issue (a clean prefix).
+VerifyReport verifyTrace(const Reader& reader, const std::function<void(uint64_t, uint64_t)>& progress = {});
+
 // Pull-style walk over a reader's calls in seq order, one segment in memory at a time (for tools
 // that walk two traces side by side). The view next() returns is valid until the next next().
 class CallCursor {

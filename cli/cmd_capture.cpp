@@ -1,0 +1,230 @@
+// trtrace capture [-o OUT] [--json] -- CMD ARGS...: runs CMD with the capture shim preloaded and
+// the TRT_SHIM_* variables set, returns CMD's exit code and prints what the trace holds.
+// The shim is the one installed beside this program (<prefix>/bin/trtrace -> <prefix>/lib/); the
+// TensorRT-RTX library CMD will load is looked up first, in the shared discovery order
+// (libinfo/library.h), so a missing library is said before anything runs.
+#include <dlfcn.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "library.h"
+#include "summary.h"
+#include "trtrace/convert.h"
+#include "trtrace/error.h"
+#include "trtrace/files.h"
+
+extern char** environ;
+
+namespace trtrace::cli {
+namespace {
+
+// Exit codes of capture's own refusals (docs/errors.md); otherwise it exits with CMD's code.
+constexpr int kNotExecutable = 126, kNotFound = 127;
+
+struct NotRunnable : Error {  // CMD cannot be started: exit 126/127 as a shell would
+  NotRunnable(int code, const std::string& m) : Error(Kind::Usage, m), code(code) {}
+  int code;
+};
+
+// CMD as the shell would find it: a name with a slash as given, else the first executable on PATH.
+std::string resolveCommand(const std::string& name) {
+  auto runnable = [](const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+  };
+  if (name.find('/') != std::string::npos) {
+    if (runnable(name)) return name;
+    if (::access(name.c_str(), F_OK) != 0) throw NotRunnable(kNotFound, "capture: " + name + ": command not found");
+    throw NotRunnable(kNotExecutable, "capture: " + name + ": not an executable file");
+  }
+  const char* env = std::getenv("PATH");
+  const std::string path = env && *env ? env : "/usr/local/bin:/usr/bin:/bin";
+  for (size_t start = 0; start <= path.size();) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    const std::string dir = end > start ? path.substr(start, end - start) : ".";
+    if (runnable(dir + "/" + name)) return dir + "/" + name;
+    start = end + 1;
+  }
+  throw NotRunnable(kNotFound, "capture: " + name + ": command not found (not on PATH)");
+}
+
+// The shim installed with this program: <dir of this executable>/../lib/libtensorrt_shim.so.
+std::string installedShim() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  std::string exe = n > 0 ? std::string(buf, size_t(n)) : "";
+  const std::string bin = exe.substr(0, exe.find_last_of('/'));
+  const std::string shim = bin.substr(0, bin.find_last_of('/')) + "/lib/libtensorrt_shim.so";
+  if (::access(shim.c_str(), R_OK) != 0)
+    throw Error(Error::Kind::Io, "capture: " + shim + ": the capture shim is not installed beside " + exe);
+  return shim;
+}
+
+// "<file> <version> (<why>)" of the TensorRT-RTX library at `path`, or "" when it does not load.
+std::string describeLibrary(const std::string& path, const std::string& how) {
+  void* h = ::dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
+  if (!h) return {};
+  const lib::LibraryInfo info = lib::inspect(h);
+  ::dlclose(h);
+  return info.path + " " + info.version + " (" + how + ")";
+}
+
+// The TensorRT-RTX library CMD will load: a Python interpreter's own (asked), else the shared
+// order (the active virtual environment's, trtrace's own environment's, python3's, the loader
+// path's). Throws when there is none.
+std::string findLibrary(const std::string& exe) {
+  const std::string base = exe.substr(exe.find_last_of('/') + 1);
+  if (base.rfind("python", 0) == 0)
+    if (const std::string dir = lib::pythonLibDir(exe); !dir.empty())
+      if (std::string d = describeLibrary(dir + "/libtensorrt_rtx.so.1", "tensorrt_rtx_libs of " + exe); !d.empty())
+        return d;
+  std::string tried;
+  for (const lib::Candidate& c : lib::candidates("", 0, true)) {
+    if (std::string d = describeLibrary(c.path, c.how); !d.empty()) return d;
+    tried += (tried.empty() ? "" : "; ") + c.path;
+  }
+  throw Error(Error::Kind::Usage, "capture: no TensorRT-RTX library found (tried " + tried +
+                                      "): install tensorrt-rtx in the active Python environment or put "
+                                      "libtensorrt_rtx.so.1 on the loader path");
+}
+
+// Refuses an output that is the command or one of its arguments naming an existing file.
+void checkOutputs(const std::vector<std::string>& cmd, const std::string& exe, const std::vector<std::string>& outs) {
+  std::vector<std::string> maybeInputs(cmd.begin() + 1, cmd.end());
+  maybeInputs.push_back(exe);
+  for (const auto& p : maybeInputs) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode)) try {
+        ::close(files::openInput(p));
+      } catch (const Error&) {  // unreadable: not something the shim could overwrite for us to read back
+      }
+  }
+  for (const auto& o : outs) files::checkOutput(o);
+}
+
+// Runs `exe` with `argv` and `env`; its exit code (128 + signal when killed, as a shell reports it).
+// Interrupts go to the command alone while it runs, so the summary is still printed.
+int runCommand(const std::string& exe, const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+  std::vector<char*> a, e;
+  for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+  for (auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
+  a.push_back(nullptr);
+  e.push_back(nullptr);
+  struct sigaction ignore {}, oldInt {}, oldQuit {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGINT, &ignore, &oldInt);
+  ::sigaction(SIGQUIT, &ignore, &oldQuit);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGINT);
+  sigaddset(&defaults, SIGQUIT);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, exe.c_str(), nullptr, &attr, a.data(), e.data());
+  posix_spawnattr_destroy(&attr);
+  int status = 0;
+  while (rc == 0 && ::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  ::sigaction(SIGINT, &oldInt, nullptr);
+  ::sigaction(SIGQUIT, &oldQuit, nullptr);
+  if (rc != 0) throw NotRunnable(kNotExecutable, "capture: " + exe + ": cannot run (" + std::strerror(rc) + ")");
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+// The environment of CMD: ours, with the shim added to LD_PRELOAD and the output variables set.
+// The shim goes after what is preloaded already (a sanitizer runtime must stay first); any preload
+// still precedes the real library, which is all the shim needs.
+std::vector<std::string> captureEnv(const std::string& shim, const std::string& out, const std::string& json) {
+  std::vector<std::string> env;
+  std::string preload = shim;
+  for (char** p = environ; *p; ++p) {
+    const std::string kv = *p;
+    const std::string key = kv.substr(0, kv.find('='));
+    if (key == "LD_PRELOAD") {
+      const std::string old = kv.substr(kv.find('=') + 1);
+      if (!old.empty()) preload = old + ":" + shim;
+    } else if (key != "TRT_SHIM_OUTPUT_FILE" && key != "TRT_SHIM_OUTPUT_JSON_FILE") {
+      env.push_back(kv);
+    }
+  }
+  env.push_back("LD_PRELOAD=" + preload);
+  env.push_back("TRT_SHIM_OUTPUT_FILE=" + out);
+  if (!json.empty()) env.push_back("TRT_SHIM_OUTPUT_JSON_FILE=" + json);
+  return env;
+}
+
+struct FileStamp {
+  bool exists = false;
+  struct stat st {};
+  bool operator==(const FileStamp& o) const {
+    return exists == o.exists && (!exists || (st.st_ino == o.st.st_ino && st.st_dev == o.st.st_dev &&
+                                              st.st_size == o.st.st_size && st.st_mtim.tv_sec == o.st.st_mtim.tv_sec &&
+                                              st.st_mtim.tv_nsec == o.st.st_mtim.tv_nsec));
+  }
+};
+FileStamp stampOf(const std::string& path) {
+  FileStamp s;
+  s.exists = ::stat(path.c_str(), &s.st) == 0;
+  return s;
+}
+
+}  // namespace
+
+Command addCapture(CLI::App& app) {
+  auto out = std::make_shared<std::string>("capture.trtrace");
+  auto json = std::make_shared<bool>(false);
+  auto cmd = std::make_shared<std::vector<std::string>>();  // CMD ARGS... (main.cpp keeps them from CLI11)
+  auto* sub = app.add_subcommand("capture", "Run a command with the capture shim: trtrace capture [-o OUT] [--json] -- CMD ARGS...");
+  sub->add_option("-o,--output", *out, "The trace to write (default capture.trtrace)");
+  sub->add_flag("--json", *json, "Also write NVIDIA's JSON+BIN layout (OUT without .trtrace, + .json/.bin)");
+  return {sub, [=]() -> int {
+    try {
+      *cmd = commandAfterSeparator();
+      if (cmd->empty()) throw Error(Error::Kind::Usage, "capture: no command given (trtrace capture [-o OUT] [--json] -- CMD ARGS...)");
+      const std::string exe = resolveCommand(cmd->front());
+      std::string jsonPath;
+      if (*json) {
+        jsonPath = *out;
+        if (jsonPath.size() > 8 && jsonPath.compare(jsonPath.size() - 8, 8, ".trtrace") == 0) jsonPath.resize(jsonPath.size() - 8);
+        jsonPath += ".json";
+      }
+      std::vector<std::string> outs{*out};
+      if (*json) outs.insert(outs.end(), {jsonPath, convert::binPathFor(jsonPath)});
+      checkOutputs(*cmd, exe, outs);
+      const std::string shim = installedShim();
+      std::fprintf(stderr, "trtrace: capture: %s with %s -> %s\n", cmd->front().c_str(), findLibrary(exe).c_str(), out->c_str());
+      const FileStamp before = stampOf(*out);
+      const int code = runCommand(exe, *cmd, captureEnv(shim, *out, jsonPath));
+      if (stampOf(*out) == before) {
+        std::fprintf(stderr, "trtrace: capture: %s made no TensorRT-RTX call; no trace written to %s\n",
+                     cmd->front().c_str(), out->c_str());
+        return code ? code : kError;
+      }
+      auto r = Reader::open(*out);
+      std::fprintf(stderr, "trtrace: capture: %s%s: %s%s%s\n", out->c_str(), r->closedCleanly() ? "" : " (not closed)",
+                   summaryLine(summarise(*r)).c_str(), *json ? "; JSON+BIN: " : "", jsonPath.c_str());
+      return code;
+    } catch (const NotRunnable& e) {
+      std::fprintf(stderr, "trtrace: %s\n", e.what());
+      return e.code;
+    }
+  }};
+}
+
+}  // namespace trtrace::cli
