@@ -1,9 +1,6 @@
 // Replay runtime and the generated dispatch table.
 #include "replayer.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -240,18 +237,6 @@ std::unique_ptr<std::byte[]> randomWeights(uint32_t dtype, uint64_t count, uint6
 }
 }  // namespace
 
-namespace {
-// The pages of a mapped range that hashing brought in leave this process's resident set again
-// (the library faults them back from the page cache when it reads them): checking a huge raw trace
-// keeps the player's memory bounded. Only whole pages inside the range are dropped.
-void releasePages(const void* data, size_t n) {
-  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t lo = (reinterpret_cast<uintptr_t>(data) + page - 1) & ~(page - 1);
-  const uintptr_t hi = (reinterpret_cast<uintptr_t>(data) + n) & ~(page - 1);
-  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
-}
-}  // namespace
-
 abi::Weights Replayer::argWeights(size_t i) {
   ValueView v = arg(i);
   abi::Weights w{};
@@ -278,7 +263,9 @@ abi::Weights Replayer::argWeights(size_t i) {
         // sees the bytes, so damaged weights never build an engine silently.
         if (options_.trustWeights) return reader_.blob(ref);
         BlobView b = reader_.checkedBlob(ref);
-        if (b.isZeroCopy()) releasePages(b.data(), b.size());
+        // The pages that hashing brought in leave this process's resident set again (the library
+        // faults them back from the page cache when it reads them): memory stays bounded.
+        if (b.isZeroCopy()) releaseMappedPages(b.data(), b.size());
         return b;
       });
       break;

@@ -113,7 +113,7 @@ void checkChunkSizes(const StoredBlob& b) {
   }
 }
 
-Hash128 decodeBlob(const StoredBlob& b, std::byte* dest, bool hash) {
+Hash128 decodeBlob(const StoredBlob& b, std::byte* dest, bool hash, const ChunkSink& sink) {
   const F::BlobRecord r = blobRecordAt(b.base, b.info.offset);
   const std::byte* data = b.base + b.info.offset + sizeof(F::BlockHeader) + r.dataOffset;
   const auto* table = chunkTable(b.base, b.info.offset);
@@ -135,6 +135,7 @@ Hash128 decodeBlob(const StoredBlob& b, std::byte* dest, bool hash) {
     const std::byte* got = decodeChunk(b, dctx.get(), e, c, n, k, data + e.offset, grouped.get(), dst,
                                         dest != nullptr);
     if (st) XXH3_128bits_update(st, got, n);  // while the chunk is still in cache
+    if (sink && !dest) sink(got, off, n);
   }
   if (!st) return {};
   auto d = XXH3_128bits_digest(st);

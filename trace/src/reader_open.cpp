@@ -11,6 +11,7 @@
 
 #include "blob_decode.h"
 #include "block_file.h"
+#include "decode_cache.h"
 #include "reader_impl.h"
 #include "trtrace/files.h"
 

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "trtrace/decode_cache.h"
 #include "trtrace/hash.h"
 #include "trtrace/writer.h"
 
@@ -155,6 +156,11 @@ struct VerifyReport {
   bool truncated() const;  // a Truncated issue and no Corrupt one
 };
 
+// Drops the whole pages inside [p, p + n) of a read-only file mapping from this process's resident
+// set: they stay in the page cache and fault back in when read again (bounded memory while huge
+// mapped weights are hashed or decoded).
+void releaseMappedPages(const void* p, size_t n);
+
 class Reader {
  public:
   static std::unique_ptr<Reader> open(const std::string& path);  // a regular file (trtrace/files.h)
@@ -196,6 +202,13 @@ class Reader {
   const std::vector<BlobInfo>& blobs() const;  // sorted by (hash.hi, hash.lo, length)
 
   std::span<const std::byte> mapping() const;  // the whole mapped file
+
+  // Decodes every compressed blob, in parallel, into a decode cache (trtrace/decode_cache.h, or
+  // finds one already made and checks it); blob() and checkedBlob() then hand out views into its
+  // read-only mapping (zero-copy). Call once, before blobs are used. Progress on stderr
+  // (trtrace/progress.h). Throws Error only for bad options; an unusable cache degrades to a
+  // temporary file, then to decoding in memory, as the report says.
+  DecodeCacheReport useDecodeCache(const DecodeCacheOptions& options);
 
   // Checks the file header, every block (framing, checksums, zero padding), every segment
   // (Verifier), every blob (decodes it, XXH3-128, raw data 4 KiB alignment) and the footer index.
