@@ -32,7 +32,10 @@ F::ChunkEntry chunkAt(const F::ChunkEntry* table, uint32_t c) {
 
 std::string checkRawRecord(const std::byte* base, uint64_t at, const F::BlobRecord& r) {
   if (r.chunkCount != 0 || r.storedSize != r.rawSize) return "raw blob: sizes disagree";
-  if ((at + sizeof(F::BlockHeader) + r.dataOffset) % F::kBlobAlign != 0) return "raw blob data not 4 KiB aligned";
+  const bool small = r.encoding == uint16_t(F::BlobEncoding::RawSmall);
+  if (small && r.rawSize >= F::kSmallBlobMax) return "small raw blob: too large";
+  if ((at + sizeof(F::BlockHeader) + r.dataOffset) % (small ? F::kSmallBlobAlign : F::kBlobAlign) != 0)
+    return small ? "raw blob data not 64-byte aligned" : "raw blob data not 4 KiB aligned";
   if (!allZero(base + at + sizeof(F::BlockHeader) + sizeof r, r.dataOffset - sizeof r))
     return "non-zero bytes in alignment padding";
   return "";
@@ -90,7 +93,7 @@ std::string checkBlobPayload(const std::byte* base, uint64_t at, const F::BlockH
     return "blob record: chunk table size does not match";
   if (r.dataOffset < h.checkedSize || r.dataOffset > h.payloadSize || h.payloadSize - r.dataOffset != r.storedSize)
     return "blob record: data region out of bounds";
-  if (r.encoding == uint16_t(F::BlobEncoding::Raw)) return checkRawRecord(base, at, r);
+  if (F::isRawEncoding(r.encoding)) return checkRawRecord(base, at, r);
   if (r.encoding != uint16_t(F::BlobEncoding::Zstd)) return "blob record: unknown encoding";
   return checkZstdRecord(base, at, r);
 }

@@ -3,8 +3,8 @@
 //
 // File layout (little-endian): a 64-byte CacheHeader at 0, then from offset 4096 the bytes of every
 // blob of the trace (decoded; the raw ones copied), in the order their blocks lie in the trace, each
-// at a 4 KiB boundary: the weights lie as they do in a raw trace, in one mapping, in the capture's
-// order and alignment (some builds depend on the relative addresses of their weights). The layout
+// at a 4 KiB boundary (under 64 KiB: a 64-byte one): the weights lie as they do in a raw trace, in
+// one mapping, in the capture's order and alignment (some builds depend on the relative addresses of their weights). The layout
 // follows from the list of keys alone, so the header needs no table; the file is named by the
 // XXH3-128 of that list, and every blob is checked against its key before it is trusted.
 #include "decode_cache.h"
@@ -120,8 +120,8 @@ Layout layoutOf(const std::vector<BlobInfo>& all) {
   std::sort(L.blobs.begin(), L.blobs.end(), [&](size_t a, size_t b) { return all[a].offset < all[b].offset; });
   std::vector<uint64_t> words;
   for (size_t i : L.blobs) {
-    const uint64_t len = all[i].ref.length;
-    L.fileLength = (L.fileLength + F::kBlobAlign - 1) / F::kBlobAlign * F::kBlobAlign;
+    const uint64_t len = all[i].ref.length, align = len < F::kSmallBlobMax ? F::kSmallBlobAlign : F::kBlobAlign;
+    L.fileLength = (L.fileLength + align - 1) / align * align;
     L.offsets.push_back(L.fileLength);
     L.fileLength += len;
     L.rawBytes += len;

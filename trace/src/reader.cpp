@@ -77,7 +77,7 @@ BlobView Reader::Impl::blob(const BlobRef& ref, bool checked) const {
   // In a decode cache (checked against its key when made or reused): a view into its mapping.
   if (const std::byte* c = cache ? cache->find(size_t(bi - blobs.data())) : nullptr) return BlobView::mapped({c, r.rawSize});
   const char* damaged = "content does not match its hash (damaged weights)";
-  if (r.encoding == uint16_t(F::BlobEncoding::Raw)) {
+  if (F::isRawEncoding(r.encoding)) {
     auto view = BlobView::mapped({base + bi->dataOffset, r.rawSize});  // zero-copy into the mapping
     if (checked && !(hash128(view.data(), view.size()) == ref.hash)) blobError(ref, bi->offset, damaged);
     return view;

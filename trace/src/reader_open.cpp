@@ -99,7 +99,7 @@ void Reader::Impl::addBlob(uint64_t off) {
   bi.ref = {{r.hashLo, r.hashHi}, r.rawSize};
   bi.offset = off;
   bi.storedSize = r.storedSize;
-  bi.compressed = r.encoding != uint16_t(F::BlobEncoding::Raw);
+  bi.compressed = !F::isRawEncoding(r.encoding);
   bi.dataOffset = off + sizeof(F::BlockHeader) + r.dataOffset;
   bi.hint = static_cast<BlobHint>(r.elementHint);
   blobs.push_back(bi);
@@ -128,7 +128,7 @@ bool Reader::Impl::openFromFooter() {
       bi.offset = e->offset();
       bi.storedSize = e->stored();
       bi.dataOffset = e->data_offset();
-      bi.compressed = e->encoding() != uint16_t(F::BlobEncoding::Raw);
+      bi.compressed = !F::isRawEncoding(e->encoding());
       bi.hint = static_cast<BlobHint>(e->hint());
       blobs.push_back(bi);
     }
