@@ -337,3 +337,35 @@ TEST(Blobs, CheckedBlobHashesWhileDecodingAndCatchesDamage) {
     EXPECT_NE(rep.issues[0].what.find("content hash mismatch"), std::string::npos) << rep.issues[0].what;
   }
 }
+
+// Reader::alias (issue 16): a second owner of a blob's bytes (the player's second application
+// pointer to deduplicated weights) gets a second read-only mapping of the same file pages, not a
+// copy: from the trace's mapping for a raw blob, from the decode cache's for a compressed one.
+TEST(Blobs, AliasIsASecondMappingOfTheSamePages) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  auto big = tt::randomBytes(256 << 10, 3);  // raw: 4 KiB aligned
+  auto zero = tt::zeros(1 << 20);            // compressed
+  {
+    WriterOptions o;
+    o.path = path;
+    auto w = Writer::create(o, tt::header());
+    for (auto* b : {&big, &zero}) w->putBlob(b->data(), b->size());
+    w->close();
+  }
+  auto r = Reader::open(path);
+  DecodeCacheOptions co;
+  co.mode = DecodeCacheOptions::Mode::Temp;
+  ASSERT_EQ(r->useDecodeCache(co).how, "temp");
+  for (auto* b : {&big, &zero}) {
+    BlobView v = r->checkedBlob({hash128(b->data(), b->size()), b->size()});
+    BlobView a = r->alias(v);
+    ASSERT_EQ(a.size(), b->size());
+    EXPECT_TRUE(a.isZeroCopy());
+    EXPECT_NE(a.data(), v.data());
+    EXPECT_TRUE(sameBytes(a, *b));
+  }
+  auto own = std::make_unique<std::byte[]>(4096);  // not in a mapping of this reader: no alias
+  BlobView owned = BlobView::owned(std::move(own), 4096);
+  EXPECT_EQ(r->alias(owned).size(), 0u);
+}

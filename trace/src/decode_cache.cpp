@@ -322,19 +322,19 @@ void evict(const std::string& dir, uint64_t need, uint64_t maxBytes, const std::
 
 DecodeCache::~DecodeCache() {
   if (map_) ::munmap(const_cast<std::byte*>(map_), size_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 const std::byte* DecodeCache::find(size_t index) const {
   return index < offsets_.size() && offsets_[index] != kNone ? map_ + offsets_[index] : nullptr;
 }
 
-// The whole file `fd` mapped read-only (fd is closed); nullptr when it cannot be.
+// The whole file `fd` mapped read-only (fd is kept, or closed with the nullptr when it cannot be).
 std::unique_ptr<DecodeCache> DecodeCache::mapped(int fd, uint64_t length, std::vector<uint64_t> offsets) {
   void* p = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, fd, 0);
-  ::close(fd);
-  if (p == MAP_FAILED) return nullptr;
+  if (p == MAP_FAILED) return ::close(fd), nullptr;
   std::unique_ptr<DecodeCache> c(new DecodeCache);
-  c->map_ = static_cast<const std::byte*>(p), c->size_ = length, c->offsets_ = std::move(offsets);
+  c->map_ = static_cast<const std::byte*>(p), c->size_ = length, c->fd_ = fd, c->offsets_ = std::move(offsets);
   return c;
 }
 
@@ -449,6 +449,21 @@ DecodeCacheReport Reader::useDecodeCache(const DecodeCacheOptions& options) {
   DecodeCacheReport rep;
   impl_->cache = detail::DecodeCache::open(*impl_, options, rep);
   return rep;
+}
+
+BlobView Reader::alias(const BlobView& view) const {
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto* p = static_cast<const std::byte*>(view.data());
+  for (auto [m, fd] : {std::pair{mapping(), impl_->fd}, impl_->cache ? std::pair{impl_->cache->mapping(), impl_->cache->fd()}
+                                                                      : std::pair{std::span<const std::byte>{}, -1}}) {
+    if (fd < 0 || !view.size() || p < m.data() || p + view.size() > m.data() + m.size() || (p - m.data()) % page) continue;
+    void* q = ::mmap(nullptr, view.size(), PROT_READ, MAP_SHARED, fd, static_cast<off_t>(p - m.data()));
+    if (q == MAP_FAILED) return {};
+    const size_t n = view.size();
+    std::shared_ptr<const void> keep(q, [n](const void* a) { ::munmap(const_cast<void*>(a), n); });
+    return BlobView::kept({static_cast<const std::byte*>(q), n}, std::move(keep));
+  }
+  return {};
 }
 
 }  // namespace trtrace

@@ -26,6 +26,9 @@ class DecodeCache {
 
   // The decoded bytes of blob `index` of the reader's index; nullptr when it is not in the cache.
   const std::byte* find(size_t index) const;
+  // The cache file's mapping and descriptor (Reader::alias).
+  std::span<const std::byte> mapping() const { return {map_, size_}; }
+  int fd() const { return fd_; }
 
   static constexpr uint64_t kNone = ~uint64_t(0);
 
@@ -41,6 +44,7 @@ class DecodeCache {
 
   const std::byte* map_ = nullptr;
   uint64_t size_ = 0;
+  int fd_ = -1;
   std::vector<uint64_t> offsets_;  // per blob of the index: offset in the file, or kNone
 };
 

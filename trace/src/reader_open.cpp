@@ -26,6 +26,7 @@ bool blobLess(const BlobInfo& a, const BlobInfo& b) {
 
 Reader::Impl::~Impl() {
   if (base) ::munmap(const_cast<std::byte*>(base), size);
+  if (fd >= 0) ::close(fd);
 }
 
 void Reader::Impl::map(int fd) {
@@ -37,6 +38,7 @@ void Reader::Impl::map(int fd) {
     if (p == MAP_FAILED) throw Error(Error::Kind::Io, path + ": cannot map: " + detail::errnoText());
     base = static_cast<const std::byte*>(p);
   }
+  this->fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);  // -1: Reader::alias copies instead
 }
 
 bool Reader::Impl::checkFileHeader() {

@@ -107,6 +107,10 @@ class BlobView {
   static BlobView owned(std::unique_ptr<std::byte[]> buf, size_t n) {
     BlobView v; v.span_ = {buf.get(), n}; v.owned_ = std::move(buf); return v;
   }
+  // A view into a mapping of its own, released with the last copy of `keep` (Reader::alias).
+  static BlobView kept(std::span<const std::byte> bytes, std::shared_ptr<const void> keep) {
+    BlobView v; v.span_ = bytes; v.keep_ = std::move(keep); return v;
+  }
   std::span<const std::byte> bytes() const { return span_; }
   const void* data() const { return span_.data(); }
   size_t size() const { return span_.size(); }
@@ -115,6 +119,7 @@ class BlobView {
  private:
   std::span<const std::byte> span_;
   std::unique_ptr<std::byte[]> owned_;
+  std::shared_ptr<const void> keep_;
 };
 
 struct BlobInfo {
@@ -209,6 +214,10 @@ class Reader {
   // (trtrace/progress.h). Throws Error only for bad options; an unusable cache degrades to a
   // temporary file, then to decoding in memory, as the report says.
   DecodeCacheReport useDecodeCache(const DecodeCacheOptions& options);
+  // The same bytes as `view` (a zero-copy view of this reader: the trace's or the decode cache's
+  // mapping) at another address: a second read-only mapping of the same file pages, so a second
+  // owner of the bytes costs no memory. Empty when `view` does not start on a page of a mapping.
+  BlobView alias(const BlobView& view) const;
 
   // Checks the file header, every block (framing, checksums, zero padding), every segment
   // (Verifier), every blob (decodes it, XXH3-128, raw data 4 KiB alignment) and the footer index.
