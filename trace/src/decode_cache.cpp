@@ -79,7 +79,7 @@ DecodeCacheOptions DecodeCacheOptions::fromEnv() {
   else if (xdg && *xdg == '/') o.setMode(std::string(xdg) + "/trtrace");  // the spec ignores relative ones
   else if (home && *home) o.setMode(std::string(home) + "/.cache/trtrace");
   o.maxBytes = envNumber("TRTRACE_DECODE_CACHE_MB", 20480, uint64_t(1) << 40) << 20;
-  o.threads = static_cast<unsigned>(envNumber("TRTRACE_DECODE_THREADS", 0 + std::max(1u, std::thread::hardware_concurrency()), 1024));
+  o.threads = static_cast<unsigned>(envNumber("TRTRACE_DECODE_THREADS", std::max(1u, std::thread::hardware_concurrency()), 1024));
   return o;
 }
 
