@@ -165,28 +165,57 @@ def capture_model(E, name, margs, reps, build):
     return res, trace, nvjson, nvbin
 
 
-def player(E, trace, out_engine=None):
-    cmd = [E.player, "-j", str(trace), "--lib", E.trt_lib, "--json", "-q"]
+def player(E, trace, out_engine=None, cache=None, threads=None):
+    """One replay; compressed weights go to the decode cache `cache` (a folder, temp or off;
+    default: the run's own folder, so the first replay of a trace builds it and later ones reuse it)."""
+    cmd = [E.player, "-j", str(trace), "--lib", E.trt_lib, "--json", "-q",
+           "--decode-cache", str(cache or E.work / "decode-cache")]
     if out_engine:
         cmd += ["-o", str(out_engine), "--check"]
-    wall, rss, out = E.timed(cmd)
+    wall, rss, out = E.timed(cmd, {"TRTRACE_DECODE_THREADS": str(threads)} if threads else None)
     j = last_json(out)
     return {"wall_s": wall, "rss": rss, "open_s": j["open_s"], "dispatch_s": j["dispatch_s"],
-            "build_s": j["build_s"], "calls": j["calls"],
+            "build_s": j["build_s"], "calls": j["calls"], "cache": j.get("decode_cache", {}),
             "identical": all(n.get("vs_capture") == "identical" for n in j["networks"]) if out_engine else None}
 
 
-def replay_model(E, trace, reps, build):
+def replay_model(E, trace, reps, build, scaling=False):
+    """Raw and compressed replays (the compressed: first through a new decode cache, then reusing
+    it); with `scaling`, the decode on 1 thread and on every core (nameless cache files, decoded anew)."""
     res = {}
     raw = trace.with_suffix(".raw.trtrace")
     subprocess.run([E.trtrace, "rewrite", str(trace), str(raw), "--raw"], check=True, capture_output=True)
+    shutil.rmtree(E.work / "decode-cache", ignore_errors=True)
     for kind, path in (("compressed", trace), ("raw", raw)):
-        runs = [player(E, path, E.work / "replay.engine" if build else None) for _ in range(reps)]
+        runs = [player(E, path, E.work / "replay.engine" if build else None) for _ in range(max(2, reps) if kind == "compressed" else reps)]
         res[kind] = {"bytes": os.path.getsize(path), "runs": runs}
         log(f"replay {path.name}: open {runs[0]['open_s'] * 1e3:.3f} ms, dispatch {runs[0]['dispatch_s']:.3f} s, "
-            f"build {runs[0]['build_s']:.3f} s, peak {runs[0]['rss'] / 2**20:.0f} MiB")
+            f"build {runs[0]['build_s']:.3f} s, peak {runs[0]['rss'] / 2**20:.0f} MiB, "
+            f"decode cache {runs[0]['cache'].get('how')} {runs[0]['cache'].get('seconds', 0):.2f} s")
+    if scaling:
+        res["scaling"] = {str(t): player(E, trace, cache="temp", threads=t) for t in sorted({1, os.cpu_count() or 1})}
+        log("decode scaling: " + ", ".join(f"{t} threads {x['cache']['seconds']:.2f} s" for t, x in res["scaling"].items()))
+    shutil.rmtree(E.work / "decode-cache", ignore_errors=True)
     rm(raw, E.work / "replay.engine")
     return res
+
+
+def disk_write(work, nbytes):
+    """This disk's sequential write bandwidth: nbytes of incompressible data, then fdatasync."""
+    path = work / "disk-probe.bin"
+    block = os.urandom(8 << 20)
+    t0 = time.perf_counter()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        for _ in range(max(1, nbytes // len(block))):
+            os.write(fd, block)
+        os.fdatasync(fd)
+    finally:
+        os.close(fd)
+    secs = time.perf_counter() - t0
+    rm(path)
+    return {"bytes": max(1, nbytes // len(block)) * len(block), "seconds": secs,
+            "bytes_per_s": max(1, nbytes // len(block)) * len(block) / secs}
 
 
 def convert_available(E):
@@ -253,13 +282,16 @@ def main():
     out["player_baseline"] = player(E, tiny)
     rm(tiny)
 
+    out["disk_write"] = disk_write(work, (64 << 20) if a.smoke else (2 << 30))
+    log(f"disk write: {out['disk_write']['bytes_per_s'] / 1e6:.0f} MB/s")
+
     conv = convert_available(E)
     out["convert_available"] = conv
     for name, margs, r, replay in models:
         mreps = r or reps
         res, trace, nvjson, nvbin = capture_model(E, name, margs, mreps, build=False)
         if replay:
-            res["replay"] = replay_model(E, trace, mreps, build=False)
+            res["replay"] = replay_model(E, trace, mreps, build=False, scaling=(name == models[0][0] if a.smoke else name == "fp32-1g"))
         if conv and E.nv_shim and os.path.exists(nvjson):
             try:
                 res["convert"] = convert_model(E, trace, nvjson, nvbin, mreps)

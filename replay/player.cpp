@@ -24,6 +24,7 @@
 #include "recheck.h"
 #include "replayer.h"
 #include "trtrace/convert.h"
+#include "trtrace/decode_cache.h"
 #include "trtrace/error.h"
 #include "trtrace/files.h"
 #include "trtrace/format.h"
@@ -75,6 +76,7 @@ struct Args {
   std::string capture, output;
   Options opt;
   bool stats = false, json = false, check = false;
+  std::string decodeCache;         // --decode-cache: a folder, temp or off ("" = TRTRACE_DECODE_CACHE)
   std::optional<int64_t> network;  // --network, 0-based as given
 };
 
@@ -151,6 +153,7 @@ Verdicts compareWithCapture(const Args& a, const std::string& lib, std::vector<N
     if (a.opt.skipUnsupported) pass.push_back("--skip-unsupported");
     if (a.opt.ignoreVersion) pass.push_back("--ignore-version");
     if (a.opt.trustWeights) pass.push_back("--trust-weights");
+    if (!a.decodeCache.empty()) pass.insert(pass.end(), {"--decode-cache", a.decodeCache});
     const Recheck rc = recheckNetwork({a.capture, lib, pass}, r.network - 1, r.engineHash, r.engineSize,
                                       r.captured->engineHash, r.captured->engineSize, r.path);
     if (rc.verdict == Recheck::Verdict::Matched) {
@@ -167,12 +170,38 @@ Verdicts compareWithCapture(const Args& a, const std::string& lib, std::vector<N
   return verdicts;
 }
 
-void printJson(const Args& a, const Replayer::Stats& s, double openSeconds, const std::vector<NetworkResult>& results,
-               const Verdicts& verdicts, const ChosenLibrary& lib) {
+// The compressed weights decoded into a decode cache (trtrace/decode_cache.h) before the replay: the
+// options from the environment and --decode-cache; --trust-weights also trusts a reused cache file.
+// A rebuilt or unusable cache is said in one line (the replay goes on without it).
+DecodeCacheReport decodeWeights(Reader& reader, const Args& a) {
+  DecodeCacheOptions o = DecodeCacheOptions::fromEnv();
+  if (!a.decodeCache.empty()) o.setMode(a.decodeCache);
+  o.verify = !a.opt.trustWeights;
+  const bool folder = o.mode == DecodeCacheOptions::Mode::Folder;
+  const DecodeCacheReport r = reader.useDecodeCache(o);
+  if (r.how == "rebuilt")
+    std::fprintf(stderr, "tensorrt_player: decode cache: %s; rebuilt\n", r.note.c_str());
+  else if ((r.how == "temp" && folder) || (r.how == "off" && o.mode != DecodeCacheOptions::Mode::Off))
+    std::fprintf(stderr, "tensorrt_player: decode cache: %s; decoding %s\n", r.note.c_str(),
+                 r.how == "temp" ? "into a temporary file" : "into memory");
+  return r;
+}
+
+std::string cacheJson(const DecodeCacheReport& r) {
+  char b[256];
+  std::snprintf(b, sizeof b, "\"how\": \"%s\", \"blobs\": %llu, \"bytes\": %llu, \"failed\": %llu, \"threads\": %u, "
+                "\"seconds\": %.6f", r.how.c_str(), (unsigned long long)r.blobs, (unsigned long long)r.bytes,
+                (unsigned long long)r.failed, r.threads, r.seconds);
+  return "{" + std::string(b) + ", \"path\": " + jsonString(r.path) + ", \"note\": " + jsonString(r.note) + "}";
+}
+
+void printJson(const Args& a, const Replayer::Stats& s, double openSeconds, const DecodeCacheReport& cache,
+               const std::vector<NetworkResult>& results, const Verdicts& verdicts, const ChosenLibrary& lib) {
   std::printf("{\"capture\": %s, \"calls\": %llu, \"skipped\": %llu, \"open_s\": %.6f, \"dispatch_s\": %.6f, "
-              "\"build_s\": %.6f, \"scalar_mismatches\": %llu, %s, \"networks\": [",
+              "\"build_s\": %.6f, \"scalar_mismatches\": %llu, %s, \"decode_cache\": %s, \"networks\": [",
               jsonString(a.capture).c_str(), (unsigned long long)s.calls, (unsigned long long)s.skipped, openSeconds,
-              s.dispatchSeconds, s.buildSeconds, (unsigned long long)s.scalarMismatches, describeJson(lib).c_str());
+              s.dispatchSeconds, s.buildSeconds, (unsigned long long)s.scalarMismatches, describeJson(lib).c_str(),
+              cacheJson(cache).c_str());
   for (size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
     const auto it = verdicts.find(r.network);
@@ -222,6 +251,7 @@ int play(const Args& a) {
   const std::string lib = chosen.info.path;
   void* create = dlsym(chosen.handle, "createInferBuilder_INTERNAL");
   const std::map<uint32_t, std::string> outputs = plannedOutputs(*reader, a);
+  const DecodeCacheReport cache = decodeWeights(*reader, a);
 
   std::vector<NetworkResult> results;
   bool failureReproduced = false;
@@ -238,7 +268,7 @@ int play(const Args& a) {
   const auto& s = player.stats();
   if (s.calls == 0) throw Error(Error::Kind::Empty, a.capture + ": no call was replayed (nothing to do)");
   const Verdicts verdicts = compareWithCapture(a, lib, results);
-  if (a.json) printJson(a, s, openSeconds, results, verdicts, chosen);
+  if (a.json) printJson(a, s, openSeconds, cache, results, verdicts, chosen);
   else printText(a, s, openSeconds, results, verdicts);
   auto any = [&](const char* v) {
     return std::any_of(verdicts.begin(), verdicts.end(), [&](const auto& kv) { return kv.second == v; });
@@ -263,7 +293,10 @@ int main(int argc, char** argv) {
   app.add_flag("--skip-unsupported", a.opt.skipUnsupported, "skip calls the capture marked UNSUPPORTED");
   app.add_flag("--ignore-version", a.opt.ignoreVersion, "replay a capture of another library version");
   app.add_flag("--trust-weights", a.opt.trustWeights,
-               "skip the content-hash check of raw weight blobs (for a trace `trtrace verify` passed)");
+               "skip the content-hash check of raw weight blobs and of a reused decode cache (for a trace `trtrace verify` passed)");
+  app.add_option("--decode-cache", a.decodeCache,
+                 "where compressed weights are decoded to: a folder (reused by later replays), temp (a nameless "
+                 "file) or off (memory); default TRTRACE_DECODE_CACHE, else $XDG_CACHE_HOME/trtrace");
   app.add_flag("--check", a.check, "compare each engine's XXH3-128 with the one recorded at capture");
   app.add_flag("--stats", a.stats, "print open/dispatch/build times per network");
   app.add_flag("--json", a.json, "machine-readable summary on stdout");

@@ -303,12 +303,18 @@ const void* Replayer::hold(const WeightsKey& key, const std::function<BlobView()
   auto it = weights_.find(key);
   if (it == weights_.end()) {
     BlobView v = load();
-    // A raw blob is a view into the mapping: a second application pointer with the same bytes
-    // needs a pointer of its own, so it gets a copy (the only case where weight bytes are copied).
+    // A blob is a view into a mapping (the trace's, or the decode cache's): a second application
+    // pointer with the same bytes needs a pointer of its own: a second mapping of the same file
+    // pages (no memory), or for a blob that does not start on a page, a copy.
     if (v.isZeroCopy() && v.size() && !mappedHeld_.insert(v.data()).second) {
-      auto buf = std::make_unique_for_overwrite<std::byte[]>(v.size());
-      std::memcpy(buf.get(), v.data(), v.size());
-      v = BlobView::owned(std::move(buf), v.size());
+      if (BlobView a = reader_.alias(v); a.size()) {
+        v = std::move(a);
+      } else {
+        auto buf = std::make_unique_for_overwrite<std::byte[]>(v.size());
+        std::memcpy(buf.get(), v.data(), v.size());
+        files::releasePages(v.data(), v.size());  // the source pages the copy read
+        v = BlobView::owned(std::move(buf), v.size());
+      }
     }
     it = weights_.emplace(key, Held{std::move(v), {}}).first;
   }

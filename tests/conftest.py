@@ -1,8 +1,11 @@
 """Shared pytest fixtures: paths to the project's binaries, the real TensorRT-RTX library, apps."""
+import atexit
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -18,6 +21,13 @@ APPS = ROOT / "tests" / "apps"
 # leak checks off for Python (the interpreter's own allocations at exit are not ours to judge; our
 # C++ tools are leak-checked, with the library's own leaks suppressed in tests/lsan.supp).
 ASAN_RUNTIME = os.environ.get("TRTRACE_ASAN_RUNTIME", "")
+
+# The player decodes compressed weights into a decode cache (docs/design.md, "Decode cache"): the
+# suite's caches go to a folder of its own, removed at exit, never to the user's ~/.cache.
+_DECODE_CACHE = tempfile.mkdtemp(prefix="trtrace-test-cache-")
+os.environ.setdefault("TRTRACE_DECODE_CACHE", _DECODE_CACHE)
+atexit.register(shutil.rmtree, _DECODE_CACHE, True)
+
 if ASAN_RUNTIME:
     _popen_init = subprocess.Popen.__init__
 

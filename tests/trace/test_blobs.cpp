@@ -1,5 +1,6 @@
 // Blob store: dedup, compression decision both ways, byte grouping, chunking, alignment,
 // zero-copy views, bounded writer memory.
+#include <filesystem>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -110,11 +111,13 @@ TEST(Blobs, CompressionDroppedWhenItDoesNot) {
   EXPECT_TRUE(sameBytes(r->blob(hash128(rnd.data(), rnd.size()), rnd.size()), rnd));
 }
 
-TEST(Blobs, RawBlobsAre4KiBAlignedAndPointIntoTheMapping) {
+// Raw blobs of 64 KiB and more start on a 4 KiB boundary of the file (page-aligned views); smaller
+// ones (RawSmall, format 2.3) on a 64-byte one, so small weights cost no page of padding each.
+TEST(Blobs, RawBlobsAreAlignedAndPointIntoTheMapping) {
   tt::TempDir d;
   auto path = d.path("t.trace");
   std::vector<std::vector<std::byte>> blobs;
-  for (size_t n : {1u, 100u, 4095u, 4096u, 4097u, 70000u}) blobs.push_back(tt::randomBytes(n, n));
+  for (size_t n : {1u, 100u, 4095u, 4096u, 4097u, 65535u, 65536u, 70000u}) blobs.push_back(tt::randomBytes(n, n));
   {
     WriterOptions o;
     o.path = path;
@@ -128,15 +131,39 @@ TEST(Blobs, RawBlobsAre4KiBAlignedAndPointIntoTheMapping) {
   auto m = r->mapping();
   ASSERT_EQ(reinterpret_cast<uintptr_t>(m.data()) % 4096, 0u);
   for (auto& b : blobs) {
+    const uint64_t align = b.size() < format::kSmallBlobMax ? format::kSmallBlobAlign : format::kBlobAlign;
     auto v = r->blob(hash128(b.data(), b.size()), b.size());
     EXPECT_TRUE(v.isZeroCopy());
     EXPECT_TRUE(insideMapping(*r, v));
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data()) % format::kBlobAlign, 0u);
-    EXPECT_EQ((static_cast<const std::byte*>(v.data()) - m.data()) % 4096, 0);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data()) % align, 0u) << b.size();
+    EXPECT_EQ((static_cast<const std::byte*>(v.data()) - m.data()) % align, 0) << b.size();
     EXPECT_TRUE(sameBytes(v, b));
   }
-  for (auto& bi : r->blobs()) EXPECT_EQ(bi.dataOffset % 4096, 0u);
   EXPECT_TRUE(r->verify().ok());
+}
+
+// Issue 16: 1000 small raw weights take about their own bytes plus a record each, not a page each.
+TEST(Blobs, SmallRawBlobsCostNoPagePadding) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  std::vector<std::vector<std::byte>> blobs;
+  for (size_t i = 0; i < 1000; ++i) blobs.push_back(tt::randomBytes(128, 1000 + i));
+  {
+    WriterOptions o;
+    o.path = path;
+    o.zstdLevel = 0;
+    auto w = Writer::create(o, tt::header());
+    for (auto& b : blobs) w->putBlob(b.data(), b.size());
+    w->close();
+  }
+  auto r = Reader::open(path);
+  uint64_t stored = 0;
+  for (auto& bi : r->blobs()) stored += bi.storedSize;
+  EXPECT_EQ(stored, 128000u);
+  // Per blob: 32 B block header + 64 B record + padding to 64 B + 128 B of data; plus the footer.
+  EXPECT_LE(std::filesystem::file_size(path), 1000u * 256u + 96u * 1024u);
+  EXPECT_TRUE(r->verify().ok());
+  for (auto& b : blobs) EXPECT_TRUE(sameBytes(r->checkedBlob({hash128(b.data(), b.size()), b.size()}), b));
 }
 
 TEST(Blobs, ByteGroupingRoundTripsEveryElementType) {
@@ -309,4 +336,36 @@ TEST(Blobs, CheckedBlobHashesWhileDecodingAndCatchesDamage) {
     ASSERT_EQ(rep.issues.size(), 1u);
     EXPECT_NE(rep.issues[0].what.find("content hash mismatch"), std::string::npos) << rep.issues[0].what;
   }
+}
+
+// Reader::alias (issue 16): a second owner of a blob's bytes (the player's second application
+// pointer to deduplicated weights) gets a second read-only mapping of the same file pages, not a
+// copy: from the trace's mapping for a raw blob, from the decode cache's for a compressed one.
+TEST(Blobs, AliasIsASecondMappingOfTheSamePages) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  auto big = tt::randomBytes(256 << 10, 3);  // raw: 4 KiB aligned
+  auto zero = tt::zeros(1 << 20);            // compressed
+  {
+    WriterOptions o;
+    o.path = path;
+    auto w = Writer::create(o, tt::header());
+    for (auto* b : {&big, &zero}) w->putBlob(b->data(), b->size());
+    w->close();
+  }
+  auto r = Reader::open(path);
+  DecodeCacheOptions co;
+  co.mode = DecodeCacheOptions::Mode::Temp;
+  ASSERT_EQ(r->useDecodeCache(co).how, "temp");
+  for (auto* b : {&big, &zero}) {
+    BlobView v = r->checkedBlob({hash128(b->data(), b->size()), b->size()});
+    BlobView a = r->alias(v);
+    ASSERT_EQ(a.size(), b->size());
+    EXPECT_TRUE(a.isZeroCopy());
+    EXPECT_NE(a.data(), v.data());
+    EXPECT_TRUE(sameBytes(a, *b));
+  }
+  auto own = std::make_unique<std::byte[]>(4096);  // not in a mapping of this reader: no alias
+  BlobView owned = BlobView::owned(std::move(own), 4096);
+  EXPECT_EQ(r->alias(owned).size(), 0u);
 }

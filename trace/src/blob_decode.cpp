@@ -32,7 +32,10 @@ F::ChunkEntry chunkAt(const F::ChunkEntry* table, uint32_t c) {
 
 std::string checkRawRecord(const std::byte* base, uint64_t at, const F::BlobRecord& r) {
   if (r.chunkCount != 0 || r.storedSize != r.rawSize) return "raw blob: sizes disagree";
-  if ((at + sizeof(F::BlockHeader) + r.dataOffset) % F::kBlobAlign != 0) return "raw blob data not 4 KiB aligned";
+  const bool small = r.encoding == uint16_t(F::BlobEncoding::RawSmall);
+  if (small && r.rawSize >= F::kSmallBlobMax) return "small raw blob: too large";
+  if ((at + sizeof(F::BlockHeader) + r.dataOffset) % (small ? F::kSmallBlobAlign : F::kBlobAlign) != 0)
+    return small ? "raw blob data not 64-byte aligned" : "raw blob data not 4 KiB aligned";
   if (!allZero(base + at + sizeof(F::BlockHeader) + sizeof r, r.dataOffset - sizeof r))
     return "non-zero bytes in alignment padding";
   return "";
@@ -90,7 +93,7 @@ std::string checkBlobPayload(const std::byte* base, uint64_t at, const F::BlockH
     return "blob record: chunk table size does not match";
   if (r.dataOffset < h.checkedSize || r.dataOffset > h.payloadSize || h.payloadSize - r.dataOffset != r.storedSize)
     return "blob record: data region out of bounds";
-  if (r.encoding == uint16_t(F::BlobEncoding::Raw)) return checkRawRecord(base, at, r);
+  if (F::isRawEncoding(r.encoding)) return checkRawRecord(base, at, r);
   if (r.encoding != uint16_t(F::BlobEncoding::Zstd)) return "blob record: unknown encoding";
   return checkZstdRecord(base, at, r);
 }
@@ -113,7 +116,7 @@ void checkChunkSizes(const StoredBlob& b) {
   }
 }
 
-Hash128 decodeBlob(const StoredBlob& b, std::byte* dest, bool hash) {
+Hash128 decodeBlob(const StoredBlob& b, std::byte* dest, bool hash, const ChunkSink& sink) {
   const F::BlobRecord r = blobRecordAt(b.base, b.info.offset);
   const std::byte* data = b.base + b.info.offset + sizeof(F::BlockHeader) + r.dataOffset;
   const auto* table = chunkTable(b.base, b.info.offset);
@@ -135,6 +138,7 @@ Hash128 decodeBlob(const StoredBlob& b, std::byte* dest, bool hash) {
     const std::byte* got = decodeChunk(b, dctx.get(), e, c, n, k, data + e.offset, grouped.get(), dst,
                                         dest != nullptr);
     if (st) XXH3_128bits_update(st, got, n);  // while the chunk is still in cache
+    if (sink && !dest) sink(got, off, n);
   }
   if (!st) return {};
   auto d = XXH3_128bits_digest(st);

@@ -175,11 +175,14 @@ void BlobStore::write(const Job& j, Scratch& s) {
   writeRawLocked(j);
 }
 
-// Raw blob at `end`: record, zero padding, data at the next 4 KiB boundary. Holds file_.mu.
+// Raw blob at `end`: record, zero padding, data at the next 4 KiB boundary (a small blob: the next
+// 64-byte one, RawSmall, so that small weights cost no page of padding each). Holds file_.mu.
 void BlobStore::writeRawLocked(const Job& j) {
   uint64_t at = file_.end;
-  uint64_t dataAt = F::alignUp(at + sizeof(F::BlockHeader) + sizeof(F::BlobRecord), F::kBlobAlign);
-  F::BlobRecord r = recordFor(j, F::BlobEncoding::Raw, j.bytes, dataAt - at - sizeof(F::BlockHeader));
+  const bool small = j.bytes < F::kSmallBlobMax;
+  uint64_t dataAt = F::alignUp(at + sizeof(F::BlockHeader) + sizeof(F::BlobRecord), small ? F::kSmallBlobAlign : F::kBlobAlign);
+  F::BlobRecord r = recordFor(j, small ? F::BlobEncoding::RawSmall : F::BlobEncoding::Raw, j.bytes,
+                              dataAt - at - sizeof(F::BlockHeader));
   uint64_t recAt = at + sizeof(F::BlockHeader);
   file_.pwriteAll(&r, sizeof r, recAt);
   file_.writeZeros(recAt + sizeof r, dataAt - recAt - sizeof r);
@@ -193,7 +196,7 @@ void BlobStore::indexLocked(const Job& j, uint64_t at, uint64_t stored, uint64_t
                                  r.elementHint);
   std::lock_guard g(statsMu_);
   stats_.storedBytes += stored;
-  if (r.encoding != uint16_t(F::BlobEncoding::Raw)) stats_.compressedBlobs++;
+  if (!F::isRawEncoding(r.encoding)) stats_.compressedBlobs++;
 }
 
 // Chunked zstd (after byte grouping), buffered in memory up to kBlobBufferLimit, then streamed

@@ -100,18 +100,37 @@ void checkOutput(const std::string& path) {
     throw Error(Error::Kind::Io, path + ": cannot create (" + errnoText(errno) + ")");
 }
 
-int PendingOutputs::add(const std::string& finalPath) {
-  checkOutput(finalPath);
+int createUnique(const std::string& prefix, std::string* name, int mode, const std::string& what) {
   for (int attempt = 0; attempt < 64; ++attempt) {
-    std::string temp = finalPath + ".tmp." + randomSuffix();
-    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    std::string temp = prefix + randomSuffix();
+    const int fd = ::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd >= 0) {
-      files_.push_back({std::move(temp), finalPath, fd});
+      *name = std::move(temp);
       return fd;
     }
-    if (errno != EEXIST) throw Error(Error::Kind::Io, finalPath + ": cannot create (" + errnoText(errno) + ")");
+    if (errno != EEXIST) throw Error(Error::Kind::Io, what + ": cannot create (" + errnoText(errno) + ")");
   }
-  throw Error(Error::Kind::Io, finalPath + ": cannot create (no free temporary name)");
+  throw Error(Error::Kind::Io, what + ": cannot create (no free temporary name)");
+}
+
+void makeFolders(const std::string& path) {
+  for (size_t at = path.find('/', 1);; at = path.find('/', at + 1)) {
+    const std::string part = path.substr(0, at);
+    struct stat st {};
+    if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST)
+      throw Error(Error::Kind::Io, part + ": cannot create folder (" + errnoText(errno) + ")");
+    if (::stat(part.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      throw Error(Error::Kind::Io, part + ": not a folder");
+    if (at == std::string::npos) return;
+  }
+}
+
+int PendingOutputs::add(const std::string& finalPath) {
+  checkOutput(finalPath);
+  std::string temp;
+  const int fd = createUnique(finalPath + ".tmp.", &temp, 0666, finalPath);
+  files_.push_back({std::move(temp), finalPath, fd});
+  return fd;
 }
 
 void PendingOutputs::commit() {

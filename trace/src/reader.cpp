@@ -9,6 +9,7 @@
 #include "blob_decode.h"
 #include "block_file.h"
 #include "call_log.h"
+#include "decode_cache.h"
 #include "reader_impl.h"
 
 namespace trtrace {
@@ -57,7 +58,7 @@ void Reader::Impl::blobError(const BlobRef& ref, uint64_t offset, const std::str
   throw Error(Error::Kind::Corrupt, path + ": " + blobName(ref) + " at offset " + std::to_string(offset) + ": " + what);
 }
 
-BlobView Reader::Impl::blob(const BlobRef& ref, bool checked) const {
+const BlobInfo& Reader::Impl::locate(const BlobRef& ref) const {
   const BlobInfo* bi = findBlob(ref);
   if (!bi) throw Error(Error::Kind::Corrupt, path + ": " + blobName(ref) + " is not in the trace");
   auto bc = detail::checkBlock(base, size, bi->offset);
@@ -67,8 +68,16 @@ BlobView Reader::Impl::blob(const BlobRef& ref, bool checked) const {
   if (r.hashLo != ref.hash.lo || r.hashHi != ref.hash.hi || r.rawSize != ref.length ||
       bi->dataOffset != bi->offset + sizeof(F::BlockHeader) + r.dataOffset)
     blobError(ref, bi->offset, "index and record disagree");
+  return *bi;
+}
+
+BlobView Reader::Impl::blob(const BlobRef& ref, bool checked) const {
+  const BlobInfo* bi = &locate(ref);
+  const auto r = detail::blobRecordAt(base, bi->offset);
+  // In a decode cache (checked against its key when made or reused): a view into its mapping.
+  if (const std::byte* c = cache ? cache->find(size_t(bi - blobs.data())) : nullptr) return BlobView::mapped({c, r.rawSize});
   const char* damaged = "content does not match its hash (damaged weights)";
-  if (r.encoding == uint16_t(F::BlobEncoding::Raw)) {
+  if (F::isRawEncoding(r.encoding)) {
     auto view = BlobView::mapped({base + bi->dataOffset, r.rawSize});  // zero-copy into the mapping
     if (checked && !(hash128(view.data(), view.size()) == ref.hash)) blobError(ref, bi->offset, damaged);
     return view;

@@ -15,6 +15,9 @@
 #include "trtrace/reader.h"
 
 namespace trtrace {
+namespace detail {
+class DecodeCache;
+}
 
 struct Reader::Impl {
   std::string path;
@@ -33,6 +36,8 @@ struct Reader::Impl {
   mutable std::once_flag apisOnce;
   mutable std::map<uint32_t, ApiInfo> apiMap;
   mutable std::deque<std::string> apiStrings;  // owns apiMap's names (segments may be inflated copies)
+  std::unique_ptr<detail::DecodeCache> cache;  // compressed blobs decoded (decode_cache.h), or none
+  int fd = -1;                                 // the mapped file (Reader::alias maps it again)
 
   ~Impl();
 
@@ -55,6 +60,8 @@ struct Reader::Impl {
   SegmentFb segment(size_t i) const;
   const fb::Call* callOf(size_t segment, const fb::CallRecord* rec) const;  // throws on an empty record
   const BlobInfo* findBlob(const BlobRef& ref) const;
+  // The blob's index entry, its block (framing, checksum, record) checked against `ref`.
+  const BlobInfo& locate(const BlobRef& ref) const;
   // The blob's bytes; with `checked`, their XXH3-128 is compared with the key (computed while a
   // compressed blob decodes).
   BlobView blob(const BlobRef& ref, bool checked) const;

@@ -11,6 +11,7 @@
 
 #include "blob_decode.h"
 #include "block_file.h"
+#include "decode_cache.h"
 #include "reader_impl.h"
 #include "trtrace/files.h"
 
@@ -25,6 +26,7 @@ bool blobLess(const BlobInfo& a, const BlobInfo& b) {
 
 Reader::Impl::~Impl() {
   if (base) ::munmap(const_cast<std::byte*>(base), size);
+  if (fd >= 0) ::close(fd);
 }
 
 void Reader::Impl::map(int fd) {
@@ -36,6 +38,7 @@ void Reader::Impl::map(int fd) {
     if (p == MAP_FAILED) throw Error(Error::Kind::Io, path + ": cannot map: " + detail::errnoText());
     base = static_cast<const std::byte*>(p);
   }
+  this->fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);  // -1: Reader::alias copies instead
 }
 
 bool Reader::Impl::checkFileHeader() {
@@ -98,7 +101,7 @@ void Reader::Impl::addBlob(uint64_t off) {
   bi.ref = {{r.hashLo, r.hashHi}, r.rawSize};
   bi.offset = off;
   bi.storedSize = r.storedSize;
-  bi.compressed = r.encoding != uint16_t(F::BlobEncoding::Raw);
+  bi.compressed = !F::isRawEncoding(r.encoding);
   bi.dataOffset = off + sizeof(F::BlockHeader) + r.dataOffset;
   bi.hint = static_cast<BlobHint>(r.elementHint);
   blobs.push_back(bi);
@@ -127,7 +130,7 @@ bool Reader::Impl::openFromFooter() {
       bi.offset = e->offset();
       bi.storedSize = e->stored();
       bi.dataOffset = e->data_offset();
-      bi.compressed = e->encoding() != uint16_t(F::BlobEncoding::Raw);
+      bi.compressed = !F::isRawEncoding(e->encoding());
       bi.hint = static_cast<BlobHint>(e->hint());
       blobs.push_back(bi);
     }

@@ -127,7 +127,7 @@ void Verifier::blob(uint64_t pos, const std::string& name) {
   bi.offset = pos;
   bi.dataOffset = pos + sizeof(F::BlockHeader) + r.dataOffset;
   try {
-    const Hash128 h = r.encoding == uint16_t(F::BlobEncoding::Raw)
+    const Hash128 h = F::isRawEncoding(r.encoding)
                           ? hash128(m_.base + bi.dataOffset, r.rawSize)
                           : detail::decodeBlob({m_.path, m_.base, bi}, nullptr, true);  // decoded and hashed in one pass
     if (!(h == bi.ref.hash)) issue(P::Corrupt, pos, name + ": content hash mismatch");

@@ -51,6 +51,14 @@ void writeAtomically(const std::string& path, const void* data, size_t size);
 // a big input is walked once.
 void releasePages(const void* data, size_t n);
 
+// A new read-write file named `prefix` + an unguessable suffix (O_CREAT|O_EXCL|O_NOFOLLOW, close-on-
+// exec, `mode`); its name goes to *name. Throws trtrace::Error (Io) naming `what` when it cannot.
+int createUnique(const std::string& prefix, std::string* name, int mode, const std::string& what);
+
+// Creates `path` and its missing parent folders (mode 0700); throws trtrace::Error (Io) naming the
+// one that cannot be made, or that exists and is not a folder.
+void makeFolders(const std::string& path);
+
 // A new read-write file with no name (O_TMPFILE in $TMPDIR, else /tmp; where the file system lacks
 // O_TMPFILE, an unguessable name unlinked at once): private, and gone when closed.
 int anonymousFile();

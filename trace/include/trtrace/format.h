@@ -13,11 +13,13 @@ inline constexpr char kFileMagic[8] = {'T', 'R', 'T', 'R', 'A', 'C', 'E', 0};
 // The first bytes of a file are a trace's.
 inline bool hasFileMagic(std::string_view head) { return head.substr(0, 8) == std::string_view(kFileMagic, 8); }
 inline constexpr uint16_t kVersionMajor = 2;  // incompatible layout change: readers refuse others
-inline constexpr uint16_t kVersionMinor = 2;  // compatible additions: readers accept newer minors
+inline constexpr uint16_t kVersionMinor = 3;  // compatible additions: readers accept newer minors
 inline constexpr uint16_t kOldestMajor = 1;   // oldest major this reader still reads (1.x: no flags)
 inline constexpr uint32_t kBlockMagic = 0x4B425254;  // "TRBK"
 inline constexpr uint64_t kBlockAlign = 8;           // every block starts 8-byte aligned
 inline constexpr uint64_t kBlobAlign = 4096;         // raw blob data starts 4 KiB aligned
+inline constexpr uint64_t kSmallBlobAlign = 64;      // RawSmall blob data starts 64-byte aligned (2.3)
+inline constexpr uint64_t kSmallBlobMax = 64 << 10;  // the writer stores raw blobs under this as RawSmall
 
 struct FileHeader {
   char magic[8];           // kFileMagic
@@ -74,7 +76,12 @@ static_assert(sizeof(SegmentZstdHeader) == 16);
 enum class BlobEncoding : uint16_t {
   Raw = 0,   // data = the blob's bytes, 4 KiB aligned in the file
   Zstd = 1,  // data = chunks, each zstd-compressed or stored raw (ChunkEntry::flags)
+  RawSmall = 2,  // data = the blob's bytes, 64-byte aligned (blobs under kSmallBlobMax; since 2.3)
 };
+// The blob's bytes are stored as they are (a view into the mapping reads them).
+inline constexpr bool isRawEncoding(uint16_t e) {
+  return e == uint16_t(BlobEncoding::Raw) || e == uint16_t(BlobEncoding::RawSmall);
+}
 enum class BlobTransform : uint16_t {
   None = 0,
   ByteGroup2 = 1,  // each chunk's bytes regrouped by byte position of 2-byte elements (fp16/bf16)

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "trtrace/decode_cache.h"
 #include "trtrace/hash.h"
 #include "trtrace/writer.h"
 
@@ -106,6 +107,10 @@ class BlobView {
   static BlobView owned(std::unique_ptr<std::byte[]> buf, size_t n) {
     BlobView v; v.span_ = {buf.get(), n}; v.owned_ = std::move(buf); return v;
   }
+  // A view into a mapping of its own, released with the last copy of `keep` (Reader::alias).
+  static BlobView kept(std::span<const std::byte> bytes, std::shared_ptr<const void> keep) {
+    BlobView v; v.span_ = bytes; v.keep_ = std::move(keep); return v;
+  }
   std::span<const std::byte> bytes() const { return span_; }
   const void* data() const { return span_.data(); }
   size_t size() const { return span_.size(); }
@@ -114,6 +119,7 @@ class BlobView {
  private:
   std::span<const std::byte> span_;
   std::unique_ptr<std::byte[]> owned_;
+  std::shared_ptr<const void> keep_;
 };
 
 struct BlobInfo {
@@ -196,6 +202,17 @@ class Reader {
   const std::vector<BlobInfo>& blobs() const;  // sorted by (hash.hi, hash.lo, length)
 
   std::span<const std::byte> mapping() const;  // the whole mapped file
+
+  // Decodes every compressed blob, in parallel, into a decode cache (trtrace/decode_cache.h, or
+  // finds one already made and checks it); blob() and checkedBlob() then hand out views into its
+  // read-only mapping (zero-copy). Call once, before blobs are used. Progress on stderr
+  // (trtrace/progress.h). Throws Error only for bad options; an unusable cache degrades to a
+  // temporary file, then to decoding in memory, as the report says.
+  DecodeCacheReport useDecodeCache(const DecodeCacheOptions& options);
+  // The same bytes as `view` (a zero-copy view of this reader: the trace's or the decode cache's
+  // mapping) at another address: a second read-only mapping of the same file pages, so a second
+  // owner of the bytes costs no memory. Empty when `view` does not start on a page of a mapping.
+  BlobView alias(const BlobView& view) const;
 
   // Checks the file header, every block (framing, checksums, zero padding), every segment
   // (Verifier), every blob (decodes it, XXH3-128, raw data 4 KiB alignment) and the footer index.

@@ -1,0 +1,462 @@
+// Decode cache: compressed blobs decoded once, in parallel, into a file mapped read-only (see
+// decode_cache.h and docs/design.md, "Decode cache").
+//
+// File layout (little-endian): a 64-byte CacheHeader at 0, then from offset 4096 the bytes of every
+// blob of the trace (decoded; the raw ones copied), in the order their blocks lie in the trace, each
+// at a 4 KiB boundary (under 64 KiB: a 64-byte one): the weights lie as they do in a raw trace, in
+// one mapping, in the capture's order and alignment (some builds depend on the relative addresses of their weights). The layout
+// follows from the list of keys alone, so the header needs no table; the file is named by the
+// XXH3-128 of that list, and every blob is checked against its key before it is trusted.
+#include "decode_cache.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
+#include <xxhash.h>
+
+#include "blob_decode.h"
+#include "reader_impl.h"
+#include "trtrace/files.h"
+#include "trtrace/progress.h"
+
+namespace trtrace {
+namespace F = format;
+
+namespace {
+
+void warn(const std::string& what) { std::fprintf(stderr, "trtrace: warning: %s\n", what.c_str()); }
+
+uint64_t envNumber(const char* name, uint64_t dflt, uint64_t max) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return dflt;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (*end || n == 0 || n > max) {
+    warn(std::string(name) + "='" + v + "' is not a positive number; using " + std::to_string(dflt));
+    return dflt;
+  }
+  return n;
+}
+
+}  // namespace
+
+void DecodeCacheOptions::setMode(const std::string& spec) {
+  if (spec == "off") mode = Mode::Off;
+  else if (spec == "temp") mode = Mode::Temp;
+  else if (spec.empty()) throw Error(Error::Kind::Usage, "decode cache: an empty folder name (use a folder, temp or off)");
+  else mode = Mode::Folder, folder = spec;
+}
+
+DecodeCacheOptions DecodeCacheOptions::fromEnv() {
+  DecodeCacheOptions o;
+  const char* spec = std::getenv("TRTRACE_DECODE_CACHE");
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  if (spec && *spec) o.setMode(spec);
+  else if (xdg && *xdg == '/') o.setMode(std::string(xdg) + "/trtrace");  // the spec ignores relative ones
+  else if (home && *home) o.setMode(std::string(home) + "/.cache/trtrace");
+  o.maxBytes = envNumber("TRTRACE_DECODE_CACHE_MB", 20480, uint64_t(1) << 40) << 20;
+  o.threads = static_cast<unsigned>(envNumber("TRTRACE_DECODE_THREADS", std::max(1u, std::thread::hardware_concurrency()), 1024));
+  return o;
+}
+
+namespace detail {
+
+constexpr uint64_t kDataStart = 4096;  // the first blob's offset
+
+struct Layout {  // where each blob lies in the file
+  std::vector<size_t> blobs;      // indexes into the reader's blobs, in file order
+  std::vector<uint64_t> offsets;  // where each lies in the file
+  uint64_t fileLength = kDataStart, rawBytes = 0;
+  Hash128 key;
+};
+
+namespace {
+
+constexpr char kMagic[8] = {'T', 'R', 'D', 'C', 'A', 'C', 'H', 'E'};
+constexpr uint32_t kVersion = 1;
+
+struct CacheHeader {     // 64 B at offset 0
+  char magic[8];         // "TRDCACHE"
+  uint32_t version;      // 1
+  uint32_t reserved0;    // 0
+  uint64_t blobCount;    // blobs of the trace
+  uint64_t keyLo, keyHi; // XXH3-128 of their (hash lo, hash hi, length) list, in file order
+  uint64_t fileLength;   // bytes in the file
+  uint8_t reserved[12];  // 0
+  uint32_t headerCheck;  // check32 of the 60 bytes before it
+};
+static_assert(sizeof(CacheHeader) == 64);
+
+// Every blob, in the order they lie in the trace (the order the capture first saw them), when at
+// least one is compressed; none otherwise (a raw trace is read in place).
+Layout layoutOf(const std::vector<BlobInfo>& all) {
+  Layout L;
+  if (std::none_of(all.begin(), all.end(), [](const BlobInfo& b) { return b.compressed; })) return L;
+  for (size_t i = 0; i < all.size(); ++i) L.blobs.push_back(i);
+  std::sort(L.blobs.begin(), L.blobs.end(), [&](size_t a, size_t b) { return all[a].offset < all[b].offset; });
+  std::vector<uint64_t> words;
+  for (size_t i : L.blobs) {
+    const uint64_t len = all[i].ref.length, align = len < F::kSmallBlobMax ? F::kSmallBlobAlign : F::kBlobAlign;
+    L.fileLength = (L.fileLength + align - 1) / align * align;
+    L.offsets.push_back(L.fileLength);
+    L.fileLength += len;
+    L.rawBytes += len;
+    words.insert(words.end(), {all[i].ref.hash.lo, all[i].ref.hash.hi, len});
+  }
+  L.key = hash128(words.data(), words.size() * sizeof(uint64_t));
+  return L;
+}
+
+CacheHeader headerOf(const Layout& L) {
+  CacheHeader h{};
+  std::memcpy(h.magic, kMagic, sizeof kMagic);
+  h.version = kVersion;
+  h.blobCount = L.blobs.size();
+  h.keyLo = L.key.lo, h.keyHi = L.key.hi;
+  h.fileLength = L.fileLength;
+  h.headerCheck = check32(&h, offsetof(CacheHeader, headerCheck));
+  return h;
+}
+
+// Runs work(k) for every k in [0, n) on `threads` threads; the calling thread reports `done()`
+// bytes to `progress` meanwhile. The first exception a worker throws stops the rest and is rethrown.
+void parallelFor(size_t n, unsigned threads, const std::function<void(size_t)>& work, Progress& progress,
+                 const std::atomic<uint64_t>& done) {
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex mu;
+  std::condition_variable cv;
+  unsigned running = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(n)));
+  std::vector<std::thread> pool;
+  for (unsigned t = running; t > 0; --t)
+    pool.emplace_back([&] {
+      for (size_t k; (k = next.fetch_add(1)) < n;) {
+        try {
+          work(k);
+        } catch (...) {
+          std::lock_guard<std::mutex> lk(mu);
+          if (!failure) failure = std::current_exception();
+          next = n;
+        }
+      }
+      std::lock_guard<std::mutex> lk(mu);
+      --running;
+      cv.notify_all();
+    });
+  {
+    std::unique_lock<std::mutex> lk(mu);
+    while (!cv.wait_for(lk, std::chrono::milliseconds(100), [&] { return running == 0; })) progress.update(done);
+  }
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+// The order to work in: largest blobs first, so the threads finish together.
+std::vector<size_t> bySize(const Layout& L, const std::vector<BlobInfo>& all) {
+  std::vector<size_t> order(L.blobs.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return all[L.blobs[a]].ref.length > all[L.blobs[b]].ref.length; });
+  return order;
+}
+
+void pwriteAll(int fd, const std::byte* p, uint64_t n, uint64_t off, const std::string& what) {
+  while (n) {
+    const ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(off));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) throw Error(Error::Kind::Io, what + ": write failed (" + (w < 0 ? errnoText() : "no space") + ")");
+    p += w, n -= static_cast<uint64_t>(w), off += static_cast<uint64_t>(w);
+  }
+}
+
+// XXH3-128 of n mapped bytes, read 64 MiB at a time and released once hashed (`done` counts them).
+Hash128 hashReleasing(const std::byte* p, uint64_t n, std::atomic<uint64_t>& done) {
+  XXH3_state_t state;
+  XXH3_INITSTATE(&state);
+  XXH3_128bits_reset(&state);
+  for (uint64_t at = 0; at < n;) {
+    const uint64_t step = std::min<uint64_t>(n - at, uint64_t(64) << 20);
+    XXH3_128bits_update(&state, p + at, step);
+    files::releasePages(p + at, step);
+    at += step, done += step;
+  }
+  const auto d = XXH3_128bits_digest(&state);
+  return {d.low64, d.high64};
+}
+
+// "" when every blob of the mapped file matches its key; else the first that does not.
+std::string checkAll(const Reader::Impl& r, const Layout& L, const std::byte* map, unsigned threads) {
+  std::atomic<uint64_t> done{0};
+  std::mutex mu;
+  std::string bad;
+  Progress progress("checking the decode cache of " + r.path, L.rawBytes);
+  const auto order = bySize(L, r.blobs);
+  parallelFor(order.size(), threads, [&](size_t k) {
+    const size_t j = order[k];
+    const BlobRef& ref = r.blobs[L.blobs[j]].ref;
+    if (hashReleasing(map + L.offsets[j], ref.length, done) == ref.hash) return;
+    std::lock_guard<std::mutex> lk(mu);
+    if (bad.empty()) bad = blobName(ref) + " at offset " + std::to_string(L.offsets[j]) + " does not match its hash";
+  }, progress, done);
+  return bad;
+}
+
+// The XXH3-128 of raw blob `bi`, copied from the mapping to fd at `at` 64 MiB at a time.
+Hash128 copyRaw(const Reader::Impl& r, const BlobInfo& bi, int fd, uint64_t at, const std::string& what,
+                std::atomic<uint64_t>& done) {
+  XXH3_state_t state;
+  XXH3_INITSTATE(&state);
+  XXH3_128bits_reset(&state);
+  const std::byte* p = r.base + bi.dataOffset;
+  for (uint64_t off = 0; off < bi.ref.length;) {
+    const uint64_t step = std::min<uint64_t>(bi.ref.length - off, uint64_t(64) << 20);
+    XXH3_128bits_update(&state, p + off, step);
+    pwriteAll(fd, p + off, step, at + off, what);
+    off += step, done += step;
+  }
+  const auto d = XXH3_128bits_digest(&state);
+  return {d.low64, d.high64};
+}
+
+// Decodes (or copies) every blob of L from the trace into fd at its offset, the trace's pages
+// released as it goes; returns the offsets per blob of the index, kNone for one that does not give
+// its key (damaged in the trace: reported as before when it is used). Throws Error (Io) for the file.
+std::vector<uint64_t> decodeAll(const Reader::Impl& r, const Layout& L, int fd, unsigned threads,
+                                const std::string& what, uint64_t& failed) {
+  std::vector<uint64_t> offsets(r.blobs.size(), DecodeCache::kNone);
+  std::atomic<uint64_t> done{0}, bad{0};
+  Progress progress("decoding the weights of " + r.path, L.rawBytes);
+  const auto order = bySize(L, r.blobs);
+  parallelFor(order.size(), threads, [&](size_t k) {
+    const size_t j = order[k], i = L.blobs[j];
+    const BlobInfo& bi = r.blobs[i];
+    try {
+      r.locate(bi.ref);  // framing, checksum, record
+      const Hash128 h = !bi.compressed ? copyRaw(r, bi, fd, L.offsets[j], what, done)
+                        : decodeBlob({r.path, r.base, bi}, nullptr, true, [&](const std::byte* p, uint64_t off, uint64_t n) {
+                            pwriteAll(fd, p, n, L.offsets[j] + off, what);
+                            done += n;
+                          });
+      files::releasePages(r.base + bi.dataOffset, bi.storedSize);
+      if (h == bi.ref.hash) offsets[i] = L.offsets[j];
+      else ++bad;
+    } catch (const Error& e) {
+      if (e.kind() == Error::Kind::Io) throw;  // the cache file's, not the trace's
+      ++bad;
+    }
+  }, progress, done);
+  failed = bad;
+  return offsets;
+}
+
+uint64_t freeBytes(int fd) {
+  struct statvfs v {};
+  return ::fstatvfs(fd, &v) == 0 ? uint64_t(v.f_bavail) * v.f_frsize : 0;
+}
+
+// Room for `need` bytes beside what is there, with 512 MiB to spare; else why not.
+std::string roomFor(int fd, uint64_t need, const std::string& where) {
+  const uint64_t spare = uint64_t(512) << 20, have = freeBytes(fd);
+  if (have >= need + spare) return "";
+  return where + " has " + humanBytes(double(have)) + " free, the decoded weights need " + humanBytes(double(need));
+}
+
+bool ownName(const std::string& n, bool* temp) {
+  const size_t dot = n.find(".tdc");
+  if (dot != 32 || n.find_first_not_of("0123456789abcdef") != 32) return false;
+  *temp = n.size() > 36;
+  return n.size() == 36 || n.compare(36, 5, ".tmp.") == 0;
+}
+
+// Removes the least recently used cache files of `dir` (and temporaries older than an hour: left
+// by a process that died) until `need` more bytes fit under `maxBytes`. `keep` (a name) stays.
+void evict(const std::string& dir, uint64_t need, uint64_t maxBytes, const std::string& keep) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  struct Entry { int64_t mtime; uint64_t size; std::string name; };
+  std::vector<Entry> files;
+  uint64_t total = 0;
+  const int64_t hourAgo = static_cast<int64_t>(::time(nullptr)) - 3600;
+  for (dirent* e; (e = ::readdir(d));) {
+    bool temp = false;
+    struct stat st {};
+    if (!ownName(e->d_name, &temp) || e->d_name == keep ||
+        ::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    if (temp && st.st_mtime < hourAgo) ::unlinkat(::dirfd(d), e->d_name, 0);
+    else if (!temp) files.push_back({st.st_mtime, uint64_t(st.st_blocks) * 512, e->d_name}), total += files.back().size;
+  }
+  std::sort(files.begin(), files.end(), [](const Entry& a, const Entry& b) { return a.mtime < b.mtime; });
+  for (const Entry& f : files) {
+    if (total + need <= maxBytes) break;
+    if (::unlinkat(::dirfd(d), f.name.c_str(), 0) == 0) total -= std::min(total, f.size);
+  }
+  ::closedir(d);
+}
+
+}  // namespace
+
+DecodeCache::~DecodeCache() {
+  if (map_) ::munmap(const_cast<std::byte*>(map_), size_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+const std::byte* DecodeCache::find(size_t index) const {
+  return index < offsets_.size() && offsets_[index] != kNone ? map_ + offsets_[index] : nullptr;
+}
+
+// The whole file `fd` mapped read-only (fd is kept, or closed with the nullptr when it cannot be).
+std::unique_ptr<DecodeCache> DecodeCache::mapped(int fd, uint64_t length, std::vector<uint64_t> offsets) {
+  void* p = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return ::close(fd), nullptr;
+  std::unique_ptr<DecodeCache> c(new DecodeCache);
+  c->map_ = static_cast<const std::byte*>(p), c->size_ = length, c->fd_ = fd, c->offsets_ = std::move(offsets);
+  return c;
+}
+
+// Decodes into the new file fd (sized first); nullptr and `note` when the file fails.
+std::unique_ptr<DecodeCache> DecodeCache::build(const Reader::Impl& r, const Layout& L, int fd, unsigned threads,
+                                                const std::string& what, DecodeCacheReport& rep) {
+  try {
+    if (::ftruncate(fd, static_cast<off_t>(L.fileLength)) != 0)
+      throw Error(Error::Kind::Io, what + ": cannot size (" + errnoText() + ")");
+    auto offsets = decodeAll(r, L, fd, threads, what, rep.failed);
+    const CacheHeader h = headerOf(L);
+    pwriteAll(fd, reinterpret_cast<const std::byte*>(&h), sizeof h, 0, what);
+    const int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (dup < 0) throw Error(Error::Kind::Io, what + ": " + errnoText());
+    auto c = mapped(dup, L.fileLength, std::move(offsets));
+    if (!c) throw Error(Error::Kind::Io, what + ": cannot map (" + errnoText() + ")");
+    return c;
+  } catch (const Error& e) {
+    rep.note = e.what();
+    return nullptr;
+  }
+}
+
+// A file of the folder that matches L (its header), hashed again unless trusted; nullptr and
+// `note` when there is none or it does not check out.
+std::unique_ptr<DecodeCache> DecodeCache::reuse(const Reader::Impl& r, const Layout& L, const std::string& path,
+                                                const DecodeCacheOptions& o, DecodeCacheReport& rep) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  CacheHeader h{}, want = headerOf(L);
+  struct stat st {};
+  if (::pread(fd, &h, sizeof h, 0) != sizeof h || std::memcmp(&h, &want, sizeof h) != 0 || ::fstat(fd, &st) != 0 ||
+      uint64_t(st.st_size) != L.fileLength) {
+    rep.note = path + ": header or length does not match the trace";
+    ::close(fd);
+    return nullptr;
+  }
+  ::futimens(fd, nullptr);  // used now: the last to be evicted
+  std::vector<uint64_t> offsets(r.blobs.size(), kNone);
+  for (size_t j = 0; j < L.blobs.size(); ++j) offsets[L.blobs[j]] = L.offsets[j];
+  auto c = mapped(fd, L.fileLength, std::move(offsets));
+  if (!c || !o.verify) return c;
+  rep.note = checkAll(r, L, c->map_, rep.threads);
+  if (!rep.note.empty()) rep.note = path + ": " + rep.note;
+  return rep.note.empty() ? std::move(c) : nullptr;
+}
+
+// The cache in o.folder: reused, or (re)built under a temporary name and renamed into place.
+std::unique_ptr<DecodeCache> DecodeCache::inFolder(const Reader::Impl& r, const Layout& L, const DecodeCacheOptions& o,
+                                                   DecodeCacheReport& rep) {
+  const std::string name = toHex(L.key) + ".tdc", path = o.folder + "/" + name;
+  if (auto c = reuse(r, L, path, o, rep)) return rep.how = "reused", rep.path = path, std::move(c);
+  const bool stale = !rep.note.empty();
+  if (L.fileLength > o.maxBytes) {
+    rep.note = "the decoded weights (" + humanBytes(double(L.fileLength)) + ") exceed the cache's bound of " +
+               humanBytes(double(o.maxBytes)) + " (TRTRACE_DECODE_CACHE_MB)";
+    return nullptr;
+  }
+  std::string temp;
+  int fd = -1;
+  try {
+    files::makeFolders(o.folder);
+    evict(o.folder, L.fileLength, o.maxBytes, name);
+    fd = files::createUnique(path + ".tmp.", &temp, 0600, path);
+  } catch (const Error& e) {
+    rep.note = e.what();
+    return nullptr;
+  }
+  std::string full = roomFor(fd, L.fileLength, o.folder);
+  std::unique_ptr<DecodeCache> c = full.empty() ? build(r, L, fd, rep.threads, path, rep) : nullptr;
+  ::close(fd);
+  if (!full.empty()) rep.note = full;
+  // A cache with a blob left out (damaged in the trace) is not kept: it would never check out.
+  if (!c || rep.failed || ::rename(temp.c_str(), path.c_str()) != 0) {
+    ::unlink(temp.c_str());
+    if (c) return rep.how = "temp", std::move(c);
+    return nullptr;
+  }
+  rep.how = stale ? "rebuilt" : "built", rep.path = path;
+  return c;
+}
+
+std::unique_ptr<DecodeCache> DecodeCache::open(const Reader::Impl& r, const DecodeCacheOptions& o,
+                                               DecodeCacheReport& rep) {
+  const Layout L = layoutOf(r.blobs);
+  rep = DecodeCacheReport{};
+  rep.blobs = L.blobs.size(), rep.bytes = L.rawBytes;
+  rep.threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  if (L.blobs.empty()) return nullptr;
+  if (o.mode == DecodeCacheOptions::Mode::Off) return rep.how = "off", nullptr;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<DecodeCache> c = o.mode == DecodeCacheOptions::Mode::Folder ? inFolder(r, L, o, rep) : nullptr;
+  if (!c) {  // a nameless file in $TMPDIR
+    try {
+      const int fd = files::anonymousFile();
+      std::string full = roomFor(fd, L.fileLength, "the temporary folder");
+      if (full.empty()) c = build(r, L, fd, rep.threads, "decode cache (temporary file)", rep);
+      else rep.note += (rep.note.empty() ? "" : "; ") + full;
+      ::close(fd);
+    } catch (const Error& e) {
+      rep.note += (rep.note.empty() ? "" : "; ") + std::string(e.what());
+    }
+    rep.how = c ? "temp" : "off";
+  }
+  rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return c;
+}
+
+}  // namespace detail
+
+DecodeCacheReport Reader::useDecodeCache(const DecodeCacheOptions& options) {
+  DecodeCacheReport rep;
+  impl_->cache = detail::DecodeCache::open(*impl_, options, rep);
+  return rep;
+}
+
+BlobView Reader::alias(const BlobView& view) const {
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto* p = static_cast<const std::byte*>(view.data());
+  for (auto [m, fd] : {std::pair{mapping(), impl_->fd}, impl_->cache ? std::pair{impl_->cache->mapping(), impl_->cache->fd()}
+                                                                      : std::pair{std::span<const std::byte>{}, -1}}) {
+    if (fd < 0 || !view.size() || p < m.data() || p + view.size() > m.data() + m.size() || (p - m.data()) % page) continue;
+    void* q = ::mmap(nullptr, view.size(), PROT_READ, MAP_SHARED, fd, static_cast<off_t>(p - m.data()));
+    if (q == MAP_FAILED) return {};
+    const size_t n = view.size();
+    std::shared_ptr<const void> keep(q, [n](const void* a) { ::munmap(const_cast<void*>(a), n); });
+    return BlobView::kept({static_cast<const std::byte*>(q), n}, std::move(keep));
+  }
+  return {};
+}
+
+}  // namespace trtrace
