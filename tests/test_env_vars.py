@@ -143,6 +143,57 @@ def test_output_json_file_alone_yields_the_documented_json_bin_pair(tmp):
     assert (tmp / "cap.bin").stat().st_size == 216 * 4 + 10 * 4 + 512 * 10 * 2
 
 
+def json_export_counts(stderr):
+    """The numbers of the shim's test-hook line (TRTRACE_TEST_JSON_COUNTS, capture/json_export.h)."""
+    line = next(l for l in stderr.splitlines() if l.startswith("trtrace: test: JSON+BIN export: "))
+    words = line.split(": ", 3)[3].split(", ")
+    return {w.split(" ", 1)[1]: int(w.split(" ", 1)[0]) for w in words}
+
+
+def test_json_export_encodes_each_call_once_and_writes_linearly(tmp):
+    """TRT_SHIM_FLUSH_AFTER_EVERY_CALL with TRT_SHIM_OUTPUT_JSON_FILE: the JSON+BIN is brought up to date
+    after every call without converting the trace again (issue 15). The shim's test hook
+    (TRTRACE_TEST_JSON_COUNTS: counts, not timings) shows each call encoded once (records encoded +
+    calls skipped == the trace's calls, not their square) and the JSON updated in place: bytes written =
+    its size + one closing part per later flush, not its whole text at every flush; the BIN appended.
+    The files equal `trtrace convert` of the trace, byte for byte."""
+    env = {"TRT_SHIM_OUTPUT_JSON_FILE": str(tmp / "cap.json"), "TRT_SHIM_FLUSH_AFTER_EVERY_CALL": "1",
+           "TRTRACE_TEST_JSON_COUNTS": "1"}
+    proc = capture("build_cnn.py", tmp / "t.trtrace", "--out", tmp / "e", "--networks", 2, env=env)
+    n = json_export_counts(proc.stderr)
+    text = (tmp / "cap.json").read_text()
+    records = len(json.loads(text)["api_calls"])
+    calls = info(tmp / "t.trtrace")["calls"]
+    assert n["records encoded"] == records and n["records encoded"] + n["calls skipped"] == calls
+    assert n["flushes"] == calls + 1                                   # after each call, and at exit
+    closing = len(text.encode()) - text.rindex("\n    ],\n")
+    assert n["JSON bytes written"] == len(text.encode()) + (n["flushes"] - 1) * closing
+    assert n["BIN bytes written"] == (tmp / "cap.bin").stat().st_size
+    (tmp / "c").mkdir()
+    trtrace("convert", tmp / "t.trtrace", tmp / "c" / "cap.json")  # the same names: "output_bin" too
+    assert (tmp / "cap.json").read_bytes() == (tmp / "c" / "cap.json").read_bytes()
+    assert (tmp / "cap.bin").read_bytes() == (tmp / "c" / "cap.bin").read_bytes()
+
+
+def test_json_at_each_flush_point_equals_convert_of_the_trace(tmp):
+    """The JSON+BIN the shim leaves at a flush point (the app killed right after it) is `trtrace
+    convert` of the trace at that point, byte for byte: after the first build (TRT_SHIM_FLUSH_ON_BUILD,
+    the JSON then updated in place), and after call 7 (TRT_SHIM_FLUSH_AFTER_EVERY_CALL)."""
+    for name, env in (("build", {"TRT_SHIM_FLUSH_ON_BUILD": "1"}),
+                      ("every", {"TRT_SHIM_FLUSH_AFTER_EVERY_CALL": "1", "TRTRACE_FAULT_KILL_AT_CALL": "7"})):
+        env = dict(env, TRT_SHIM_OUTPUT_JSON_FILE=str(tmp / f"{name}.json"))
+        proc = capture("build_cnn.py", tmp / f"{name}.trtrace", "--out", tmp / name, "--networks", 3,
+                       "--kill-after-builds", 2, env=env, check=False)
+        assert proc.returncode == -signal.SIGKILL, proc.stderr
+        # The killed trace's prefix, closed (`trtrace convert` takes only a closed trace).
+        trtrace("rewrite", "--raw", "--salvage", tmp / f"{name}.trtrace", tmp / f"{name}.closed.trtrace")
+        (tmp / "c").mkdir(exist_ok=True)
+        trtrace("convert", tmp / f"{name}.closed.trtrace", tmp / "c" / f"{name}.json")
+        assert (tmp / f"{name}.json").read_bytes() == (tmp / "c" / f"{name}.json").read_bytes(), name
+        assert (tmp / f"{name}.bin").read_bytes() == (tmp / "c" / f"{name}.bin").read_bytes(), name
+    assert len(json.loads((tmp / "every.json").read_text())["api_calls"]) <= 7
+
+
 def test_json_mode_flush_on_build_survives_a_kill(tmp):
     from conftest import SHIM
     env = {"LD_PRELOAD": str(SHIM), "TRT_SHIM_OUTPUT_JSON_FILE": str(tmp / "k.json"), "TRT_SHIM_FLUSH_ON_BUILD": "1"}
