@@ -2,6 +2,8 @@
 import json
 import os
 import signal
+import subprocess
+import sys
 
 from conftest import capture, play, run_app, trtrace, no_fork_under_asan
 
@@ -192,6 +194,36 @@ def test_json_at_each_flush_point_equals_convert_of_the_trace(tmp):
         assert (tmp / f"{name}.json").read_bytes() == (tmp / "c" / f"{name}.json").read_bytes(), name
         assert (tmp / f"{name}.bin").read_bytes() == (tmp / "c" / f"{name}.bin").read_bytes(), name
     assert len(json.loads((tmp / "every.json").read_text())["api_calls"]) <= 7
+
+
+BIG_WEIGHTS_APP = """
+import numpy as np, tensorrt_rtx as trt
+builder = trt.Builder(trt.Logger(trt.Logger.WARNING))
+for k in range(2):
+    net = builder.create_network(0)
+    x = net.add_input("x", trt.float32, (1, 600000))
+    c = net.add_constant((1, 600000), trt.Weights(np.arange(600000, dtype=np.float32) + k))
+    net.mark_output(net.add_elementwise(x, c.get_output(0), trt.ElementWiseOperation.SUM).get_output(0))
+    assert builder.build_serialized_network(net, builder.create_builder_config())
+"""
+
+
+def test_json_export_spools_weights_past_memory_between_flushes(tmp):
+    """2.4 MB of weights a network, flushed at each build: the export's spool goes past what it keeps
+    in memory (1 MiB) into its temporary file, twice (capture/json_export.h); the JSON and BIN equal
+    `trtrace convert` of the trace, and no temporary file is left."""
+    from conftest import SHIM
+    env = dict(os.environ, LD_PRELOAD=str(SHIM), TRT_SHIM_OUTPUT_FILE=str(tmp / "t.trtrace"), TMPDIR=str(tmp),
+               TRT_SHIM_OUTPUT_JSON_FILE=str(tmp / "big.json"), TRT_SHIM_FLUSH_ON_BUILD="1",
+               TRTRACE_TEST_JSON_COUNTS="1")
+    proc = subprocess.run([sys.executable, "-c", BIG_WEIGHTS_APP], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert json_export_counts(proc.stderr)["BIN bytes written"] == 2 * 600000 * 4
+    (tmp / "c").mkdir()
+    trtrace("convert", tmp / "t.trtrace", tmp / "c" / "big.json")
+    assert (tmp / "big.json").read_bytes() == (tmp / "c" / "big.json").read_bytes()
+    assert (tmp / "big.bin").read_bytes() == (tmp / "c" / "big.bin").read_bytes()
+    assert sorted(p.name for p in tmp.iterdir()) == ["big.bin", "big.json", "c", "t.trtrace"]
 
 
 def test_json_mode_flush_on_build_survives_a_kill(tmp):
