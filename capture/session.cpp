@@ -320,12 +320,12 @@ void Session::open() {
       {"TRT_SHIM_FLUSH_AFTER_EVERY_CALL", config_.flushEveryCall ? "1" : "0"},
       {"TRT_SHIM_FLUSH_ON_BUILD", config_.flushOnBuild ? "1" : "0"},
   };
-  if (!config_.outputJson.empty()) {
-    h.settings.emplace_back("TRT_SHIM_OUTPUT_JSON_FILE", config_.outputJson);
-    json_ = std::make_unique<JsonExport>(path_, h.libraryVersion);
-    o.onCall = [json = json_.get()](const CallView& c) { json->add(c); };
-  }
   try {
+    if (!config_.outputJson.empty()) {
+      h.settings.emplace_back("TRT_SHIM_OUTPUT_JSON_FILE", config_.outputJson);
+      json_ = std::make_unique<JsonExport>(path_, h.libraryVersion);
+      o.onCall = [json = json_.get()](const CallView& c) { json->add(c); };
+    }
     writer_ = Writer::create(o, h);
     lib::describeApis(*writer_);
   } catch (const std::exception& e) {
