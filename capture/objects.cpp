@@ -124,6 +124,7 @@ Call::~Call() {
     record([](CallEncoder& e) { e.endCall(); });
     s.afterCall();
   }
+  if (tDepth == 0) JsonExport::forgetBlobs();  // the thread's outermost call is over
   if (s.config().dumpApi) {
     const api::ApiDesc* d = api::find(api_);
     std::fprintf(stderr, "trtrace: %*sexit  %.*s::%.*s\n", 2 * tDepth, "", d ? int(d->interface.size()) : 0,
@@ -175,7 +176,9 @@ void Call::argWeights(const abi::Weights& w) {
     } else {
       // Hashed here, on the application's thread, at the call; written once, off this thread.
       Writer* wr = s.writer();
-      e.argWeightsBlob(dtype, count, wr ? wr->putBlob(w.values, bytes, lib::blobHint(w.type)) : BlobRef{}, ptr);
+      const BlobRef ref = wr ? wr->putBlob(w.values, bytes, lib::blobHint(w.type)) : BlobRef{};
+      if (wr && s.jsonExport()) JsonExport::noteBlob(ref, w.values);  // its BIN bytes, when the call ends
+      e.argWeightsBlob(dtype, count, ref, ptr);
     }
   });
 }

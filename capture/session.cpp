@@ -184,6 +184,7 @@ Config Config::fromEnv() {
   c.queueMiB = envInt("TRTRACE_CAPTURE_QUEUE_MB", c.queueMiB);
   if (env("TRTRACE_FAULT_KILL_AT_CALL")) gKillAtCall = envInt("TRTRACE_FAULT_KILL_AT_CALL", -1);
   if (const char* v = env("TRTRACE_FAULT_WRITE_FAIL")) parseWriteFault(v);
+  c.testJsonCounts = envBool("TRTRACE_TEST_JSON_COUNTS", false);
   return c;
 }
 
@@ -228,6 +229,12 @@ bool Session::setOutputJson(const char* path) noexcept {
       return true;
     }
     std::lock_guard<std::mutex> lk2(s->mu_);
+    if (s->opened_ && !s->json_) {  // its calls were never encoded for a JSON (json_export.h)
+      std::fprintf(stderr, "trtrace: error: trtShimSetOutputJsonFile('%s'): the capture started without a JSON+BIN "
+                   "export (set the path before the first TensorRT call, or TRT_SHIM_OUTPUT_JSON_FILE); not changed\n",
+                   p.c_str());
+      return false;
+    }
     if (s->jsonWritten_) {
       std::fprintf(stderr, "trtrace: error: trtShimSetOutputJsonFile('%s'): the JSON+BIN is already written to %s; "
                    "not changed\n", p.c_str(), s->config_.outputJson.c_str());
@@ -313,12 +320,17 @@ void Session::open() {
       {"TRT_SHIM_FLUSH_AFTER_EVERY_CALL", config_.flushEveryCall ? "1" : "0"},
       {"TRT_SHIM_FLUSH_ON_BUILD", config_.flushOnBuild ? "1" : "0"},
   };
-  if (!config_.outputJson.empty()) h.settings.emplace_back("TRT_SHIM_OUTPUT_JSON_FILE", config_.outputJson);
   try {
+    if (!config_.outputJson.empty()) {
+      h.settings.emplace_back("TRT_SHIM_OUTPUT_JSON_FILE", config_.outputJson);
+      json_ = std::make_unique<JsonExport>(path_, h.libraryVersion);
+      o.onCall = [json = json_.get()](const CallView& c) { json->add(c); };
+    }
     writer_ = Writer::create(o, h);
     lib::describeApis(*writer_);
   } catch (const std::exception& e) {
     writer_.reset();
+    json_.reset();
     disabled_ = true;
     std::fprintf(stderr, "trtrace: capture disabled: %s\n", e.what());
   }
@@ -384,11 +396,10 @@ void Session::unregister(Object* o) {
 }
 
 void Session::exportJson() noexcept {
-  // TRT_SHIM_OUTPUT_JSON_FILE: NVIDIA's JSON+BIN pair, written whole from the trace at each flush
-  // point (the documented rule: the .json is overwritten each time; the .bin ends up the same as
-  // if appended). Written under temporary names and renamed, so a reader never sees half a file.
-  // A failure is said once and stops the export (the trace goes on); the summary then does not
-  // name the JSON.
+  // TRT_SHIM_OUTPUT_JSON_FILE: NVIDIA's JSON+BIN pair brought up to date at each flush point with
+  // the calls encoded since the last one (json_export.h: created complete at the first flush, then
+  // the JSON updated in place and the BIN appended). A failure is said once and stops the export
+  // (the trace goes on); the summary then does not name the JSON.
   std::string json;
   try {
     {
@@ -396,8 +407,8 @@ void Session::exportJson() noexcept {
       json = config_.outputJson;
       jsonWritten_ = jsonWritten_ || !json.empty();  // trtShimSetOutputJsonFile no longer changes it
     }
-    if (json.empty() || jsonFailed_) return;
-    convert::traceToJson(path_, json);
+    if (json.empty() || !json_ || jsonFailed_) return;
+    json_->flush(json);
   } catch (const std::exception& e) {
     if (!jsonFailed_.exchange(true))
       std::fprintf(stderr, "trtrace: %s; not writing the JSON+BIN export\n", e.what());
@@ -456,6 +467,8 @@ void Session::close() noexcept {
     w->close();
     Writer::Stats s = w->stats();
     exportJson();
+    if (config_.testJsonCounts && json_)  // test hook (Config::testJsonCounts)
+      std::fprintf(stderr, "trtrace: test: JSON+BIN export: %s\n", json_->counts().c_str());
     std::string out = path_;
     if (!config_.outputJson.empty() && !jsonFailed_) out += " and " + config_.outputJson + " (+ " + convert::binPathFor(config_.outputJson) + ")";
     std::fprintf(stderr,
@@ -474,7 +487,9 @@ void Session::forkedChild() {
   // leave it untouched (leaked on purpose) and let the child write its own file.
   new (&mu_) std::mutex();
   [[maybe_unused]] static Writer* abandonedAtFork[64];  // reachable, so leak checkers see them as kept, not lost
+  [[maybe_unused]] static JsonExport* abandonedJsonAtFork[64];  // the writer's export, likewise
   static unsigned forks;
+  abandonedJsonAtFork[forks % 64] = json_.release();
   abandonedAtFork[forks++ % 64] = writer_.release();
   opened_ = false;
   closed_ = false;

@@ -9,6 +9,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "json_export.h"
 #include "trtrace/writer.h"
 
 namespace trtrace::capture {
@@ -38,6 +39,9 @@ struct Config {
   // limit. TensorRT requires weights to stay valid until the build, and the queue drains at every
   // build and when a network is destroyed, so the app's thread need not wait for compression.
   int64_t queueMiB = 0;         // TRTRACE_CAPTURE_QUEUE_MB
+  // Test hook (TRTRACE_TEST_JSON_COUNTS): one closing line with the JSON+BIN export's counts
+  // (JsonExport::counts): its work is linear in the calls. Off: no effect.
+  bool testJsonCounts = false;
   std::string tracePath() const;  // where the binary trace goes
   static Config fromEnv();        // bad values: one warning line each, default kept
 };
@@ -71,8 +75,11 @@ class Session {
   void unregister(Object* o);
   uint32_t newNetworkId() { return ++networks_; }
 
-  void afterCall() noexcept;  // flush-after-every-call policy (JSON mode: rewrite the JSON+BIN)
-  void exportJson() noexcept; // TRT_SHIM_OUTPUT_JSON_FILE: the JSON+BIN pair from the trace
+  void afterCall() noexcept;  // flush-after-every-call policy (JSON mode: the JSON+BIN brought up to date)
+  void exportJson() noexcept; // TRT_SHIM_OUTPUT_JSON_FILE: a flush point of the JSON+BIN export
+  // The JSON+BIN export, when TRT_SHIM_OUTPUT_JSON_FILE (or trtShimSetOutputJsonFile) named a JSON
+  // when the capture started; nullptr otherwise.
+  JsonExport* jsonExport() { return json_.get(); }
   void afterBuild() noexcept; // drain blobs (the app may free weights now) + flush-on-build policy
   void drain() noexcept;      // every enqueued blob consumed
   void close() noexcept;      // flush, footer, summary line (atexit)
@@ -91,6 +98,7 @@ class Session {
 
   Config config_;
   std::mutex mu_;
+  std::unique_ptr<JsonExport> json_;  // fed by writer_ (Writer::onCall): declared before it
   std::unique_ptr<Writer> writer_;
   bool opened_ = false, disabled_ = false, closed_ = false;
   std::string path_;
@@ -101,7 +109,7 @@ class Session {
   std::atomic<uint64_t> randomSeeds_{0};
   std::mutex ptrMu_;
   std::unordered_map<const void*, uint64_t> weightsPtrs_;
-  bool jsonWritten_ = false;  // a JSON+BIN export happened: the path no longer changes (mu_)
+  bool jsonWritten_ = false;  // a JSON+BIN flush happened: the path no longer changes (mu_)
   std::atomic<bool> jsonFailed_{false};  // the JSON+BIN export failed once: said once, not retried
 };
 

@@ -2,6 +2,8 @@
 import json
 import os
 import signal
+import subprocess
+import sys
 
 from conftest import capture, play, run_app, trtrace, no_fork_under_asan
 
@@ -141,6 +143,87 @@ def test_output_json_file_alone_yields_the_documented_json_bin_pair(tmp):
     assert conv["biasWeights"]["inline"] and len(conv["biasWeights"]["inline"]) == 8
     # The BIN holds every non-inline weight once: 216 + 10 fp32 values and 8*8*8*10 fp16 values.
     assert (tmp / "cap.bin").stat().st_size == 216 * 4 + 10 * 4 + 512 * 10 * 2
+
+
+def json_export_counts(stderr):
+    """The numbers of the shim's test-hook line (TRTRACE_TEST_JSON_COUNTS, capture/json_export.h)."""
+    line = next(l for l in stderr.splitlines() if l.startswith("trtrace: test: JSON+BIN export: "))
+    words = line.split(": ", 3)[3].split(", ")
+    return {w.split(" ", 1)[1]: int(w.split(" ", 1)[0]) for w in words}
+
+
+def test_json_export_encodes_each_call_once_and_writes_linearly(tmp):
+    """TRT_SHIM_FLUSH_AFTER_EVERY_CALL with TRT_SHIM_OUTPUT_JSON_FILE: the JSON+BIN is brought up to date
+    after every call without converting the trace again (issue 15). The shim's test hook
+    (TRTRACE_TEST_JSON_COUNTS: counts, not timings) shows each call encoded once (records encoded +
+    calls skipped == the trace's calls, not their square) and the JSON updated in place: bytes written =
+    its size + one closing part per later flush, not its whole text at every flush; the BIN appended.
+    The files equal `trtrace convert` of the trace, byte for byte."""
+    env = {"TRT_SHIM_OUTPUT_JSON_FILE": str(tmp / "cap.json"), "TRT_SHIM_FLUSH_AFTER_EVERY_CALL": "1",
+           "TRTRACE_TEST_JSON_COUNTS": "1"}
+    proc = capture("build_cnn.py", tmp / "t.trtrace", "--out", tmp / "e", "--networks", 2, env=env)
+    n = json_export_counts(proc.stderr)
+    text = (tmp / "cap.json").read_text()
+    records = len(json.loads(text)["api_calls"])
+    calls = info(tmp / "t.trtrace")["calls"]
+    assert n["records encoded"] == records and n["records encoded"] + n["calls skipped"] == calls
+    assert n["flushes"] == calls + 1                                   # after each call, and at exit
+    closing = len(text.encode()) - text.rindex("\n    ],\n")
+    assert n["JSON bytes written"] == len(text.encode()) + (n["flushes"] - 1) * closing
+    assert n["BIN bytes written"] == (tmp / "cap.bin").stat().st_size
+    (tmp / "c").mkdir()
+    trtrace("convert", tmp / "t.trtrace", tmp / "c" / "cap.json")  # the same names: "output_bin" too
+    assert (tmp / "cap.json").read_bytes() == (tmp / "c" / "cap.json").read_bytes()
+    assert (tmp / "cap.bin").read_bytes() == (tmp / "c" / "cap.bin").read_bytes()
+
+
+def test_json_at_each_flush_point_equals_convert_of_the_trace(tmp):
+    """The JSON+BIN the shim leaves at a flush point (the app killed right after it) is `trtrace
+    convert` of the trace at that point, byte for byte: after the first build (TRT_SHIM_FLUSH_ON_BUILD,
+    the JSON then updated in place), and after call 7 (TRT_SHIM_FLUSH_AFTER_EVERY_CALL)."""
+    for name, env in (("build", {"TRT_SHIM_FLUSH_ON_BUILD": "1"}),
+                      ("every", {"TRT_SHIM_FLUSH_AFTER_EVERY_CALL": "1", "TRTRACE_FAULT_KILL_AT_CALL": "7"})):
+        env = dict(env, TRT_SHIM_OUTPUT_JSON_FILE=str(tmp / f"{name}.json"))
+        proc = capture("build_cnn.py", tmp / f"{name}.trtrace", "--out", tmp / name, "--networks", 3,
+                       "--kill-after-builds", 2, env=env, check=False)
+        assert proc.returncode == -signal.SIGKILL, proc.stderr
+        # The killed trace's prefix, closed (`trtrace convert` takes only a closed trace).
+        trtrace("rewrite", "--raw", "--salvage", tmp / f"{name}.trtrace", tmp / f"{name}.closed.trtrace")
+        (tmp / "c").mkdir(exist_ok=True)
+        trtrace("convert", tmp / f"{name}.closed.trtrace", tmp / "c" / f"{name}.json")
+        assert (tmp / f"{name}.json").read_bytes() == (tmp / "c" / f"{name}.json").read_bytes(), name
+        assert (tmp / f"{name}.bin").read_bytes() == (tmp / "c" / f"{name}.bin").read_bytes(), name
+    assert len(json.loads((tmp / "every.json").read_text())["api_calls"]) <= 7
+
+
+BIG_WEIGHTS_APP = """
+import numpy as np, tensorrt_rtx as trt
+builder = trt.Builder(trt.Logger(trt.Logger.WARNING))
+for k in range(2):
+    net = builder.create_network(0)
+    x = net.add_input("x", trt.float32, (1, 600000))
+    c = net.add_constant((1, 600000), trt.Weights(np.arange(600000, dtype=np.float32) + k))
+    net.mark_output(net.add_elementwise(x, c.get_output(0), trt.ElementWiseOperation.SUM).get_output(0))
+    assert builder.build_serialized_network(net, builder.create_builder_config())
+"""
+
+
+def test_json_export_spools_weights_past_memory_between_flushes(tmp):
+    """2.4 MB of weights a network, flushed at each build: the export's spool goes past what it keeps
+    in memory (1 MiB) into its temporary file, twice (capture/json_export.h); the JSON and BIN equal
+    `trtrace convert` of the trace, and no temporary file is left."""
+    from conftest import SHIM
+    env = dict(os.environ, LD_PRELOAD=str(SHIM), TRT_SHIM_OUTPUT_FILE=str(tmp / "t.trtrace"), TMPDIR=str(tmp),
+               TRT_SHIM_OUTPUT_JSON_FILE=str(tmp / "big.json"), TRT_SHIM_FLUSH_ON_BUILD="1",
+               TRTRACE_TEST_JSON_COUNTS="1")
+    proc = subprocess.run([sys.executable, "-c", BIG_WEIGHTS_APP], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert json_export_counts(proc.stderr)["BIN bytes written"] == 2 * 600000 * 4
+    (tmp / "c").mkdir()
+    trtrace("convert", tmp / "t.trtrace", tmp / "c" / "big.json")
+    assert (tmp / "big.json").read_bytes() == (tmp / "c" / "big.json").read_bytes()
+    assert (tmp / "big.bin").read_bytes() == (tmp / "c" / "big.bin").read_bytes()
+    assert sorted(p.name for p in tmp.iterdir()) == ["big.bin", "big.json", "c", "t.trtrace"]
 
 
 def test_json_mode_flush_on_build_survives_a_kill(tmp):

@@ -68,6 +68,20 @@ def test_path_change_after_first_flush_is_refused_with_one_line(tmp_path):
     assert chosen.exists() and not late.exists()
 
 
+def test_path_set_after_a_capture_started_without_json_is_refused_with_one_line(tmp_path):
+    """A capture that started with no JSON path encoded no call for a JSON (docs/json-bin-layout.md §9,
+    "Ours": each call is encoded once, as it is recorded): a set after the first recorded call is
+    refused (0, one line naming the path); the trace alone is written."""
+    late = tmp_path / "late.json"
+    p = ctypes_app(tmp_path, [""], after=late)  # "": refused up front (not a file name), so none before the build
+    assert p.returncode == 0, p.stderr
+    lines = [l for l in p.stderr.splitlines() if str(late) in l]
+    assert len(lines) == 1 and "started without a JSON+BIN export" in lines[0], p.stderr
+    assert p.stdout.splitlines()[-2:] == [f"set {late}: 0", "get: "]
+    assert not late.exists() and not (tmp_path / "late.bin").exists()
+    assert (tmp_path / "capture.trtrace").exists()
+
+
 def test_tactic_cache_is_accepted_with_one_note_and_changes_nothing(tmp_path):
     env = clean_env(LD_PRELOAD=str(SHIM), TRT_SHIM_OUTPUT_FILE=str(tmp_path / "t.trtrace"),
                     TRT_SHIM_SET_TACTIC_CACHE=str(tmp_path / "tc.bin"))

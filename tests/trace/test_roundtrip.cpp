@@ -203,6 +203,33 @@ TEST(RoundTrip, FlushPolicies) {
   }
 }
 
+// WriterOptions::onCall (the shim's JSON+BIN export): each call once, as appended, in sequence
+// order from several threads, with the values the trace holds for it.
+TEST(RoundTrip, OnCallSeesEachCallOnceInOrder) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  WriterOptions o;
+  o.path = path;
+  std::vector<std::pair<uint64_t, int64_t>> seen;  // (seq, argument): under the call log's lock
+  o.onCall = [&](const CallView& c) { seen.emplace_back(c.seq(), c.arg(0).asI64()); };
+  auto w = Writer::create(o, tt::header());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 100; ++i) w->beginCall(1, 0, 0).argI64(t * 1000 + i).endCall();
+    });
+  for (auto& t : threads) t.join();
+  w->close();
+  ASSERT_EQ(seen.size(), 400u);
+  size_t k = 0;
+  Reader::open(path)->forEachCall([&](const CallView& c) {
+    EXPECT_EQ(seen[k], std::make_pair(c.seq(), c.arg(0).asI64()));
+    ++k;
+    return true;
+  });
+  EXPECT_EQ(k, 400u);
+}
+
 TEST(RoundTrip, SegmentSizeLimitSplitsSegments) {
   tt::TempDir d;
   auto path = d.path("t.trace");

@@ -134,6 +134,7 @@ uint64_t CallLog::append(CallEncoder::Impl& e) {
     seg_.ForceVectorAlignment(e.b.GetSize(), 1, 8);
     auto bytes = seg_.CreateVector(e.b.GetBufferPointer(), e.b.GetSize());
     records_.push_back(fb::CreateCallRecord(seg_, bytes));
+    if (opt_.onCall) opt_.onCall(CallView(flatbuffers::GetRoot<fb::Call>(e.b.GetBufferPointer())));
     {
       std::lock_guard s(statsMu_);
       stats_.calls++;

@@ -25,6 +25,8 @@
 
 namespace trtrace {
 
+class CallView;  // trtrace/reader.h
+
 enum class FlushPolicy { EveryCall, OnBuild, AtClose };
 
 struct WriterOptions {
@@ -43,6 +45,11 @@ struct WriterOptions {
   // write to the file; a non-zero errno fails that write as the system would (ENOSPC, EIO), faults
   // a test cannot get from a real filesystem on demand. Empty (the default): no effect.
   std::function<int()> writeFault;
+  // Called with each call once it is appended, in sequence order, on the thread that ends it and
+  // under the call log's lock: a view of the record just encoded, valid during the call (the
+  // capture shim's JSON+BIN export, capture/json_export.h). Must not throw, nor use the writer.
+  // Empty (the default): no effect.
+  std::function<void(const CallView&)> onCall;
 };
 
 struct HeaderInfo {
