@@ -68,13 +68,15 @@ def _parse_env_sh(path):
 
 
 def _env_sh():
-    """The env file of the library version this Python runs (build/env-1.7.sh when its
-    VIRTUAL_ENV is this interpreter's prefix), else build/env.sh."""
-    for name in ("env-1.7.sh", "env.sh"):
-        env = _parse_env_sh(BUILD / name)
-        if env and os.path.realpath(env.get("VIRTUAL_ENV", "")) == os.path.realpath(sys.prefix):
-            return env
-    return _parse_env_sh(BUILD / "env.sh")
+    """The env file of the library version this Python runs (env-1.7.sh when its VIRTUAL_ENV is
+    this interpreter's prefix), else env.sh: the build tree's, else build/'s."""
+    folders = (BUILD, ROOT / "build")  # tools/setup.sh writes them into build/ (a sanitizer tree has none)
+    for folder in folders:
+        for name in ("env-1.7.sh", "env.sh"):
+            env = _parse_env_sh(folder / name)
+            if env and os.path.realpath(env.get("VIRTUAL_ENV", "")) == os.path.realpath(sys.prefix):
+                return env
+    return _parse_env_sh(BUILD / "env.sh") or _parse_env_sh(ROOT / "build" / "env.sh")
 
 
 def lib_version():
