@@ -158,6 +158,17 @@ class Network:
                     return f"player run again (output path +{n} bytes): different bytes"
         return self._confirmed or None
 
+    def confirm_under_shim(self, cap_engine):
+        """A reason when the app under our shim, built again with a heap block held (another heap
+        layout, as the shim's own allocations make), gives other bytes than its first build: then the
+        shim did not decide the engine, the layout did. None when every build under it agrees."""
+        for n in HEAP_SHIFTS:
+            again, trace = self.work / "shim-again.engine", self.work / "shim-again.trtrace"
+            self.app(again, {"LD_PRELOAD": str(SHIM), "TRT_SHIM_OUTPUT_FILE": str(trace)}, heap_shift=n)
+            if read(again) != read(cap_engine):
+                return f"app under our shim built again (heap shifted by {n} bytes): different bytes"
+        return None
+
     def unsupported(self, trace):
         """Count of UNSUPPORTED records in a trace, or a defect when `trtrace dump` fails."""
         d = self.tool(BIN / "trtrace", "dump", trace)
@@ -199,7 +210,7 @@ class Network:
             return defect("capture-changes-app", cap, "app under our shim") | {
                 "reason": f"app alone exit {self.alone.rc}, under our shim exit {cap.rc}: {cap.first_error()}"}
         if read(cap_engine) != read(self.work / "app.engine"):
-            why = self.confirm_nondeterminism()
+            why = self.confirm_nondeterminism() or self.confirm_under_shim(cap_engine)
             if not why:
                 return {"outcome": "capture-changes-engine", "reason": "the app's engine under our shim differs from the app alone's; second build identical"}
         if not trace.exists():
