@@ -18,7 +18,7 @@ mkdir -p "$tree/fuzz-artifacts" "$tree/fuzz-logs"
 pids=()
 for t in "${targets[@]}"; do
   for ((j = 0; j < jobs; ++j)); do
-    mkdir -p "$tree/fuzz-corpus/$t"
+    mkdir -p "$tree/fuzz-corpus/$t" "$tree/fuzz-seeds/$t"  # a target seedgen writes no seeds for (replay) still runs
     ( cd "$tree/fuzz-logs" && exec "$tree/bin/fuzz_$t" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=20 \
         -max_len=65536 -print_final_stats=1 -seed=$((1000 + j)) \
         -artifact_prefix="$tree/fuzz-artifacts/$t-" \
