@@ -10,7 +10,10 @@ namespace trtrace::cli {
 
 namespace {
 
-api::Role roleOf(const api::ApiDesc* d, size_t i) { return d && i < d->nargs ? d->roles[i] : api::Role::Other; }
+// A tensor handle (or an array of them): what a layer consumes or produces.
+bool isTensor(const api::ParamDesc& p) {
+  return (p.kind == api::Kind::Handle || p.kind == api::Kind::Handles) && p.iface == api::Iface::Tensor;
+}
 
 }  // namespace
 
@@ -23,15 +26,14 @@ ReduceGraph::ReduceGraph(const Reader& r) {
     k.receiver = c.receiver();
     for (size_t i = 0; i < c.argCount(); ++i) {
       const ValueView v = c.arg(i);
-      const api::Role role = roleOf(d, i);
-      auto& to = role == api::Role::Tensor || role == api::Role::Tensors ? k.tensors : k.others;
+      auto& to = d && i < d->nargs && isTensor(d->params[i]) ? k.tensors : k.others;
       if (v.kind() == ValueKind::Handle && v.asU64()) to.push_back(v.asU64());
       if (v.kind() == ValueKind::HandleArray)
         for (uint64_t h : v.handles()) if (h) to.push_back(h);
     }
     if (auto ret = c.ret(); ret && ret->kind() == ValueKind::Handle) k.result = ret->asU64();
     const auto on = layerOf_.find(k.receiver);
-    if (d && d->retRole == api::Role::NewLayer && k.result && !layerOf_.count(k.result)) {
+    if (d && d->has(api::flag::kMakesLayer) && k.result && !layerOf_.count(k.result)) {
       k.layer = int64_t(layers_.size());
       layerOf_[k.result] = layers_.size();
       layers_.push_back({index, k.result, k.tensors, {}, {index}, false});
@@ -39,7 +41,7 @@ ReduceGraph::ReduceGraph(const Reader& r) {
       Layer& l = layers_[on->second];
       l.calls.push_back(index);
       l.inputs.insert(l.inputs.end(), k.tensors.begin(), k.tensors.end());  // setInput
-      if (d && d->retRole == api::Role::Tensor && k.result && !seen.count(k.result)) {
+      if (d && d->result.kind == api::Kind::Handle && isTensor(d->result) && k.result && !seen.count(k.result)) {
         l.outputs.push_back(k.result);
       }
     }

@@ -1,5 +1,5 @@
 // The network graph of a trace as trtrace reduce edits it: its layers (calls the spec marks as
-// layer creators, api::Role::NewLayer), the tensors each one consumes (arguments of role Tensor)
+// layer creators, api::flag::kMakesLayer), the tensors each one consumes (Tensor handle arguments)
 // and produces (tensors first seen as the result of a call on the layer, e.g. getOutput), and the
 // plan of a candidate that removes some layers while keeping the network well-formed:
 // - each output tensor of a removed layer is rewired to the removed layer's first tensor input (the
@@ -41,7 +41,7 @@ class ReduceGraph {
  private:
   struct Call {
     uint64_t receiver = 0, result = 0;
-    std::vector<uint64_t> tensors;  // tensor handle arguments (Role Tensor, Tensors)
+    std::vector<uint64_t> tensors;  // tensor handle arguments (handles of Tensor, single or arrays)
     std::vector<uint64_t> others;   // other handle arguments
     int64_t layer = -1;             // the layer this call creates (-1: none)
   };

@@ -238,6 +238,7 @@ FLAGS = [
     ("kSetter", "set*: changes one attribute"),
     ("kCreator", "create*: makes a new object; the same call again may return it again"),
     ("kStartsNetwork", "returns a NetworkDefinition: opens a network (its objects inherit its id)"),
+    ("kMakesLayer", "a non-const method returning a layer: the call creates it (addActivation, Loop.addRecurrence, ...)"),
     ("kBuildIrrelevant", "cannot change a build (deletions, the engine's HostMemory); NVIDIA's capture omits it"),
 ]
 ENGINE_BYTES = "HostMemory"   # the interface of the serialized engine a build returns
@@ -256,6 +257,9 @@ def method_flags(spec, m):
         out.append("kStartsNetwork")
     if m.name == DESTROY or m.interface == ENGINE_BYTES:
         out.append("kBuildIrrelevant")
+    if classify(spec, m.ret, m.ret_ann) == K.HANDLE and not m.const and m.interface != "entry" \
+            and "Layer" in spec.interfaces[spec.resolve(m.ret.base)].chain:
+        out.append("kMakesLayer")
     return out
 
 

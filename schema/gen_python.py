@@ -1,30 +1,11 @@
-"""The Python spelling of each API id in the tensorrt_rtx bindings (trtrace export --python), and
-each parameter's role in a network graph (trtrace reduce): knowledge the generator hands to the CLI
-through api::ApiDesc (pyForm, pyName, roles, retRole) and to the bindings conformance test
-(apigen.py --python-names)."""
+"""The Python spelling of each API id in the tensorrt_rtx bindings (trtrace export --python):
+knowledge the generator hands to the CLI through api::ApiDesc (pyForm, pyName) and to the bindings
+conformance test (apigen.py --python-names)."""
 from __future__ import annotations
 
 import re
 
 from apimodel import DESTROY, K, all_methods, classify
-
-# The interfaces a network graph is made of: its tensors, and its layers (derived from LAYER_BASE).
-TENSOR_IFACE, LAYER_BASE = "Tensor", "Layer"
-
-
-def role(spec, m, t, ann=None, ret=False):
-    """Graph role of a parameter or result (api::Role): Tensor(s), Layer, or NewLayer for the result
-    of a non-const method returning a layer (a layer creator: addActivation, Loop.addRecurrence, ...)."""
-    k = classify(spec, t, ann)
-    if k not in (K.HANDLE, K.HANDLES):
-        return "Other"
-    base = spec.resolve(t.base)
-    if base == TENSOR_IFACE:
-        return "Tensor" if k == K.HANDLE else "Tensors"
-    if k == K.HANDLE and LAYER_BASE in spec.interfaces[base].chain:
-        return "NewLayer" if ret and not m.const else "Layer"
-    return "Other"
-
 
 def snake(name):
     """addConvolutionNd -> add_convolution_nd, setNbGroups -> set_num_groups (the bindings' `num_`)."""
@@ -78,15 +59,7 @@ def python_names(spec):
 
 
 # C++ declarations gen_table puts into api_table.h.
-ROLE_ENUM = [
-    "// What a parameter or result is in a network's graph, for tools that edit it (trtrace reduce).",
-    "enum class Role : uint8_t {",
-    "  Other,     // not a tensor or layer handle",
-    "  Tensor,    // a tensor handle",
-    "  Tensors,   // an array of tensor handles",
-    "  Layer,     // a layer handle (an interface derived from Layer), e.g. getLayer's result",
-    "  NewLayer,  // the result of a non-const method returning a layer: the call creates it",
-    "};", "",
+PYFORM_ENUM = [
     "// How a call is written in Python with the tensorrt_rtx bindings (gen_python.py py_spelling).",
     "enum class PyForm : uint8_t {",
     "  None,      // not expressible one statement per call",
