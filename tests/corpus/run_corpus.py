@@ -169,6 +169,19 @@ class Network:
                 return f"app under our shim built again (heap shifted by {n} bytes): different bytes"
         return None
 
+    def check_trace(self, trace):
+        """A defect outcome when `trtrace verify` refuses the trace or it holds UNSUPPORTED records,
+        else None (both paths check their trace so before replaying it)."""
+        v = self.tool(BIN / "trtrace", "verify", "-q", trace)
+        if v.rc != 0:
+            return defect("verify-fails", v)
+        n, first = self.unsupported(trace)
+        if n is None:
+            return first
+        if n:
+            return {"outcome": "unsupported-records", "reason": f"{n} UNSUPPORTED; first: {first[:200]}"}
+        return None
+
     def unsupported(self, trace):
         """Count of UNSUPPORTED records in a trace, or a defect when `trtrace dump` fails."""
         d = self.tool(BIN / "trtrace", "dump", trace)
@@ -215,14 +228,9 @@ class Network:
                 return {"outcome": "capture-changes-engine", "reason": "the app's engine under our shim differs from the app alone's; second build identical"}
         if not trace.exists():
             return {"outcome": "no-trace", "reason": cap.first_error()}
-        v = self.tool(BIN / "trtrace", "verify", "-q", trace)
-        if v.rc != 0:
-            return defect("verify-fails", v)
-        n, first = self.unsupported(trace)
-        if n is None:
-            return first
-        if n:
-            return {"outcome": "unsupported-records", "reason": f"{n} UNSUPPORTED; first: {first[:200]}"}
+        bad = self.check_trace(trace)
+        if bad:
+            return bad
         play = self.player(trace, play_engine, "--check")
         return self.judge_replay(play, trace, play_engine, read(cap_engine), "the captured engine")
 
@@ -238,14 +246,9 @@ class Network:
         c = self.tool(BIN / "trtrace", "convert", "-q", cap_json, conv)
         if c.rc != 0:
             return defect("convert-fails", c)
-        v = self.tool(BIN / "trtrace", "verify", "-q", conv)
-        if v.rc != 0:
-            return defect("verify-fails", v)
-        n, first = self.unsupported(conv)
-        if n is None:
-            return first
-        if n:
-            return {"outcome": "unsupported-records", "reason": f"{n} UNSUPPORTED; first: {first[:200]}"}
+        bad = self.check_trace(conv)
+        if bad:
+            return bad
         play = self.player(conv, play_engine)
         return self.judge_replay(play, conv, play_engine, read(nv_engine), "the engine under NVIDIA's shim")
 
