@@ -84,6 +84,7 @@ _NAME_TESTS = [
     r'\b(method|interface|ret|text)\s*\.\s*(starts_with|ends_with|find|compare|rfind)\s*\(',
     r'\bkinds\s*\[',                                              # the old per-parameter kind strings
     r'"(handle|handles|array|enum|struct):',                      # a kind spelled as text
+    r'\b(enumName|ifaceName|enumeratorName)\([^)]*\)\s*(==|!=)\s*"',  # a type looked up by its name
 ]
 
 
@@ -109,7 +110,7 @@ def test_the_scan_sees_a_name_test(tmp):
     # The patterns catch the forms the tree used to have (a guard against a scan that sees nothing).
     import re
     samples = ['if (d->method == "~") {', 'd->ret != "handle:HostMemory"', 'd->method.starts_with("get")',
-               'kind == "struct:Permutation"', 'd.kinds[i]']
+               'kind == "struct:Permutation"', 'd.kinds[i]', 'if (api::enumName(t) == "DataType") return t;']
     assert all(any(re.search(p, s) for p in _NAME_TESTS) for s in samples)
 
 

@@ -81,23 +81,13 @@ std::string list(std::span<const T> xs, F f) {
   return s + "]";
 }
 
-// The DataType enum's type id in the spec tables (enum ids are append-only, schema/api/ids.lock).
-uint32_t dataTypeEnum() {
-  static const uint32_t id = [] {
-    for (uint32_t t = 1; t < 4096; ++t)
-      if (api::enumName(t) == "DataType") return t;
-    return 0u;
-  }();
-  return id;
-}
-
 // One value as a JSON object (see trtrace_calls_json); enum names only for the spec'd library.
 std::string valueJson(const Reader& r, const ValueView& v, std::string_view name, std::string_view spec) {
   const bool ours = r.header().libraryName == abi::kLibraryName;
   std::string s = "{\"name\":" + str(name) + ",\"spec\":" + str(spec) + ",\"kind\":" + str(kindName(v.kind()));
   auto weights = [&] {
     const auto dt = static_cast<abi::DataType>(v.dtype());
-    s += ",\"dtype\":" + str(api::enumeratorName(dataTypeEnum(), v.dtype())) + ",\"dtype_value\":" +
+    s += ",\"dtype\":" + str(api::enumeratorName(api::kEnumDataType, v.dtype())) + ",\"dtype_value\":" +
          std::to_string(v.dtype()) + ",\"bits\":" + std::to_string(abi::elementBits(dt)) + ",\"count\":" +
          std::to_string(v.count()) + ",\"pointer\":" + std::to_string(v.weightsPtr());
   };
