@@ -165,6 +165,10 @@ Verdicts compareWithCapture(const Args& a, const std::string& lib, std::vector<N
       v = "nondeterministic";
       std::fprintf(stderr, "tensorrt_player: network %u: differs: library nondeterminism suspected (%d builds at "
                    "different heap layouts gave %d distinct engines, none the capture's)\n", r.network - 1, rc.builds, rc.distinct);
+    } else {
+      std::fprintf(stderr, "tensorrt_player: network %u: differs: %d rebuilds at other heap layouts gave the first "
+                   "replay's engine%s\n", r.network - 1, rc.builds - 1,
+                   rc.failed ? (", " + std::to_string(rc.failed) + " wrote no engine").c_str() : "");
     }
   }
   return verdicts;

@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <iterator>
 #include <memory>
 #include <set>
@@ -46,24 +47,48 @@ std::string paddedPath(const std::string& path, int pad) {
   return path.front() == '/' ? "/" + dots + path.substr(1) : dots + path;
 }
 
+// The child's environment: ours, with GLIBC_TUNABLES extended by `tunable` (none when empty).
+// Allocator tunables move whole classes of allocations (fastbins off, a lower mmap threshold), which
+// reaches layouts that the small perturbations (padded path, one kept block) do not.
+std::vector<std::string> childEnv(const char* tunable) {
+  std::vector<std::string> env;
+  std::string old;
+  for (char** e = environ; *e; ++e) {
+    if (std::strncmp(*e, "GLIBC_TUNABLES=", 15) == 0) old = *e + 15;
+    else env.emplace_back(*e);
+  }
+  if (*tunable) old = old.empty() ? tunable : old + ":" + tunable;
+  if (!old.empty()) env.push_back("GLIBC_TUNABLES=" + old);
+  return env;
+}
+
+std::vector<char*> pointers(std::vector<std::string>& v) {
+  std::vector<char*> p;
+  for (auto& s : v) p.push_back(s.data());
+  p.push_back(nullptr);
+  return p;
+}
+
 // Runs the player on one network at another heap layout (attempt `k`: its -j path padded, its heap
-// shifted); true when the child wrote an engine.
+// shifted, every third attempt or so under allocator tunables); true when the child wrote an engine.
 bool rebuild(const RecheckArgs& a, uint32_t network, int k, const std::string& engine) {
-  static const int kPads[] = {3, 20, 11, 6, 30, 1, 15, 8};
-  const std::string capture = a.capture.empty() ? a.capture : paddedPath(a.capture, kPads[(k - 1) % 8]);
+  static const int kPads[] = {3, 20, 11, 6, 30, 1, 15, 8, 25, 13, 36, 4};
+  static const char* const kTunables[] = {"", "", "glibc.malloc.mxfast=0", "",
+                                          "glibc.malloc.mmap_threshold=65536", "glibc.malloc.tcache_count=0"};
+  const size_t i = static_cast<size_t>(k - 1);
+  const std::string capture = a.capture.empty() ? a.capture : paddedPath(a.capture, kPads[i % std::size(kPads)]);
   std::vector<std::string> args = {"/proc/self/exe", "-j", capture, "-q", "-o", engine,
                                    "--network", std::to_string(network), "--heap-shift", std::to_string(k)};
   if (!a.lib.empty()) args.insert(args.end(), {"--lib", a.lib});
   args.insert(args.end(), a.options.begin(), a.options.end());
-  std::vector<char*> argv;
-  for (auto& s : args) argv.push_back(s.data());
-  argv.push_back(nullptr);
+  std::vector<std::string> env = childEnv(kTunables[i % std::size(kTunables)]);
+  std::vector<char*> argv = pointers(args), envp = pointers(env);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   pid_t pid;
-  int rc = posix_spawn(&pid, "/proc/self/exe", &fa, nullptr, argv.data(), environ);
+  int rc = posix_spawn(&pid, "/proc/self/exe", &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) return false;
   int status = 0;
@@ -98,6 +123,7 @@ Recheck recheckNetwork(const RecheckArgs& args, uint32_t network, const Hash128&
     Hash128 h;
     uint64_t size = 0;
     const bool built = rebuild(args, network, shift, tmp) && hashFile(tmp, h, size);
+    if (!built) ++r.failed;
     if (built) {
       ++r.builds;
       seen.insert({h.hi, h.lo, size});

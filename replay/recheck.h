@@ -22,6 +22,7 @@ struct Recheck {
   } verdict = Verdict::Differs;
   int builds = 1;        // builds compared, the first replay included
   int distinct = 1;      // distinct engines among them
+  int failed = 0;        // rebuilds that wrote no engine (crashed, refused, out of space)
 };
 
 // The player's own command line for a child rebuild: the capture and the options that change what
@@ -31,10 +32,10 @@ struct RecheckArgs {
   std::vector<std::string> options;
 };
 
-// Rebuilds 0-based `network` up to `attempts` times with heap shifts 1..attempts, comparing each
+// Rebuilds 0-based `network` up to `attempts` times at other heap layouts (recheck.cpp), comparing each
 // engine with `captured`. On Matched, the matching engine replaces `output` (when not empty).
 Recheck recheckNetwork(const RecheckArgs& args, uint32_t network, const Hash128& first, uint64_t firstSize,
-                       const Hash128& captured, uint64_t capturedSize, const std::string& output, int attempts = 8);
+                       const Hash128& captured, uint64_t capturedSize, const std::string& output, int attempts = 12);
 
 // Called first thing in main when --heap-shift is given: `shift` small allocations kept for the
 // process's life move every later allocation of the library.

@@ -241,14 +241,23 @@ def test_heap_layout_dependent_network_replays_the_captured_engine(tmp):
     want = (tmp / "app.engine").read_bytes()
     rebuilt = 0
     # Starting layouts: the -j path padded with "./" (the same file; the kept path's length flips the
-    # library's choice) and the player's heap shifted.
-    for pad, shift in [(p, 0) for p in range(0, 40, 3)] + [(0, s) for s in range(1, 5)]:
-        out = tmp / f"p{pad}_{shift}.engine"
+    # library's choice), the player's heap shifted, and the player under allocator tunables that hold
+    # a whole class of layouts (here fastbins off gave one engine at every padding and a 64 KiB mmap
+    # threshold the other): whichever engine the capture has, one of them starts the player far from
+    # it, and the rebuilds must get out (CI once found 8 rebuilds that never left the first class).
+    env = dict(os.environ)
+    env.pop("GLIBC_TUNABLES", None)
+    layouts = [(p, 0, "") for p in range(0, 40, 3)] + [(0, s, "") for s in range(1, 5)]
+    layouts += [(p, 0, t) for t in ("glibc.malloc.mxfast=0", "glibc.malloc.mmap_threshold=65536") for p in (0, 7)]
+    for pad, shift, tunable in layouts:
+        out = tmp / f"p{pad}_{shift}_{len(tunable)}.engine"
         path = "/" + "./" * pad + str(trace).lstrip("/")
         proc = subprocess.run([str(PLAYER), "-j", path, "-o", str(out), "--lib", str(trt_lib()), "-q", "--check",
-                               "--heap-shift", str(shift)], capture_output=True, text=True)
-        assert proc.returncode == 0, f"pad {pad}, shift {shift}: exit {proc.returncode}\n{proc.stdout}{proc.stderr}"
-        assert out.read_bytes() == want, f"pad {pad}, shift {shift}: not the captured engine"
+                               "--heap-shift", str(shift)], capture_output=True, text=True,
+                              env=dict(env, GLIBC_TUNABLES=tunable) if tunable else env)
+        where = f"pad {pad}, shift {shift}, tunables '{tunable}'"
+        assert proc.returncode == 0, f"{where}: exit {proc.returncode}\n{proc.stdout}{proc.stderr}"
+        assert out.read_bytes() == want, f"{where}: not the captured engine"
         rebuilt += "rebuild at another heap layout" in proc.stderr
     if not rebuilt:  # every layout tried gave the capture's engine: nothing here to recover from
         pytest.skip("no starting layout in this environment built another engine than the capture's")
