@@ -471,10 +471,16 @@ void Session::close() noexcept {
       std::fprintf(stderr, "trtrace: test: JSON+BIN export: %s\n", json_->counts().c_str());
     std::string out = path_;
     if (!config_.outputJson.empty() && !jsonFailed_) out += " and " + config_.outputJson + " (+ " + convert::binPathFor(config_.outputJson) + ")";
+    // Weights the app released before the capture read them (format.h, Lost): said in the same line.
+    std::string lost;
+    if (s.lostBlobs)
+      lost = "; " + std::to_string(s.lostBlobs) + " blobs (" + humanBytes(double(s.lostBytes)) +
+             ") released by the app before they were read: stored as lost, replayed as zeros";
     std::fprintf(stderr,
-                 "trtrace: captured %llu calls, %u networks; weights %s logical, %s unique, %s stored -> %s\n",
+                 "trtrace: captured %llu calls, %u networks; weights %s logical, %s unique, %s stored%s -> %s\n",
                  static_cast<unsigned long long>(s.calls), networks_.load(), humanBytes(double(s.blobPutBytes)).c_str(),
-                 humanBytes(double(s.uniqueBytes)).c_str(), humanBytes(double(s.storedBytes)).c_str(), out.c_str());
+                 humanBytes(double(s.uniqueBytes)).c_str(), humanBytes(double(s.storedBytes)).c_str(), lost.c_str(),
+                 out.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trtrace: error closing %s: %s\n", path_.c_str(), e.what());
   } catch (...) {

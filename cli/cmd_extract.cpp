@@ -114,10 +114,8 @@ static int runExtract(const ExtractOptions& o) {
     ++kept;
     copyCall(c, *w, c.networkId() == id ? 1 : 0, [&](CallEncoder& e, const ValueView& v, bool ret) {
       if (v.kind() == ValueKind::WeightsBlob && blobs.insert(v.blob()).second) {
-        BlobView b = r->checkedBlob(v.blob());
-        w->putBlob(b.data(), b.size());
-        w->drainBlobs();  // b's bytes are used until the writer consumed them
-        blobBytes += b.size();
+        copyBlob(*r, *w, v.blob());
+        blobBytes += v.blob().length;
       }
       encodeValue(e, v, ret);
     });

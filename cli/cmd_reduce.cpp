@@ -66,11 +66,7 @@ Size writePlan(const Reader& r, const ReduceGraph::Plan& p, Writer* w) {
     }
     if (!w) return true;
     copyCall(c, *w, c.networkId(), [&](CallEncoder& e, const ValueView& v, bool ret) {
-      if (v.kind() == ValueKind::WeightsBlob && written.insert(v.blob()).second) {
-        BlobView b = r.checkedBlob(v.blob());
-        w->putBlob(b.data(), b.size());
-        w->drainBlobs();  // b's bytes are used until the writer consumed them
-      }
+      if (v.kind() == ValueKind::WeightsBlob && written.insert(v.blob()).second) copyBlob(r, *w, v.blob());
       encodeValue(e, v, ret);
     }, map);
     return true;

@@ -69,6 +69,10 @@ std::unordered_set<BlobRef, BlobRefHasher> copyBlobs(const Reader& r, Writer& w,
   for (auto& b : r.blobs()) {
     progress.update(done);
     done += b.ref.length;
+    if (b.lost) {  // kept as the input has it (a Lost copy beside a stored one too)
+      w.putLostBlob(b.ref, b.hint);
+      continue;
+    }
     BlobView v;
     try {
       v = r.checkedBlob(b.ref);

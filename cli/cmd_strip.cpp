@@ -87,7 +87,7 @@ class Stripper {
     }
     auto it = blobs_.find(key);
     if (it == blobs_.end()) {
-      const bool keep = length < o_.keepBelow;
+      const bool keep = length < o_.keepBelow && !r_.blobLost(v.blob());  // a Lost blob gets a stand-in too
       count(keep, length);
       it = blobs_.emplace(key, put(keep ? r_.checkedBlob(v.blob()) : BlobView::owned(standIn(v.dtype(), length, nextSeed(), o_.zeros), length))).first;
     }

@@ -24,11 +24,14 @@ Command addVerify(CLI::App& app) {
                    i.problem == VerifyReport::Problem::Corrupt ? "corrupt" : "truncated", i.what.c_str());
     // Truncated only: what is there is sound, and replays (tensorrt_player) up to the cut.
     const std::string prefix = rep.truncated() ? " (a clean prefix)" : "";
+    // Lost blobs are not damage: the app released them before the capture read them (format.h).
+    const std::string lost = rep.lostBlobs ? ", " + std::to_string(rep.lostBlobs) + " lost at capture (" +
+                                                 humanBytes(double(rep.lostBytes)) + ", read as zeros)" : "";
     if (!*quiet || !rep.ok())
-      std::printf("%s: %s%s: %llu segments, %llu calls, %llu blobs (%s)\n", path->c_str(),
+      std::printf("%s: %s%s: %llu segments, %llu calls, %llu blobs (%s%s)\n", path->c_str(),
                   rep.ok() ? "OK" : rep.corrupt() ? "CORRUPT" : "TRUNCATED", prefix.c_str(),
                   (unsigned long long)rep.segments, (unsigned long long)rep.calls,
-                  (unsigned long long)rep.blobs, humanBytes(double(rep.blobBytes)).c_str());
+                  (unsigned long long)rep.blobs, humanBytes(double(rep.blobBytes)).c_str(), lost.c_str());
     return rep.ok() ? kOk : rep.corrupt() ? kCorrupt : kTruncated;
   }};
 }

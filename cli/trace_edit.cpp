@@ -42,6 +42,13 @@ bool isWeights(const ValueView& v) {
   return v.kind() == ValueKind::WeightsInline || v.kind() == ValueKind::WeightsBlob || v.kind() == ValueKind::WeightsRandom;
 }
 
+void copyBlob(const Reader& r, Writer& w, const BlobRef& ref) {
+  if (r.blobLost(ref)) return w.putLostBlob(ref);
+  BlobView b = r.checkedBlob(ref);
+  w.putBlob(b.data(), b.size());
+  w.drainBlobs();  // b's bytes are used until the writer consumed them
+}
+
 void encodeValue(CallEncoder& e, const ValueView& v, bool ret) {
   switch (v.kind()) {
     case ValueKind::Null: ret ? e.retNull() : e.argNull(); break;

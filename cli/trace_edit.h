@@ -39,6 +39,10 @@ void copyCall(const CallView& c, Writer& w, uint32_t networkId, const WeightsHoo
 
 bool isWeights(const ValueView& v);
 
+// One blob of `r` into `w` as `r` stores it: its bytes (checked against the key, and consumed by
+// the writer before this returns), or a Lost record.
+void copyBlob(const Reader& r, Writer& w, const BlobRef& ref);
+
 // "Interface::method" of an API id, from the trace's own descriptors, else this build's table
 // ("api#N" if neither knows it).
 std::string apiName(const Reader& r, uint32_t id);

@@ -106,6 +106,10 @@ void checkCapture(const Reader& reader, const Args& a) {
   else if (!reader.closedCleanly())
     std::fprintf(stderr, "tensorrt_player: warning: %s: not closed (the capture did not finish); replaying the %llu calls it holds\n",
                  a.capture.c_str(), static_cast<unsigned long long>(reader.callCount()));
+  if (const uint64_t lost = reader.lostBlobs())
+    std::fprintf(stderr, "tensorrt_player: warning: %s: %llu weight blobs were released by the app before the capture "
+                 "read them (stored as lost): they replay as zeros, and an engine built from them differs\n",
+                 a.capture.c_str(), static_cast<unsigned long long>(lost));
 }
 
 // The engine file of each network that will be built (trace network id -> path; "" without -o),

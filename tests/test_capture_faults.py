@@ -161,3 +161,37 @@ def test_full_tmpfs_does_not_abort_the_app(tmp):
         assert trtrace("verify", mnt / "t.trtrace", check=False).returncode == 3
     finally:
         subprocess.run(["umount", str(mnt)])
+
+
+@pytest.mark.parametrize("policy", ["none", "every_call"])
+def test_weights_released_before_an_unbuilt_network_is_destroyed(tmp, policy):
+    """TensorRT reads weights only at build, so an app may unmap those of a network it never builds
+    (tests/apps/release_weights_early.py: four 32 MiB constants, each in its own mapping, unmapped at
+    once). The capture's workers read queued weights after the call returned: they must neither crash
+    the app (they did: SIGSEGV in a worker) nor store bytes other than those the call passed. A blob
+    that is gone is stored Lost: the summary line says so, verify is OK and counts it, derived traces
+    keep it, and the player replays the network (zeros for those weights) with one warning line.
+    With a flush after every call the weights are written on the app's thread, during the call: none
+    can be lost."""
+    trace = tmp / "t.trtrace"
+    env = {"LD_PRELOAD": str(SHIM), "TRT_SHIM_OUTPUT_FILE": str(trace), **POLICIES[policy]}
+    proc = run_app("release_weights_early.py", env=env, check=False)
+    assert proc.returncode == 0 and proc.stdout.strip() == "released", proc.stderr
+    lines = trtrace_lines(proc.stderr)
+    assert len(lines) == 1 and lines[0].startswith("trtrace: captured "), lines
+    lost = re.search(r"; (\d+) blobs \(([\d.]+ MiB)\) released by the app before they were read", lines[0])
+    if policy == "every_call":
+        assert lost is None, lines[0]
+    else:  # 2 workers, 4 blobs unmapped at once: the queued ones at least are gone
+        assert lost and int(lost.group(1)) >= 1, lines[0]
+    verify = trtrace("verify", trace)
+    assert "4 blobs (128.00 MiB" in verify.stdout, verify.stdout
+    assert (" lost at capture" in verify.stdout) == (lost is not None), verify.stdout
+    derived = {tmp / "raw.trtrace": ["rewrite", trace, tmp / "raw.trtrace", "--raw"],
+               tmp / "x.trtrace": ["extract", trace, "-o", tmp / "x.trtrace", "--network", 0]}
+    for out, args in derived.items():  # the same blobs, lost ones included
+        trtrace(*args)
+        assert trtrace("verify", out).stdout.split(" segments, ")[1] == verify.stdout.split(" segments, ")[1], args
+    play = subprocess.run([str(PLAYER), "-j", str(trace), "--lib", str(trt_lib())], capture_output=True, text=True)
+    assert play.returncode == 0, play.stderr
+    assert ("weight blobs were released by the app before the capture read them" in play.stderr) == (lost is not None)

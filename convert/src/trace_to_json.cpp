@@ -76,6 +76,9 @@ TraceToJson::TraceToJson(const std::string& tracePath, const std::string& jsonPa
     throw Error(Error::Kind::Truncated, reader_->truncationMessage() + "; not converting a truncated trace");
   if (opt.requireCalls && reader_->callCount() == 0)
     throw Error(Error::Kind::Empty, tracePath + ": holds no calls (nothing to convert)");
+  if (const uint64_t lost = reader_->lostBlobs())  // NVIDIA's layout has no way to say so
+    std::fprintf(stderr, "trtrace: warning: %s: %llu weight blobs were lost at capture (the app released them "
+                 "first): the BIN holds zeros for them\n", tracePath.c_str(), static_cast<unsigned long long>(lost));
   binPath_ = opt.binPath.empty() ? binPathFor(jsonPath) : opt.binPath;
   json_ = std::make_unique<Output>(outputs_.add(jsonPath), jsonPath);
   bin_ = std::make_unique<Output>(outputs_.add(binPath_), binPath_);

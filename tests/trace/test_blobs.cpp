@@ -369,3 +369,37 @@ TEST(Blobs, AliasIsASecondMappingOfTheSamePages) {
   BlobView owned = BlobView::owned(std::move(own), 4096);
   EXPECT_EQ(r->alias(owned).size(), 0u);
 }
+
+// Format 2.4 Lost blobs (format.h): a key stored with no bytes reads as zeros, verify counts it
+// without calling it damage, and a second copy of the same key with bytes is preferred.
+TEST(Blobs, LostBlobsReadAsZerosAndAStoredCopyWins) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  auto gone = tt::randomBytes(70000, 7), back = tt::randomBytes(5000, 8);
+  const BlobRef goneRef{hash128(gone.data(), gone.size()), gone.size()};
+  const BlobRef backRef{hash128(back.data(), back.size()), back.size()};
+  {
+    WriterOptions o;
+    o.path = path;
+    auto w = Writer::create(o, tt::header());
+    w->putLostBlob(goneRef, BlobHint::F32);
+    w->putLostBlob(backRef);
+    EXPECT_EQ(w->putBlob(back.data(), back.size()), backRef);  // passed again, with its bytes
+    w->beginCall(1, 0, 0).argWeightsBlob(0, gone.size(), goneRef).argWeightsBlob(0, back.size(), backRef).endCall();
+    w->close();
+    EXPECT_EQ(w->stats().lostBlobs, 2u);
+    EXPECT_EQ(w->stats().lostBytes, gone.size() + back.size());
+  }
+  auto r = Reader::open(path);
+  const VerifyReport rep = r->verify();
+  EXPECT_TRUE(rep.ok()) << (rep.issues.empty() ? "" : rep.issues[0].what);
+  EXPECT_EQ(rep.blobs, 3u);
+  EXPECT_EQ(rep.lostBlobs, 2u);
+  EXPECT_EQ(r->lostBlobs(), 1u);  // `back` has a stored copy
+  EXPECT_TRUE(r->blobLost(goneRef));
+  EXPECT_FALSE(r->blobLost(backRef));
+  const BlobView z = r->checkedBlob(goneRef);
+  ASSERT_EQ(z.size(), gone.size());
+  EXPECT_TRUE(std::all_of(z.bytes().begin(), z.bytes().end(), [](std::byte b) { return b == std::byte{0}; }));
+  EXPECT_TRUE(sameBytes(r->checkedBlob(backRef), back));
+}

@@ -94,6 +94,8 @@ std::string checkBlobPayload(const std::byte* base, uint64_t at, const F::BlockH
   if (r.dataOffset < h.checkedSize || r.dataOffset > h.payloadSize || h.payloadSize - r.dataOffset != r.storedSize)
     return "blob record: data region out of bounds";
   if (F::isRawEncoding(r.encoding)) return checkRawRecord(base, at, r);
+  if (r.encoding == uint16_t(F::BlobEncoding::Lost))
+    return r.storedSize == 0 && r.chunkCount == 0 && r.transform == 0 ? "" : "lost blob: record holds data";
   if (r.encoding != uint16_t(F::BlobEncoding::Zstd)) return "blob record: unknown encoding";
   return checkZstdRecord(base, at, r);
 }

@@ -1,10 +1,16 @@
 // Blob store: dedup index, bounded queue, workers and the blob encoder (see blob_store.h).
 #include "blob_store.h"
 
+#include <sys/uio.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
+#include <xxhash.h>
 #include <zstd.h>
 
 namespace trtrace::detail {
@@ -34,11 +40,65 @@ F::BlobRecord recordFor(const BlobStore::Job& j, F::BlobEncoding enc, uint64_t s
   return r;
 }
 
+// process_vm_readv on this process works here (a seccomp profile may refuse it: then plain reads).
+bool safeReadsWork() {
+  char from = 1, to = 0;
+  iovec local{&to, 1}, remote{&from, 1};
+  return ::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0) == 1 && to == 1;
+}
+
+// n of the caller's bytes at src into dst. A worker reads them after putBlob returned, and an app
+// may have unmapped them by then (TensorRT reads weights only at build: those of a network never
+// built may go at any time). process_vm_readv on ourselves fails with EFAULT where a plain read
+// would crash the app; false then.
+bool readCaller(const std::byte* src, uint64_t n, std::byte* dst) {
+  static const bool safe = safeReadsWork();
+  if (!safe) {
+    std::memcpy(dst, src, n);
+    return true;
+  }
+  for (uint64_t done = 0; done < n;) {
+    iovec local{dst + done, n - done}, remote{const_cast<std::byte*>(src) + done, n - done};
+    const ssize_t got = ::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    done += static_cast<uint64_t>(got);
+  }
+  return true;
+}
+
+// The caller's bytes read chunk by chunk into a buffer of ours and hashed as they go: they are
+// stored only if they are still the bytes putBlob hashed.
+class CallerBytes {
+ public:
+  explicit CallerBytes(const BlobStore::Job& j) : j_(j) { XXH3_INITSTATE(&st_); XXH3_128bits_reset(&st_); }
+  // Bytes [off, off + n) into buf; nullptr when they are gone.
+  const std::byte* read(uint64_t off, uint64_t n, std::vector<std::byte>& buf) {
+    if (buf.size() < n) buf.resize(n);
+    if (!ok_ || !readCaller(j_.data + off, n, buf.data())) return ok_ = false, nullptr;
+    XXH3_128bits_update(&st_, buf.data(), n);
+    return buf.data();
+  }
+  // Every byte read and the same as putBlob hashed.
+  bool intact() {
+    const XXH128_hash_t h = XXH3_128bits_digest(&st_);
+    return ok_ && h.low64 == j_.hash.lo && h.high64 == j_.hash.hi;
+  }
+
+ private:
+  const BlobStore::Job& j_;
+  XXH3_state_t st_;
+  bool ok_ = true;
+};
+
+// Raw bytes are read and written in pieces of this size.
+constexpr uint64_t kRawPiece = 4 << 20;
+
 }  // namespace
 
 struct BlobStore::Scratch {
   ZSTD_CCtx* cctx = ZSTD_createCCtx();
-  std::vector<std::byte> grouped, out, buffered;
+  std::vector<std::byte> in, grouped, out, buffered;
   ~Scratch() { ZSTD_freeCCtx(cctx); }
 };
 
@@ -105,6 +165,12 @@ BlobRef BlobStore::put(const void* data, uint64_t bytes, BlobHint hint) {
   return ref;
 }
 
+void BlobStore::putLost(const BlobRef& ref, BlobHint hint) {
+  rethrowWorkerError();
+  std::lock_guard g(file_.mu);
+  writeLostLocked({nullptr, ref.length, hint, ref.hash});
+}
+
 uint64_t BlobStore::pendingBytes() const {
   std::lock_guard g(mu_);
   return pendingBytes_;
@@ -140,6 +206,12 @@ void BlobStore::consume(const Job& j, Scratch& s) {
     if (!workerError_) workerError_ = std::current_exception();
   }
   std::lock_guard g(mu_);
+  {
+    // A lost blob's key is forgotten: the same bytes passed again later are stored normally.
+    std::lock_guard st(statsMu_);
+    for (const BlobRef& k : lostKeys_) seen_.erase(k);
+    lostKeys_.clear();
+  }
   pendingBytes_ -= j.bytes;
   pendingJobs_--;
   cv_.notify_all();
@@ -172,12 +244,25 @@ void BlobStore::drain(const std::function<void(uint64_t)>& onWait) {
 void BlobStore::write(const Job& j, Scratch& s) {
   if (opt_.zstdLevel > 0 && j.bytes >= kMinCompressBytes) return writeCompressed(j, s);
   std::lock_guard g(file_.mu);
-  writeRawLocked(j);
+  writeRawLocked(j, s);
+}
+
+// A Lost blob at `end` (format.h): the record alone. Holds file_.mu.
+void BlobStore::writeLostLocked(const Job& j) {
+  const uint64_t at = file_.end;
+  F::BlobRecord r = recordFor(j, F::BlobEncoding::Lost, 0, sizeof(F::BlobRecord));
+  file_.pwriteAll(&r, sizeof r, at + sizeof(F::BlockHeader));
+  file_.finishBlock(at, makeBlockHeader(F::BlockType::Blob, sizeof r, sizeof r, check32(&r, sizeof r)));
+  indexLocked(j, at, 0, at + sizeof(F::BlockHeader) + sizeof r, r);
+  std::lock_guard g(statsMu_);
+  stats_.lostBlobs++;
+  stats_.lostBytes += j.bytes;
+  if (j.data) lostKeys_.push_back({j.hash, j.bytes});  // a caller's blob (not putLost's): forget its key
 }
 
 // Raw blob at `end`: record, zero padding, data at the next 4 KiB boundary (a small blob: the next
 // 64-byte one, RawSmall, so that small weights cost no page of padding each). Holds file_.mu.
-void BlobStore::writeRawLocked(const Job& j) {
+void BlobStore::writeRawLocked(const Job& j, Scratch& s) {
   uint64_t at = file_.end;
   const bool small = j.bytes < F::kSmallBlobMax;
   uint64_t dataAt = F::alignUp(at + sizeof(F::BlockHeader) + sizeof(F::BlobRecord), small ? F::kSmallBlobAlign : F::kBlobAlign);
@@ -186,7 +271,14 @@ void BlobStore::writeRawLocked(const Job& j) {
   uint64_t recAt = at + sizeof(F::BlockHeader);
   file_.pwriteAll(&r, sizeof r, recAt);
   file_.writeZeros(recAt + sizeof r, dataAt - recAt - sizeof r);
-  file_.pwriteAll(j.data, j.bytes, dataAt);
+  CallerBytes src(j);
+  for (uint64_t off = 0; off < j.bytes; off += kRawPiece) {
+    const uint64_t n = std::min(kRawPiece, j.bytes - off);
+    const std::byte* p = src.read(off, n, s.in);
+    if (!p) break;
+    file_.pwriteAll(p, n, dataAt + off);
+  }
+  if (!src.intact()) return writeLostLocked(j);  // file_.end is still `at`: the attempt is overwritten
   file_.finishBlock(at, makeBlockHeader(F::BlockType::Blob, r.dataOffset + j.bytes, sizeof r, check32(&r, sizeof r)));
   indexLocked(j, at, j.bytes, dataAt, r);
 }
@@ -196,7 +288,7 @@ void BlobStore::indexLocked(const Job& j, uint64_t at, uint64_t stored, uint64_t
                                  r.elementHint);
   std::lock_guard g(statsMu_);
   stats_.storedBytes += stored;
-  if (!F::isRawEncoding(r.encoding)) stats_.compressedBlobs++;
+  if (r.encoding == uint16_t(F::BlobEncoding::Zstd)) stats_.compressedBlobs++;
 }
 
 // Chunked zstd (after byte grouping), buffered in memory up to kBlobBufferLimit, then streamed
@@ -224,9 +316,11 @@ void BlobStore::writeCompressed(const Job& j, Scratch& s) {
     if (lock.owns_lock()) file_.pwriteAll(out, outN, at + sizeof(F::BlockHeader) + dataOffset + written);
     else s.buffered.insert(s.buffered.end(), out, out + outN);
   };
+  CallerBytes caller(j);
   for (uint32_t c = 0; c < nChunks; ++c) {
     uint64_t off = uint64_t(c) * chunk, n = std::min<uint64_t>(chunk, j.bytes - off);
-    const std::byte* src = j.data + off;
+    const std::byte* src = caller.read(off, n, s.in);
+    if (!src) break;
     if (k > 1) { byteGroup(src, s.grouped.data(), n, k); src = s.grouped.data(); }
     size_t z = ZSTD_compressCCtx(s.cctx, s.out.data(), s.out.size(), src, n, opt_.zstdLevel);
     if (ZSTD_isError(z)) throw Error(Error::Kind::Io, file_.path() + ": zstd: " + ZSTD_getErrorName(z));
@@ -236,16 +330,16 @@ void BlobStore::writeCompressed(const Job& j, Scratch& s) {
     written += table[c].storedSize;
   }
   // The blob stays compressed only if that saves at least minSaving.
+  const bool intact = caller.intact();
   bool keep = double(written + dataOffset) <= double(j.bytes) * (1.0 - opt_.minSaving);
   if (!lock.owns_lock()) {
     lock.lock();
     at = file_.end;
-    if (keep) file_.pwriteAll(s.buffered.data(), s.buffered.size(), at + sizeof(F::BlockHeader) + dataOffset);
+    if (keep && intact) file_.pwriteAll(s.buffered.data(), s.buffered.size(), at + sizeof(F::BlockHeader) + dataOffset);
   }
-  if (!keep) {
-    file_.end = at;  // overwrite any streamed attempt
-    return writeRawLocked(j);
-  }
+  file_.end = at;  // a streamed attempt that is not kept is overwritten
+  if (!intact) return writeLostLocked(j);
+  if (!keep) return writeRawLocked(j, s);
   F::BlobRecord r = recordFor(j, F::BlobEncoding::Zstd, written, dataOffset);
   r.transform = static_cast<uint16_t>(tf);
   r.chunkCount = nChunks;

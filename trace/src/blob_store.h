@@ -1,7 +1,8 @@
 // Blob store: the writer's content-addressed weights. putBlob hashes on the caller's thread and
 // looks the key up in the dedup index; a new blob is queued zero-copy (bounded by queueBytes) for
 // the worker threads, which encode it (chunked zstd after byte grouping, kept only when it pays)
-// and append it as a blob block.
+// and append it as a blob block. Workers read the caller's bytes fault-safely and hash them again:
+// bytes released or changed by then are stored as a Lost blob (format.h), never read past a crash.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -25,6 +26,7 @@ class BlobStore {
   ~BlobStore();  // stops and joins the workers (a failed close may have left them running)
 
   BlobRef put(const void* data, uint64_t bytes, BlobHint hint);
+  void putLost(const BlobRef& ref, BlobHint hint);  // a Lost record, written now
   // Returns once every queued blob is consumed; rethrows a worker's error (writer.h, drainBlobs).
   void drain(const std::function<void(uint64_t)>& onWait = {});
   uint64_t pendingBytes() const;
@@ -46,7 +48,8 @@ class BlobStore {
   void consume(const Job& j, Scratch& s);
   void write(const Job& j, Scratch& s);
   void writeCompressed(const Job& j, Scratch& s);
-  void writeRawLocked(const Job& j);
+  void writeRawLocked(const Job& j, Scratch& s);
+  void writeLostLocked(const Job& j);
   void indexLocked(const Job& j, uint64_t at, uint64_t stored, uint64_t dataAt, const format::BlobRecord& r);
   void rethrowWorkerError();
   void signalStop();
@@ -66,6 +69,7 @@ class BlobStore {
   std::vector<std::thread> workers_;
   mutable std::mutex statsMu_;
   Writer::Stats stats_;  // only the blob counters are used
+  std::vector<BlobRef> lostKeys_;  // stored Lost, not yet forgotten by seen_ (statsMu_)
 };
 
 }  // namespace trtrace::detail

@@ -104,12 +104,13 @@ struct CacheHeader {     // 64 B at offset 0
 };
 static_assert(sizeof(CacheHeader) == 64);
 
-// Every blob, in the order they lie in the trace (the order the capture first saw them), when at
-// least one is compressed; none otherwise (a raw trace is read in place).
+// Every blob with bytes, in the order they lie in the trace (the order the capture first saw them),
+// when at least one is compressed; none otherwise (a raw trace is read in place).
 Layout layoutOf(const std::vector<BlobInfo>& all) {
   Layout L;
   if (std::none_of(all.begin(), all.end(), [](const BlobInfo& b) { return b.compressed; })) return L;
-  for (size_t i = 0; i < all.size(); ++i) L.blobs.push_back(i);
+  for (size_t i = 0; i < all.size(); ++i)
+    if (!all[i].lost) L.blobs.push_back(i);  // a Lost blob has no bytes to cache (it reads as zeros)
   std::sort(L.blobs.begin(), L.blobs.end(), [&](size_t a, size_t b) { return all[a].offset < all[b].offset; });
   std::vector<uint64_t> words;
   for (size_t i : L.blobs) {

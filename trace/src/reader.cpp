@@ -3,6 +3,8 @@
 // See trtrace/reader.h for the contract and docs/format.md for the layout.
 #include "trtrace/reader.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -71,9 +73,21 @@ const BlobInfo& Reader::Impl::locate(const BlobRef& ref) const {
   return *bi;
 }
 
+namespace {
+// rawSize zero bytes for a Lost blob: pages of an anonymous read-only mapping (no memory until read).
+BlobView zeros(uint64_t n) {
+  if (n == 0) return {};
+  void* p = ::mmap(nullptr, n, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) throw Error(Error::Kind::Io, "cannot map " + std::to_string(n) + " zero bytes for a lost blob");
+  std::shared_ptr<const void> keep(p, [n](const void* q) { ::munmap(const_cast<void*>(q), n); });
+  return BlobView::kept({static_cast<const std::byte*>(p), n}, std::move(keep));
+}
+}  // namespace
+
 BlobView Reader::Impl::blob(const BlobRef& ref, bool checked) const {
   const BlobInfo* bi = &locate(ref);
   const auto r = detail::blobRecordAt(base, bi->offset);
+  if (bi->lost) return zeros(r.rawSize);  // nothing to check: the capture kept no bytes
   // In a decode cache (checked against its key when made or reused): a view into its mapping.
   if (const std::byte* c = cache ? cache->find(size_t(bi - blobs.data())) : nullptr) return BlobView::mapped({c, r.rawSize});
   const char* damaged = "content does not match its hash (damaged weights)";
@@ -209,6 +223,15 @@ std::vector<const ApiInfo*> Reader::apis() const {
 }
 
 bool Reader::hasBlob(const BlobRef& ref) const { return impl_->findBlob(ref) != nullptr; }
+bool Reader::blobLost(const BlobRef& ref) const {
+  const BlobInfo* b = impl_->findBlob(ref);
+  return b && b->lost;
+}
+uint64_t Reader::lostBlobs() const {
+  uint64_t n = 0;
+  for (const BlobInfo& b : impl_->blobs) n += b.lost && impl_->findBlob(b.ref) == &b;  // no other copy
+  return n;
+}
 BlobView Reader::blob(const Hash128& h, uint64_t len) const { return impl_->blob({h, len}, false); }
 BlobView Reader::checkedBlob(const BlobRef& ref) const { return impl_->blob(ref, true); }
 const std::vector<BlobInfo>& Reader::blobs() const { return impl_->blobs; }

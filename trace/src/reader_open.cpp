@@ -20,8 +20,8 @@ namespace F = format;
 using detail::BlockCheck;
 
 bool blobLess(const BlobInfo& a, const BlobInfo& b) {
-  return std::make_tuple(a.ref.hash.hi, a.ref.hash.lo, a.ref.length) <
-         std::make_tuple(b.ref.hash.hi, b.ref.hash.lo, b.ref.length);
+  return std::make_tuple(a.ref.hash.hi, a.ref.hash.lo, a.ref.length, a.lost) <
+         std::make_tuple(b.ref.hash.hi, b.ref.hash.lo, b.ref.length, b.lost);
 }
 
 Reader::Impl::~Impl() {
@@ -101,7 +101,8 @@ void Reader::Impl::addBlob(uint64_t off) {
   bi.ref = {{r.hashLo, r.hashHi}, r.rawSize};
   bi.offset = off;
   bi.storedSize = r.storedSize;
-  bi.compressed = !F::isRawEncoding(r.encoding);
+  bi.compressed = r.encoding == uint16_t(F::BlobEncoding::Zstd);
+  bi.lost = r.encoding == uint16_t(F::BlobEncoding::Lost);
   bi.dataOffset = off + sizeof(F::BlockHeader) + r.dataOffset;
   bi.hint = static_cast<BlobHint>(r.elementHint);
   blobs.push_back(bi);
@@ -130,7 +131,8 @@ bool Reader::Impl::openFromFooter() {
       bi.offset = e->offset();
       bi.storedSize = e->stored();
       bi.dataOffset = e->data_offset();
-      bi.compressed = !F::isRawEncoding(e->encoding());
+      bi.compressed = e->encoding() == uint16_t(F::BlobEncoding::Zstd);
+      bi.lost = e->encoding() == uint16_t(F::BlobEncoding::Lost);
       bi.hint = static_cast<BlobHint>(e->hint());
       blobs.push_back(bi);
     }

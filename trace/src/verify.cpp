@@ -41,7 +41,7 @@ class Verifier {
   const Reader::Impl& m_;
   const bool closedHeader_, cut_;
   VerifyReport rep_;
-  std::set<BlobKey> blobKeys_;
+  std::set<BlobKey> blobKeys_, lostKeys_;  // stored with bytes / stored Lost
   std::set<uint64_t> segOffsets_;
   std::map<uint64_t, std::tuple<uint64_t, uint16_t, uint16_t>> blobOffsets_;  // data offset, encoding, transform
   std::vector<std::pair<uint64_t, BlobRef>> refs_;  // (seq, blob) referenced by calls
@@ -126,15 +126,21 @@ void Verifier::blob(uint64_t pos, const std::string& name) {
   bi.ref = {{r.hashLo, r.hashHi}, r.rawSize};
   bi.offset = pos;
   bi.dataOffset = pos + sizeof(F::BlockHeader) + r.dataOffset;
+  const bool lost = r.encoding == uint16_t(F::BlobEncoding::Lost);
   try {
-    const Hash128 h = F::isRawEncoding(r.encoding)
+    const Hash128 h = lost ? bi.ref.hash  // no bytes to check (format.h, Lost)
+                      : F::isRawEncoding(r.encoding)
                           ? hash128(m_.base + bi.dataOffset, r.rawSize)
                           : detail::decodeBlob({m_.path, m_.base, bi}, nullptr, true);  // decoded and hashed in one pass
     if (!(h == bi.ref.hash)) issue(P::Corrupt, pos, name + ": content hash mismatch");
   } catch (const Error&) {
     issue(P::Corrupt, pos, name + ": cannot decode");
   }
-  if (!blobKeys_.insert({r.hashHi, r.hashLo, r.rawSize}).second) issue(P::Corrupt, pos, name + ": stored twice");
+  // A key is stored at most once with bytes and at most once Lost.
+  const BlobKey key{r.hashHi, r.hashLo, r.rawSize};
+  if (!(lost ? lostKeys_ : blobKeys_).insert(key).second) issue(P::Corrupt, pos, name + ": stored twice");
+  rep_.lostBlobs += lost;
+  rep_.lostBytes += lost ? r.rawSize : 0;
   blobOffsets_[pos] = {bi.dataOffset, r.encoding, r.transform};
   rep_.blobs++;
   rep_.blobBytes += r.rawSize;
@@ -158,7 +164,8 @@ void Verifier::footer(uint64_t pos) {
   if (f->blobs())
     for (auto* e : *f->blobs()) {
       auto at = blobOffsets_.find(e->offset());
-      if (at == blobOffsets_.end() || !blobKeys_.count({e->hash_hi(), e->hash_lo(), e->length()}) ||
+      const BlobKey key{e->hash_hi(), e->hash_lo(), e->length()};
+      if (at == blobOffsets_.end() || !(blobKeys_.count(key) || lostKeys_.count(key)) ||
           at->second != std::make_tuple(e->data_offset(), e->encoding(), e->transform())) {
         issue(P::Corrupt, pos, "footer: blob entry points at no such blob");
         break;
@@ -172,7 +179,7 @@ void Verifier::finish(uint64_t pos) {
   if (footerAt_ && pos < m_.size && pos < m_.fh.fileLength) issue(P::Corrupt, pos, "blocks after the footer");
   if (closedHeader_ && !footerAt_ && !cut_ && rep_.ok()) issue(P::Corrupt, m_.fh.footerOffset, "footer missing");
   for (auto& [seq, ref] : refs_)
-    if (!blobKeys_.count({ref.hash.hi, ref.hash.lo, ref.length})) {
+    if (!blobKeys_.count({ref.hash.hi, ref.hash.lo, ref.length}) && !lostKeys_.count({ref.hash.hi, ref.hash.lo, ref.length})) {
       issue(closedHeader_ && !cut_ ? P::Corrupt : P::Truncated, 0,
             "call " + std::to_string(seq) + " references " + detail::blobName(ref) + ", which is not in the trace");
       break;

@@ -65,6 +65,7 @@ void Writer::describeApi(uint32_t apiId, std::string_view iface, std::string_vie
 }
 
 BlobRef Writer::putBlob(const void* data, uint64_t bytes, BlobHint hint) { return impl_->blobs.put(data, bytes, hint); }
+void Writer::putLostBlob(const BlobRef& ref, BlobHint hint) { impl_->blobs.putLost(ref, hint); }
 void Writer::drainBlobs(const std::function<void(uint64_t)>& onWait) { impl_->blobs.drain(onWait); }
 uint64_t Writer::pendingBlobBytes() const { return impl_->blobs.pendingBytes(); }
 
@@ -95,7 +96,8 @@ Writer::Stats Writer::stats() const {
   return {a.calls + b.calls, a.segments + b.segments, a.segmentRawBytes + b.segmentRawBytes,
           a.segmentStoredBytes + b.segmentStoredBytes, a.compressedSegments + b.compressedSegments,
           a.blobPuts + b.blobPuts, a.blobPutBytes + b.blobPutBytes, a.uniqueBlobs + b.uniqueBlobs,
-          a.uniqueBytes + b.uniqueBytes, a.storedBytes + b.storedBytes, a.compressedBlobs + b.compressedBlobs};
+          a.uniqueBytes + b.uniqueBytes, a.storedBytes + b.storedBytes, a.compressedBlobs + b.compressedBlobs,
+          a.lostBlobs + b.lostBlobs, a.lostBytes + b.lostBytes};
 }
 
 }  // namespace trtrace

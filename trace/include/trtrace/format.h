@@ -13,7 +13,7 @@ inline constexpr char kFileMagic[8] = {'T', 'R', 'T', 'R', 'A', 'C', 'E', 0};
 // The first bytes of a file are a trace's.
 inline bool hasFileMagic(std::string_view head) { return head.substr(0, 8) == std::string_view(kFileMagic, 8); }
 inline constexpr uint16_t kVersionMajor = 2;  // incompatible layout change: readers refuse others
-inline constexpr uint16_t kVersionMinor = 3;  // compatible additions: readers accept newer minors
+inline constexpr uint16_t kVersionMinor = 4;  // compatible additions: readers accept newer minors
 inline constexpr uint16_t kOldestMajor = 1;   // oldest major this reader still reads (1.x: no flags)
 inline constexpr uint32_t kBlockMagic = 0x4B425254;  // "TRBK"
 inline constexpr uint64_t kBlockAlign = 8;           // every block starts 8-byte aligned
@@ -77,6 +77,12 @@ enum class BlobEncoding : uint16_t {
   Raw = 0,   // data = the blob's bytes, 4 KiB aligned in the file
   Zstd = 1,  // data = chunks, each zstd-compressed or stored raw (ChunkEntry::flags)
   RawSmall = 2,  // data = the blob's bytes, 64-byte aligned (blobs under kSmallBlobMax; since 2.3)
+  // No data (storedSize 0, chunkCount 0, transform None): the app released or changed the bytes
+  // after the call that passed them and before the capture read them (TensorRT reads weights only
+  // at build, so an app may free those of a network it never builds). Readers hand rawSize zero
+  // bytes. The same key may also be stored once more, normally, when the app passed those bytes
+  // again later; readers prefer that copy. Since 2.4.
+  Lost = 3,
 };
 // The blob's bytes are stored as they are (a view into the mapping reads them).
 inline constexpr bool isRawEncoding(uint16_t e) {

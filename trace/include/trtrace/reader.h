@@ -127,6 +127,7 @@ struct BlobInfo {
   uint64_t offset = 0;      // block header offset
   uint64_t storedSize = 0;  // data region bytes
   bool compressed = false;
+  bool lost = false;        // released by the app before the capture read it (format.h, Lost): reads as zeros
   uint64_t dataOffset = 0;  // file offset of the data region
   BlobHint hint = BlobHint::None;  // element type given to putBlob
 };
@@ -156,6 +157,7 @@ struct VerifyReport {
   };
   std::vector<Issue> issues;
   uint64_t segments = 0, calls = 0, blobs = 0, blobBytes = 0;
+  uint64_t lostBlobs = 0, lostBytes = 0;  // stored Lost (format.h): not damage, said beside the verdict
   bool ok() const { return issues.empty(); }
   bool corrupt() const;    // any Corrupt issue
   bool truncated() const;  // a Truncated issue and no Corrupt one
@@ -199,7 +201,9 @@ class Reader {
   // Error (Corrupt) "<file>: blob <hex> (<n> B) at offset <n>: content does not match its hash
   // (damaged weights)".
   BlobView checkedBlob(const BlobRef& ref) const;
-  const std::vector<BlobInfo>& blobs() const;  // sorted by (hash.hi, hash.lo, length)
+  const std::vector<BlobInfo>& blobs() const;  // sorted by (hash.hi, hash.lo, length), a Lost copy last
+  uint64_t lostBlobs() const;                  // blobs stored Lost with no other copy (they read as zeros)
+  bool blobLost(const BlobRef& ref) const;     // `ref` is stored Lost only
 
   std::span<const std::byte> mapping() const;  // the whole mapped file
 

@@ -142,6 +142,8 @@ class Writer {
   // Hashes the bytes now; a blob not seen before is enqueued (zero-copy) for compression/writing.
   // Blocks only while the queue holds more than queueBytes. Keep the bytes alive until drainBlobs().
   BlobRef putBlob(const void* data, uint64_t bytes, BlobHint hint = BlobHint::None);
+  // Stores `ref` as Lost (format.h): a derived trace keeps its input's lost blob as it was.
+  void putLostBlob(const BlobRef& ref, BlobHint hint = BlobHint::None);
   // Returns once every enqueued blob's bytes have been consumed (written or compressed). With
   // onWait, it is called with the bytes still pending each time a blob completes (or every 100 ms)
   // while waiting: the capture's progress report at exit.
@@ -166,6 +168,7 @@ class Writer {
     uint64_t blobPuts = 0, blobPutBytes = 0;     // every putBlob (logical)
     uint64_t uniqueBlobs = 0, uniqueBytes = 0;   // written once
     uint64_t storedBytes = 0, compressedBlobs = 0;
+    uint64_t lostBlobs = 0, lostBytes = 0;       // released by the app before they were read (format.h, Lost)
   };
   Stats stats() const;
 
