@@ -57,7 +57,7 @@ Object::~Object() {
   {
     Call c(this, iface->destroyApi, false, network);
   }
-  if (iface->destroyApi && std::string_view(iface->name) == "NetworkDefinition") Session::get().drain();
+  if (iface == &kIfaceNetworkDefinition) Session::get().drain();
   Session::get().unregister(this);
   delete static_cast<abi::PublicRoot*>(real);
 }
@@ -251,7 +251,7 @@ void* Call::retHandle(const void* real, const Iface& iface) {
   void* result = const_cast<void*>(real);  // capture failed (out of memory): the real object, unrecorded
   auto wrapIt = [&] {
     uint32_t net = network_;
-    if (std::string_view(iface.name) == "NetworkDefinition" && !s.find(real)) net = s.newNetworkId();
+    if (&iface == &kIfaceNetworkDefinition && !s.find(real)) net = s.newNetworkId();
     Object* o = s.wrap(real, iface, self_, net);
     result = o;
     return o->handle;

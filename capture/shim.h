@@ -29,6 +29,10 @@ struct Iface {
   Object* (*make)(void* real);
 };
 
+// The network's descriptor (generated): a network opens a network scope, and its destruction lets
+// its queued weights go.
+extern const Iface kIfaceNetworkDefinition;
+
 inline constexpr int kMaxLevels = 4;
 
 // Our stand-in for one public object. Layout-compatible prefix: the vptr (its only virtual

@@ -85,6 +85,7 @@ _NAME_TESTS = [
     r'\bkinds\s*\[',                                              # the old per-parameter kind strings
     r'"(handle|handles|array|enum|struct):',                      # a kind spelled as text
     r'\b(enumName|ifaceName|enumeratorName)\([^)]*\)\s*(==|!=)\s*"',  # a type looked up by its name
+    r'\b(iface|api|desc)\w*(->|\.)name\)?\s*(==|!=)\s*"',          # an interface known by its name
 ]
 
 
@@ -110,7 +111,8 @@ def test_the_scan_sees_a_name_test(tmp):
     # The patterns catch the forms the tree used to have (a guard against a scan that sees nothing).
     import re
     samples = ['if (d->method == "~") {', 'd->ret != "handle:HostMemory"', 'd->method.starts_with("get")',
-               'kind == "struct:Permutation"', 'd.kinds[i]', 'if (api::enumName(t) == "DataType") return t;']
+               'kind == "struct:Permutation"', 'd.kinds[i]', 'if (api::enumName(t) == "DataType") return t;',
+               'if (std::string_view(iface->name) == "NetworkDefinition") drain();']
     assert all(any(re.search(p, s) for p in _NAME_TESTS) for s in samples)
 
 
