@@ -54,16 +54,21 @@ constexpr char kOutcomeUnknown[] = "outcome not recorded in the capture: the rep
 // wrong with it (magic, version, ...).
 bool isJson(const std::string& path) { return convert::detect(path) == convert::FileKind::Json; }
 
-// The capture as a trace. NVIDIA JSON+BIN input is converted (convert/) into a file with no name
-// (files::anonymousFile: nothing in /tmp to guess or follow), gone when the player exits.
+// The capture as a trace. NVIDIA JSON+BIN input goes straight into replay: its calls are converted
+// (convert/) into a call log in memory (files::memoryFile; nothing on disk), and its weights stay
+// in the mapped BIN, each blob a view the replay hands to the library (JsonToTraceOptions::inPlace):
+// nothing copied, compressed or decompressed on the way.
 std::unique_ptr<Reader> openCapture(const std::string& capture) {
   if (!isJson(capture)) return Reader::open(capture);
-  const int fd = files::anonymousFile();
+  const int fd = files::memoryFile("tensorrt_player calls");
   try {
+    auto weights = std::make_shared<ExternalBlobs>();
     convert::JsonToTraceOptions o;
     o.traceFd = fd;
+    o.inPlace = weights.get();
     convert::jsonToTrace(capture, capture + " (converted)", o);
     auto reader = Reader::open(fd, capture + " (converted)");
+    reader->setExternalBlobs(std::move(weights));
     ::close(fd);
     return reader;
   } catch (...) {

@@ -211,7 +211,8 @@ class Converter {
   const Spec& spec_;
   files::PendingOutputs outputs_;
   int traceFd_ = -1;  // the trace being written (a temporary in outputs_, or opt_.traceFd)
-  std::unique_ptr<MappedFile> json_, bin_;
+  std::unique_ptr<MappedFile> json_;
+  std::shared_ptr<MappedFile> bin_;  // shared with opt_.inPlace, when given
   std::unique_ptr<Writer> writer_;
   std::string binPath_, binName_;
   std::optional<std::string> outputBin_;   // the JSON's output_bin, once read
@@ -342,8 +343,9 @@ void Converter::open(Scanner& s) {
       throw Error(Error::Kind::Io, jsonPath_ + ": its BIN file " + binPath_ + " is missing (pass the BIN path explicitly if it was moved)");
     }
   }
-  bin_ = std::make_unique<MappedFile>(binPath_, 0, "BIN");
+  bin_ = std::make_shared<MappedFile>(binPath_, 0, "BIN");
   st_.binBytes = bin_->size();
+  if (opt_.inPlace) opt_.inPlace->keep = bin_;
 
   HeaderInfo h;
   h.producer = "trtrace-convert";
@@ -362,6 +364,7 @@ void Converter::open(Scanner& s) {
   wo.flush = FlushPolicy::AtClose;
   wo.zstdLevel = opt_.zstdLevel;
   wo.workerThreads = opt_.workerThreads;
+  if (opt_.inPlace) wo.storeBlobs = false, wo.logZstdLevel = 0;  // the player's log, read once, in memory
   writer_ = Writer::create(wo, h);
   lib::describeApis(*writer_);
 }
@@ -741,6 +744,8 @@ void Converter::decodeWeights(element e, Arg& a, uint32_t net, std::string_view 
                binPath_ + " (" + std::to_string(bin_->size()) + " bytes): short BIN or bad offset");
     info.k = K::WBlob;
     info.blob = writer_->putBlob(bin_->data() + off, nbytes, lib::blobHint(static_cast<abi::DataType>(info.dtype)));
+    if (opt_.inPlace)
+      opt_.inPlace->blobs.emplace(info.blob, std::span(reinterpret_cast<const std::byte*>(bin_->data()) + off, nbytes));
     pendingBlobBytes_ += nbytes;
   } else if (w.at_key("random").get(x) == simdjson::SUCCESS) {
     info.k = K::WRandom;

@@ -113,14 +113,19 @@ def test_nvidia_capture_replays_identical(nvidia, tmp_path, name):
 
 @pytest.mark.parametrize("name", ["cnn", "multi"])
 def test_player_reads_nvidia_json_directly(nvidia, tmp_path, name):
+    """Issue 15: the player reads NVIDIA JSON straight into replay: its calls become a log in memory
+    and its weights stay in the mapped BIN. Nothing is written to disk on the way: with $TMPDIR a
+    folder that does not exist (where the old temporary trace could not be made) the replay works,
+    and, on a folder that exists, leaves nothing there."""
     js, app_engine = nvidia[name]
     tmpdir = tmp_path / "tmpdir"
     tmpdir.mkdir()
-    out = tmp_path / "replay.engine"
-    p = run([PLAYER, "-j", js, "-o", out, "--lib", trt_lib(), "-q"], env=dict(os.environ, TMPDIR=str(tmpdir)))
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert engines(out) == engines(app_engine)
-    assert list(tmpdir.iterdir()) == [], "the player left its temporary trace behind"
+    for where in (tmpdir, tmp_path / "no-such-folder"):
+        out = tmp_path / "replay.engine"
+        p = run([PLAYER, "-j", js, "-o", out, "--lib", trt_lib(), "-q"], env=dict(os.environ, TMPDIR=str(where)))
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert engines(out) == engines(app_engine)
+    assert list(tmpdir.iterdir()) == [], "the player wrote into $TMPDIR"
 
 
 def test_failing_build_is_a_reproduced_failure(nvidia, tmp_path):

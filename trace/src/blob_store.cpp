@@ -147,6 +147,7 @@ BlobRef BlobStore::put(const void* data, uint64_t bytes, BlobHint hint) {
       stats_.uniqueBlobs++;
       stats_.uniqueBytes += bytes;
     }
+    if (!opt_.storeBlobs) return ref;  // the bytes stay where they are (WriterOptions::storeBlobs)
     pendingJobs_++;
     if (workers_.empty()) {
       pendingBytes_ += bytes;

@@ -165,6 +165,11 @@ void writeAtomically(const std::string& path, const void* data, size_t size) {
   out.commit();
 }
 
+int memoryFile(const char* name) {
+  const int fd = ::memfd_create(name, MFD_CLOEXEC);
+  return fd >= 0 ? fd : anonymousFile();
+}
+
 int anonymousFile() {
   const char* env = std::getenv("TMPDIR");
   const std::string dir = env && *env ? env : "/tmp";

@@ -85,6 +85,8 @@ BlobView zeros(uint64_t n) {
 }  // namespace
 
 BlobView Reader::Impl::blob(const BlobRef& ref, bool checked) const {
+  if (external && !findBlob(ref))
+    if (auto it = external->blobs.find(ref); it != external->blobs.end()) return BlobView::kept(it->second, external);
   const BlobInfo* bi = &locate(ref);
   const auto r = detail::blobRecordAt(base, bi->offset);
   if (bi->lost) return zeros(r.rawSize);  // nothing to check: the capture kept no bytes
@@ -222,7 +224,10 @@ std::vector<const ApiInfo*> Reader::apis() const {
   return v;
 }
 
-bool Reader::hasBlob(const BlobRef& ref) const { return impl_->findBlob(ref) != nullptr; }
+bool Reader::hasBlob(const BlobRef& ref) const {
+  return impl_->findBlob(ref) || (impl_->external && impl_->external->blobs.count(ref));
+}
+void Reader::setExternalBlobs(std::shared_ptr<const ExternalBlobs> blobs) { impl_->external = std::move(blobs); }
 bool Reader::blobLost(const BlobRef& ref) const {
   const BlobInfo* b = impl_->findBlob(ref);
   return b && b->lost;

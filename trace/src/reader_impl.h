@@ -37,6 +37,7 @@ struct Reader::Impl {
   mutable std::map<uint32_t, ApiInfo> apiMap;
   mutable std::deque<std::string> apiStrings;  // owns apiMap's names (segments may be inflated copies)
   std::unique_ptr<detail::DecodeCache> cache;  // compressed blobs decoded (decode_cache.h), or none
+  std::shared_ptr<const ExternalBlobs> external;  // blobs outside the file (Reader::setExternalBlobs), or none
   int fd = -1;                                 // the mapped file (Reader::alias maps it again)
 
   ~Impl();

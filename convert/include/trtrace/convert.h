@@ -14,6 +14,8 @@
 #include <functional>
 #include <string>
 
+#include "trtrace/reader.h"
+
 namespace trtrace::convert {
 
 // What a capture file is, by content (the file is opened as an input, files::openInput): the trace
@@ -46,9 +48,13 @@ struct JsonToTraceOptions {
   int workerThreads = 1;   // trace writer compression threads
   bool quiet = true;
   std::function<void(uint64_t done, uint64_t total)> progress;  // JSON bytes parsed, per record
-  // >= 0: write the trace into this open, empty file (e.g. files::anonymousFile()) instead of
+  // >= 0: write the trace into this open, empty file (e.g. files::memoryFile()) instead of
   // creating tracePath, which then only names it in messages.
   int traceFd = -1;
+  // Given: the trace stores no weights (WriterOptions::storeBlobs false) and each blob is entered
+  // here as a view into the mapped BIN, which inPlace->keep then holds: the player replays a JSON+BIN
+  // capture from its calls and these views, no weight copied, compressed or decompressed.
+  ExternalBlobs* inPlace = nullptr;
 };
 Stats jsonToTrace(const std::string& jsonPath, const std::string& tracePath, const JsonToTraceOptions& o = {});
 

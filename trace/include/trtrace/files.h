@@ -62,5 +62,8 @@ void makeFolders(const std::string& path);
 // A new read-write file with no name (O_TMPFILE in $TMPDIR, else /tmp; where the file system lacks
 // O_TMPFILE, an unguessable name unlinked at once): private, and gone when closed.
 int anonymousFile();
+// A new read-write file in memory (memfd_create; anonymousFile() where that is refused): for data
+// that lives only as long as this process and is read back at once.
+int memoryFile(const char* name);
 
 }  // namespace trtrace::files

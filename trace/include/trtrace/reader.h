@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -163,6 +164,14 @@ struct VerifyReport {
   bool truncated() const;  // a Truncated issue and no Corrupt one
 };
 
+// Blobs a trace's calls refer to that lie outside it, each a view into memory that `keep` holds (the
+// mapped BIN of a JSON+BIN capture converted with WriterOptions::storeBlobs false). The bytes were
+// hashed into these keys when the calls were converted.
+struct ExternalBlobs {
+  std::shared_ptr<const void> keep;
+  std::unordered_map<BlobRef, std::span<const std::byte>, BlobRefHasher> blobs;
+};
+
 class Reader {
  public:
   static std::unique_ptr<Reader> open(const std::string& path);  // a regular file (trtrace/files.h)
@@ -213,6 +222,8 @@ class Reader {
   // (trtrace/progress.h). Throws Error only for bad options; an unusable cache degrades to a
   // temporary file, then to decoding in memory, as the report says.
   DecodeCacheReport useDecodeCache(const DecodeCacheOptions& options);
+  // A blob the trace does not hold is looked up here (zero-copy views, not hashed again).
+  void setExternalBlobs(std::shared_ptr<const ExternalBlobs> blobs);
   // The same bytes as `view` (a zero-copy view of this reader: the trace's or the decode cache's
   // mapping) at another address: a second read-only mapping of the same file pages, so a second
   // owner of the bytes costs no memory. Empty when `view` does not start on a page of a mapping.

@@ -41,6 +41,9 @@ struct WriterOptions {
   uint32_t chunkBytes = 4 << 20;    // blobs are compressed in chunks of this many raw bytes
   int workerThreads = 1;            // 0 = compress/write on the caller's thread
   uint64_t queueBytes = 256 << 20;  // putBlob blocks while this many enqueued bytes are pending
+  // false: putBlob hashes and returns the key but stores nothing: the bytes lie elsewhere, and the
+  // reader is told where (Reader::setExternalBlobs; the player's in-memory log of a JSON+BIN capture).
+  bool storeBlobs = true;
   // Test-only fault injection (capture/session.cpp, TRTRACE_FAULT_WRITE_FAIL): called before every
   // write to the file; a non-zero errno fails that write as the system would (ENOSPC, EIO), faults
   // a test cannot get from a real filesystem on demand. Empty (the default): no effect.
