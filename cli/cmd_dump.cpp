@@ -1,4 +1,5 @@
 // trtrace dump TRACE [--network N] [--range A:B]: one line per call.
+#include <cctype>
 #include <cinttypes>
 #include <cstdio>
 #include <limits>
@@ -17,14 +18,12 @@
 namespace trtrace::cli {
 namespace {
 
-const char* statusName(CallStatus s) {
-  switch (s) {
-    case CallStatus::Ok: return "ok";
-    case CallStatus::Failed: return "FAILED";
-    case CallStatus::Unsupported: return "UNSUPPORTED";
-    case CallStatus::Exception: return "EXCEPTION";
-  }
-  return "?";
+// "ok", or the status in capitals so that a failure stands out in a dump.
+std::string statusText(CallStatus s) {
+  if (s == CallStatus::Ok) return "ok";
+  std::string t(statusName(s));
+  for (char& ch : t) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return t;
 }
 
 // Enum values by name (DataType::kHALF) when the trace is of the library this build's spec
@@ -55,7 +54,7 @@ std::string callLine(const Reader& r, const CallView& c) {
   }
   s += ")";
   if (auto v = c.ret()) s += " -> " + valueText(r, *v);
-  s += std::string(" [") + statusName(c.status());
+  s += " [" + statusText(c.status());
   if (c.status() == CallStatus::Unsupported)
     s += " " + std::string(c.unsupportedInterface()) + " slot " + std::to_string(c.unsupportedSlot());
   s += "]";

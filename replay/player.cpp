@@ -175,9 +175,9 @@ Verdicts compareWithCapture(const Args& a, const std::string& lib, std::vector<N
       std::fprintf(stderr, "tensorrt_player: network %u: differs: library nondeterminism suspected (%d builds at "
                    "different heap layouts gave %d distinct engines, none the capture's)\n", r.network - 1, rc.builds, rc.distinct);
     } else {
+      const std::string failed = rc.failed ? ", " + std::to_string(rc.failed) + " wrote no engine" : "";
       std::fprintf(stderr, "tensorrt_player: network %u: differs: %d rebuilds at other heap layouts gave the first "
-                   "replay's engine%s\n", r.network - 1, rc.builds - 1,
-                   rc.failed ? (", " + std::to_string(rc.failed) + " wrote no engine").c_str() : "");
+                   "replay's engine%s\n", r.network - 1, rc.builds - 1, failed.c_str());
     }
   }
   return verdicts;

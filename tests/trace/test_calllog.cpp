@@ -368,7 +368,9 @@ TEST(CallLog, EmptyEightByteArraysAnywhereDecodeAfterVerify) {
       EXPECT_NO_THROW(c.arg(i).handles());
     }
     EXPECT_TRUE(c.ret().has_value());
-    if (c.ret()) EXPECT_NO_THROW(EXPECT_TRUE(c.ret()->ints().empty()));
+    if (c.ret()) {
+      EXPECT_NO_THROW(EXPECT_TRUE(c.ret()->ints().empty()));
+    }
     ++seen;
     return true;
   });

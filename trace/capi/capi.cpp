@@ -2,6 +2,7 @@
 // into JSON and exceptions into one error line.
 #include "trtrace_c.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -122,14 +123,11 @@ std::string valueJson(const Reader& r, const ValueView& v, std::string_view name
   return s + "}";
 }
 
-const char* statusName(CallStatus s) {
-  switch (s) {
-    case CallStatus::Ok: return "ok";
-    case CallStatus::Failed: return "failed";
-    case CallStatus::Unsupported: return "unsupported";
-    case CallStatus::Exception: return "exception";
-  }
-  return "?";
+// The status in lower case ("ok", "failed", ...), as the Python API documents it.
+std::string statusText(CallStatus s) {
+  std::string t(statusName(s));
+  for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return t;
 }
 
 // One call as a JSON object: names from the trace's own API descriptors, how each argument is
@@ -147,7 +145,7 @@ std::string callJson(const Reader& r, const CallView& c) {
     s += (i ? "," : "") + valueJson(r, c.arg(i), name, d && i < d->nargs ? d->params[i].text : "");
   }
   s += "],\"result\":" + (c.ret() ? valueJson(r, *c.ret(), "result", d ? d->result.text : "") : std::string("null"));
-  s += ",\"status\":" + str(statusName(c.status())) + ",\"message\":" + str(c.message()) + ",\"build\":";
+  s += ",\"status\":" + str(statusText(c.status())) + ",\"message\":" + str(c.message()) + ",\"build\":";
   if (auto b = c.buildResult()) {
     s += std::string("{\"ok\":") + (b->ok ? "true" : "false") + ",\"engine_size\":" + std::to_string(b->engineSize) +
          ",\"engine_hash\":" + str(b->ok ? toHex(b->engineHash) : "") + ",\"errors\":[";

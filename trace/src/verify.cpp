@@ -126,10 +126,9 @@ void Verifier::blob(uint64_t pos, const std::string& name) {
   bi.ref = {{r.hashLo, r.hashHi}, r.rawSize};
   bi.offset = pos;
   bi.dataOffset = pos + sizeof(F::BlockHeader) + r.dataOffset;
-  const bool lost = r.encoding == uint16_t(F::BlobEncoding::Lost);
-  try {
-    const Hash128 h = lost ? bi.ref.hash  // no bytes to check (format.h, Lost)
-                      : F::isRawEncoding(r.encoding)
+  const bool lost = r.encoding == uint16_t(F::BlobEncoding::Lost);  // no bytes to check (format.h)
+  if (!lost) try {
+    const Hash128 h = F::isRawEncoding(r.encoding)
                           ? hash128(m_.base + bi.dataOffset, r.rawSize)
                           : detail::decodeBlob({m_.path, m_.base, bi}, nullptr, true);  // decoded and hashed in one pass
     if (!(h == bi.ref.hash)) issue(P::Corrupt, pos, name + ": content hash mismatch");

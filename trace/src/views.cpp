@@ -21,6 +21,10 @@ std::string_view kindName(ValueKind k) {
   return fb::EnumNameValueKind(static_cast<fb::ValueKind>(k));
 }
 
+std::string_view statusName(CallStatus s) {
+  return fb::EnumNameCallStatus(static_cast<fb::CallStatus>(s));
+}
+
 ValueKind ValueView::kind() const { return v_ ? static_cast<ValueKind>(v_->kind()) : ValueKind::Null; }
 bool ValueView::asBool() const { return v_ && v_->i() != 0; }
 int64_t ValueView::asI64() const { return v_ ? v_->i() : 0; }

@@ -39,6 +39,7 @@ enum class ValueKind : uint8_t {  // same numbering as trtrace.fb.ValueKind
   Bytes, WeightsInline, WeightsBlob, WeightsRandom,
 };
 std::string_view kindName(ValueKind k);
+std::string_view statusName(CallStatus s);  // the schema's name: "Ok", "Failed", "Unsupported", "Exception"
 
 // A value inside the mapping. Getters return the field the kind uses (0/empty otherwise).
 class ValueView {
