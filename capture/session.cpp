@@ -180,6 +180,7 @@ Config Config::fromEnv() {
   if (gApiJsonSet) c.outputJson = gApiJson;  // trtShimSetOutputJsonFile wins over the environment
   c.ignoreVersion = envBool("TRTRACE_IGNORE_VERSION", false);
   c.zstdLevel = static_cast<int>(std::min<int64_t>(envInt("TRTRACE_ZSTD_LEVEL", c.zstdLevel), 22));
+  c.durable = envBool("TRTRACE_SYNC", false);
   c.workers = static_cast<int>(std::min<int64_t>(envInt("TRTRACE_CAPTURE_WORKERS", c.workers), 64));
   c.queueMiB = envInt("TRTRACE_CAPTURE_QUEUE_MB", c.queueMiB);
   if (env("TRTRACE_FAULT_KILL_AT_CALL")) gKillAtCall = envInt("TRTRACE_FAULT_KILL_AT_CALL", -1);
@@ -298,6 +299,7 @@ void Session::open() {
   WriterOptions o;
   o.path = path_;
   o.zstdLevel = config_.zstdLevel;
+  o.durable = config_.durable;
   // Flush after every call: a call's weights must be on disk before the segment naming them, so
   // blobs are written on the calling thread (a worker could still hold them when the app dies).
   o.workerThreads = config_.flushEveryCall ? 0 : config_.workers;

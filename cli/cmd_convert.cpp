@@ -1,6 +1,8 @@
 // trtrace convert IN OUT: NVIDIA JSON+BIN <-> trace; the direction follows IN's content
 // (convert::detect: a trace by its magic; anything else is read as NVIDIA's JSON, its BIN beside it).
+#include <algorithm>
 #include <cstdio>
+#include <thread>
 
 #include "commands.h"
 #include "trtrace/convert.h"
@@ -11,8 +13,8 @@ namespace trtrace::cli {
 Command addConvert(CLI::App& app) {
   struct Opts {
     std::string in, out, bin;
-    bool allCalls = false, quiet = false;
-    int level = 3, threads = 1;
+    bool allCalls = false, quiet = false, sync = false;
+    int level = kDefaultBlobZstdLevel, threads = std::clamp<int>(int(std::thread::hardware_concurrency()) - 1, 1, 8);
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand(
@@ -23,7 +25,9 @@ Command addConvert(CLI::App& app) {
   sub->add_flag("--all-calls", o->allCalls,
                 "trace -> JSON: also write destructors (\"~\") and IHostMemory calls, which NVIDIA's shim does not record");
   sub->add_option("--level", o->level, "JSON -> trace: zstd level for the trace's blobs (0 = raw)")->capture_default_str();
-  sub->add_option("--threads", o->threads, "JSON -> trace: blob compression threads")->capture_default_str();
+  sub->add_option("--threads", o->threads, "JSON -> trace: blob compression threads (default: the cores but one)")
+      ->capture_default_str();
+  sub->add_flag("--sync", o->sync, "JSON -> trace: wait until the trace is on the disk (fdatasync) before it is complete");
   sub->add_flag("-q,--quiet", o->quiet, "no summary line");
   return {sub, [o]() {
             convert::Stats s;
@@ -44,6 +48,7 @@ Command addConvert(CLI::App& app) {
               j.binPath = o->bin;
               j.zstdLevel = o->level;
               j.workerThreads = o->threads;
+              j.durable = o->sync;
               Progress progress("trtrace convert " + o->in, 0);
               j.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };
               s = convert::jsonToTrace(o->in, o->out, j);

@@ -21,7 +21,7 @@ namespace trtrace::cli {
 
 struct RewriteOptions {
   std::string in, out;
-  bool raw = false, compress = false, noByteGroup = false, salvage = false;
+  bool raw = false, compress = false, noByteGroup = false, salvage = false, sync = false;
   int level = 3, threads = 2, logLevel = 3;
 };
 
@@ -107,6 +107,8 @@ static int runRewrite(const RewriteOptions& o) {
   wo.byteGrouping = !o.noByteGroup;
   wo.logZstdLevel = o.logLevel;
   wo.workerThreads = o.threads;
+  wo.durable = o.sync;
+  if (o.compress) wo.minCompressBytes = 0;  // asked for: every blob where zstd pays, small ones too
   auto w = Writer::create(wo, headerOf(*r));
   const auto damaged = copyBlobs(*r, *w, o, wo.queueBytes);
   std::string which;
@@ -135,13 +137,14 @@ Command addRewrite(CLI::App& app) {
   sub->add_option("in", o->in, "Input trace")->required();
   sub->add_option("out", o->out, "Output trace (written to a temp file, then renamed)")->required();
   auto* raw = sub->add_flag("--raw", o->raw, "Store every blob raw, 4 KiB aligned");
-  auto* comp = sub->add_flag("--compress", o->compress, "Compress blobs with zstd where it saves");
+  auto* comp = sub->add_flag("--compress", o->compress, "Compress blobs with zstd where it saves (small ones too)");
   raw->excludes(comp);
   sub->add_option("--level", o->level, "zstd level for --compress")->check(CLI::Range(1, 22));
   sub->add_option("--log-level", o->logLevel, "zstd level for call-log segments (0: store them raw)")
       ->check(CLI::Range(0, 22));
   sub->add_flag("--no-byte-group", o->noByteGroup, "Disable the fp16/bf16/fp32 byte-grouping transform");
   sub->add_option("--threads", o->threads, "Compression threads")->check(CLI::Range(0, 64));
+  sub->add_flag("--sync", o->sync, "wait until OUT is on the disk (fdatasync) before it is complete");
   sub->add_flag("--salvage", o->salvage,
                 "Rewrite what can be kept of a truncated or damaged trace: its readable prefix, without damaged "
                 "blobs and the calls from the first one that uses one");

@@ -1,10 +1,11 @@
 // NVIDIA JSON+BIN -> trtrace trace.
 //
-// Streaming: a small hand-written scanner walks the top-level object and finds the extent of each
-// api_calls element (strings and brackets only); each element is then parsed by simdjson's DOM
-// parser in place (zero-copy: the JSON is mapped with zero padding after its end). Memory is the
-// largest record's parse tape plus the writer's bounded blob queue; mapped pages already consumed
-// are dropped as the conversion advances.
+// Streaming: a small hand-written scanner walks the top-level object. The api_calls elements are
+// parsed by simdjson's DOM parser in batches of about kBatchBytes of whole records, wrapped as one
+// JSON array (one pass over the bytes, one parse per batch); where a batch cannot be cut, one
+// record at a time: the scanner finds its extent and simdjson parses it in place (the JSON is
+// mapped with zero padding after its end). Memory is the largest batch's parse tape plus the
+// writer's bounded blob queue; mapped pages already consumed are dropped as the conversion advances.
 #include <simdjson.h>
 #include <sys/stat.h>
 
@@ -22,6 +23,7 @@
 #include "trtrace/hash.h"
 
 #include "common.h"
+#include "id_maps.h"
 #include "trtrace/api_abi.h"
 #include "trtrace/convert.h"
 #include "trtrace/files.h"
@@ -158,6 +160,14 @@ struct WeightsInfo {
   uint64_t ptr = 0;   // pointer identity: one per (network, NVIDIA id), which NVIDIA keys by host pointer
 };
 
+// `argument "name"` in a message, spelled only when a message is made (never per record).
+struct ArgName {
+  std::string_view name;
+  std::string operator+(std::string_view what) const {
+    return std::string("argument \"").append(name).append("\"").append(what);
+  }
+};
+
 struct Arg {
   K k = K::Null;
   int64_t i = 0;
@@ -188,20 +198,24 @@ class Converter {
   }
   void open(Scanner& s);
   void convertCalls(Scanner& s);
+  void convertOne(Scanner& s);
+  size_t batchEnd(const Scanner& s) const;
+  bool convertBatch(Scanner& s, size_t end);
+  void convertParsed(element el);
   void convertRecord(object o);
   const api::ApiDesc& selectOverload(const object& o, std::string_view cls, std::string_view fn);
   uint64_t callKey(const api::ApiDesc& d, uint64_t receiver);
-  uint64_t resultHandle(const api::ApiDesc& d, uint64_t receiver, uint32_t net, const element* r);
+  uint64_t resultHandle(const api::ApiDesc& d, uint64_t memoKey, uint32_t net, const element* r);
   uint64_t handleOf(int64_t nvId, std::string_view what);
   uint32_t networkOfArg(const object& o, const api::ApiDesc& d);
   void decode(const api::ApiDesc& d, uint32_t i, const object& o, Arg& a, uint32_t net);
   void decodeArray(const api::ParamDesc& p, element e, Arg& a, std::string_view name);
   void decodeStruct(const api::ParamDesc& p, element e, Arg& a, std::string_view name);
   void deriveCounts(const api::ApiDesc& d);
-  simdjson::dom::array arrayOf(element e, const std::string& arg);
-  int64_t objectId(element e, std::string_view name, const std::string& notObject);
+  simdjson::dom::array arrayOf(element e, const ArgName& arg);
+  int64_t objectId(element e, std::string_view name, const ArgName& arg, const char* notObject);
   void decodeWeights(element e, Arg& a, uint32_t net, std::string_view name);
-  void decodeInline(element x, WeightsInfo& info, std::string_view name, const std::string& arg);
+  void decodeInline(element x, WeightsInfo& info, std::string_view name, const ArgName& arg);
   void emit(CallEncoder& e, const Arg& a);
   int64_t getInt(element e, std::string_view what);
   double getNumber(element e, std::string_view field, int64_t index = -1);
@@ -228,12 +242,12 @@ class Converter {
   // State that mirrors the capture shim's: handles in creation order, network ids.
   // Trace handles are ours, dense from 1 (one per returned object): a vector. NVIDIA ids come from
   // the input, so they key hash maps: a hostile id (2^40) costs one entry, not a table that size.
-  std::unordered_map<int64_t, uint64_t> handles_;  // NVIDIA object id -> trace handle
+  IdMap handles_;  // NVIDIA object id -> trace handle
   std::vector<uint32_t> netOf_;    // trace handle -> network id
   uint64_t nextHandle_ = 0;
   uint32_t networks_ = 0;
   // XXH3 of (receiver, api, args) of getters/creators -> the handle they returned
-  std::unordered_map<uint64_t, uint64_t> seen_;
+  HashMap64 seen_;
   std::string key_;
   uint64_t newHandle(uint32_t net) {
     ++nextHandle_;
@@ -247,6 +261,11 @@ class Converter {
   std::vector<Arg> args_;
   std::vector<std::string_view> keys_;
   simdjson::dom::parser parser_;
+  static constexpr size_t kBatchBytes = 1u << 20;
+  std::string separator_;  // between two records, as the file writes it: "}" ... "," ... "{"
+  std::unique_ptr<char[]> batch_;  // "[" + a batch's records + "]" + simdjson's padding
+  size_t batchCap_ = 0;
+  unsigned batchFailures_ = 0;
 };
 
 Stats Converter::run() {
@@ -364,6 +383,7 @@ void Converter::open(Scanner& s) {
   wo.flush = FlushPolicy::AtClose;
   wo.zstdLevel = opt_.zstdLevel;
   wo.workerThreads = opt_.workerThreads;
+  wo.durable = opt_.durable;
   if (opt_.inPlace) wo.storeBlobs = false, wo.logZstdLevel = 0;  // the player's log, read once, in memory
   writer_ = Writer::create(wo, h);
   lib::describeApis(*writer_);
@@ -376,25 +396,12 @@ void Converter::convertCalls(Scanner& s) {
     ++s.pos;
     return;
   }
-  for (index_ = 0;; ++index_) {
+  for (index_ = 0;;) {
     apiIndex_ = -1;
     if (s.peek() != '{') s.fail("api_calls[" + std::to_string(index_) + "] is not an object");
-    const size_t start = s.pos;
-    s.skipValue();
-    element el;
-    auto err = parser_.parse(s.p + start, s.pos - start, false).get(el);
-    if (err) {
-      throw Error(Error::Kind::Corrupt, jsonPath_ + ": malformed JSON in api_calls[" + std::to_string(index_) +
-                                            "] (bytes " + std::to_string(start) + ".." + std::to_string(s.pos) +
-                                            "): " + simdjson::error_message(err));
-    }
-    try {
-      convertRecord(el.get_object().value_unsafe());
-    } catch (const std::bad_alloc&) {  // one line naming the record, never a bare "std::bad_alloc"
-      fail("out of memory converting this call", Error::Kind::Io);
-    }
-    ++st_.calls;
-    json_->release(start);
+    const size_t end = batchEnd(s);
+    if (end == 0 || !convertBatch(s, end)) convertOne(s);
+    json_->release(s.pos);
     if (opt_.progress) opt_.progress(s.pos, s.n);
     char c = s.peek();
     ++s.pos;
@@ -402,6 +409,85 @@ void Converter::convertCalls(Scanner& s) {
     if (c != ',') { --s.pos; s.fail("expected ',' or ']' in api_calls"); }
   }
   apiIndex_ = -1;
+}
+
+// One record, the exact way: the scanner finds its extent, simdjson parses it in place. The first
+// one also teaches the separator between records that batches are cut at.
+void Converter::convertOne(Scanner& s) {
+  const size_t start = s.pos;
+  s.skipValue();
+  element el;
+  auto err = parser_.parse(s.p + start, s.pos - start, false).get(el);
+  if (err) {
+    throw Error(Error::Kind::Corrupt, jsonPath_ + ": malformed JSON in api_calls[" + std::to_string(index_) +
+                                          "] (bytes " + std::to_string(start) + ".." + std::to_string(s.pos) +
+                                          "): " + simdjson::error_message(err));
+  }
+  convertParsed(el);
+  if (separator_.empty()) {  // "}" + whitespace + "," + whitespace + "{"
+    size_t i = s.pos;
+    auto skipWs = [&] { while (i < s.n && std::strchr(" \t\r\n", s.p[i]) && s.p[i]) ++i; };
+    skipWs();
+    if (i < s.n && s.p[i] == ',') {
+      ++i;
+      skipWs();
+      if (i < s.n && s.p[i] == '{') separator_.assign(s.p + s.pos - 1, i + 1 - (s.pos - 1));
+    }
+  }
+}
+
+// Where a batch that starts at s.pos may end (just past a record's closing brace): the first
+// separator at least kBatchBytes on, else the last one; 0 if there is none, or if batches keep
+// failing on this file's layout.
+size_t Converter::batchEnd(const Scanner& s) const {
+  if (separator_.empty() || batchFailures_ > 4) return 0;
+  const char* sep = separator_.data();
+  const size_t from = std::min(s.pos + kBatchBytes, s.n);
+  if (const void* q = ::memmem(s.p + from, s.n - from, sep, separator_.size()))
+    return static_cast<size_t>(static_cast<const char*>(q) - s.p) + 1;
+  size_t last = 0;  // the end of the array: the last separator after s.pos
+  for (const char* q = s.p + s.pos; (q = static_cast<const char*>(::memmem(q, s.n - (q - s.p), sep, separator_.size())));
+       ++q)
+    last = static_cast<size_t>(q - s.p) + 1;
+  return last;
+}
+
+// Records [s.pos, end) as one array. False (nothing converted) when those bytes are not whole
+// records: a cut inside a string or a nested value leaves an unterminated string or unbalanced
+// brackets, so the parse fails; the exact path then takes over.
+bool Converter::convertBatch(Scanner& s, size_t end) {
+  const size_t len = end - s.pos;
+  if (batchCap_ < len + 2 + simdjson::SIMDJSON_PADDING) {
+    batchCap_ = len + 2 + simdjson::SIMDJSON_PADDING;
+    batch_ = std::make_unique<char[]>(batchCap_);
+  }
+  batch_[0] = '[';
+  std::memcpy(batch_.get() + 1, s.p + s.pos, len);
+  batch_[len + 1] = ']';
+  element doc;
+  simdjson::dom::array records;
+  bool whole = !parser_.parse(batch_.get(), len + 2, false).get(doc) && !doc.get_array().get(records);
+  for (auto it = records.begin(); whole && it != records.end(); ++it) whole = (*it).is_object();
+  if (!whole) {
+    ++batchFailures_;
+    return false;
+  }
+  for (element el : records) {
+    apiIndex_ = -1;
+    convertParsed(el);
+  }
+  s.pos = end;
+  return true;
+}
+
+void Converter::convertParsed(element el) {
+  try {
+    convertRecord(el.get_object().value_unsafe());
+  } catch (const std::bad_alloc&) {  // one line naming the record, never a bare "std::bad_alloc"
+    fail("out of memory converting this call", Error::Kind::Io);
+  }
+  ++st_.calls;
+  ++index_;
 }
 
 int64_t Converter::getInt(element e, std::string_view what) {
@@ -428,10 +514,9 @@ double Converter::getNumber(element e, std::string_view field, int64_t index) {
 }
 
 uint64_t Converter::handleOf(int64_t nvId, std::string_view what) {
-  auto it = handles_.find(nvId);
-  if (it == handles_.end())
-    fail(std::string(what) + " is object " + std::to_string(nvId) + ", which no earlier call returned");
-  return it->second;
+  const uint64_t h = handles_.find(nvId);
+  if (!h) fail(std::string(what) + " is object " + std::to_string(nvId) + ", which no earlier call returned");
+  return h;
 }
 
 // The network a call belongs to when its receiver has none (Builder calls): the first object
@@ -443,9 +528,7 @@ uint32_t Converter::networkOfArg(const object& o, const api::ApiDesc& d) {
     if (o.at_key(d.args[i]).get(e) != simdjson::SUCCESS) continue;
     int64_t id;
     if (e.at_key("object").get_int64().get(id) != simdjson::SUCCESS) continue;
-    auto it = handles_.find(id);
-    if (it == handles_.end()) continue;
-    if (uint32_t n = netOf(it->second)) return n;
+    if (uint32_t n = netOf(handles_.find(id))) return n;
   }
   return 0;
 }
@@ -497,13 +580,18 @@ void Converter::convertRecord(object o) {
   if (args_.size() < d.nargs) args_.resize(d.nargs);
   for (uint32_t i = 0; i < d.nargs; ++i) decode(d, i, o, args_[i], net);
   deriveCounts(d);
+  // "The same call again" (getOutput(0) twice) returns a known object: only getters and creators
+  // can (add* always make a new object). The memo's slot is fetched while the call is encoded.
+  const bool memo = d.has(api::flag::kGetter) || d.has(api::flag::kCreator);
+  const uint64_t memoKey = memo ? callKey(d, receiver) : 0;
+  if (memo) seen_.prefetch(memoKey);
 
   CallEncoder& enc = writer_->beginCall(d.id, receiver, net);
   for (uint32_t i = 0; i < d.nargs; ++i) emit(enc, args_[i]);
   element r;
   const bool hasReturn = o.at_key("return").get(r) == simdjson::SUCCESS;
   if (d.result.kind == api::Kind::Handle || hasReturn)  // entry points' results are "foreign" (void*)
-    enc.retHandle(resultHandle(d, receiver, net, hasReturn ? &r : nullptr));
+    enc.retHandle(resultHandle(d, memoKey, net, hasReturn ? &r : nullptr));
   enc.endCall();
   if (pendingBlobBytes_ > (64u << 20)) {  // bounded: the BIN pages hashed so far leave the RSS
     writer_->drainBlobs();
@@ -528,11 +616,10 @@ uint64_t Converter::callKey(const api::ApiDesc& d, uint64_t receiver) {
 }
 
 // The trace handle of a call's returned object: the record's "return", else a known one.
-uint64_t Converter::resultHandle(const api::ApiDesc& d, uint64_t receiver, uint32_t net, const element* r) {
-  // "The same call again" (getOutput(0) twice) returns a known object: NVIDIA writes no return.
-  // Only getters and creators can do that (add* always make a new object).
+// memoKey: callKey of a getter or creator (NVIDIA writes no return for a known object), else 0.
+uint64_t Converter::resultHandle(const api::ApiDesc& d, uint64_t memoKey, uint32_t net, const element* r) {
   const bool memo = d.has(api::flag::kGetter) || d.has(api::flag::kCreator);
-  const uint64_t key = memo ? callKey(d, receiver) : 0;
+  const uint64_t key = memoKey;
   const uint32_t resultNet = d.has(api::flag::kStartsNetwork) ? 0 : net;
   uint64_t h = 0;
   if (r) {
@@ -541,23 +628,21 @@ uint64_t Converter::resultHandle(const api::ApiDesc& d, uint64_t receiver, uint3
     const int64_t nvId = getInt(ro, "return.object");
     if (nvId < 0) fail("\"return\" object id " + std::to_string(nvId) + " is negative");
     h = newHandle(resultNet);
-    handles_[nvId] = h;
+    handles_.set(nvId, h);
   } else {
-    auto it = memo ? seen_.find(key) : seen_.end();
-    if (it != seen_.end() && !d.has(api::flag::kCreator)) {
-      h = it->second;  // a known object returned again
+    const uint64_t known = memo ? seen_.find(key) : 0;
+    if (known && !d.has(api::flag::kCreator)) {
+      h = known;  // a known object returned again
     } else {
       // Not recorded by NVIDIA: the engine's IHostMemory, an object re-created at the address of
       // a deleted one (createBuilderConfig after delete: later records use the old id), or a
       // known object reached another way (getInput of a network input). A fresh handle binds
       // whatever the replay returns.
       h = newHandle(resultNet);
-      if (it != seen_.end())
-        for (auto& [id, handle] : handles_)
-          if (handle == it->second) handle = h;
+      if (known) handles_.rebind(known, h);
     }
   }
-  if (memo) seen_[key] = h;
+  if (memo) seen_.set(key, h);
   if (d.has(api::flag::kStartsNetwork) && !netOf(h)) netOf_[h] = ++networks_;
   return h;
 }
@@ -572,7 +657,7 @@ void Converter::decode(const api::ApiDesc& d, uint32_t i, const object& o, Arg& 
   a.ints.clear(), a.hs.clear(), a.fs.clear(), a.bytes.clear();
   element e;
   const bool present = o.at_key(name).get(e) == simdjson::SUCCESS;
-  const std::string arg = "argument \"" + std::string(name) + "\"";
+  const ArgName arg{name};
   using api::Kind;
   switch (p.kind) {
     case Kind::Foreign: a.k = K::Bool, a.i = 1; return;  // NVIDIA never writes application objects (loggers)
@@ -610,10 +695,10 @@ void Converter::decode(const api::ApiDesc& d, uint32_t i, const object& o, Arg& 
       for (element x : arrayOf(e, arg)) a.ints.push_back(getInt(x, name));
       if (a.ints.size() > lib::kMaxDims) fail(arg + " has more than " + std::to_string(lib::kMaxDims) + " dimensions");
       break;
-    case Kind::Handle: a.k = K::Handle, a.u = handleOf(objectId(e, name, arg + " is not {\"object\": N}"), name); break;
+    case Kind::Handle: a.k = K::Handle, a.u = handleOf(objectId(e, name, arg, " is not {\"object\": N}"), name); break;
     case Kind::Handles:
       a.k = K::Handles;
-      for (element x : arrayOf(e, arg)) a.hs.push_back(handleOf(objectId(x, name, arg + ": an element is not {\"object\": N}"), name));
+      for (element x : arrayOf(e, arg)) a.hs.push_back(handleOf(objectId(x, name, arg, ": an element is not {\"object\": N}"), name));
       a.length = a.hs.size();
       break;
     case Kind::Array: decodeArray(p, e, a, name); break;
@@ -624,20 +709,20 @@ void Converter::decode(const api::ApiDesc& d, uint32_t i, const object& o, Arg& 
   }
 }
 
-simdjson::dom::array Converter::arrayOf(element e, const std::string& arg) {
+simdjson::dom::array Converter::arrayOf(element e, const ArgName& arg) {
   simdjson::dom::array arr;
   if (e.get_array().get(arr) != simdjson::SUCCESS) fail(arg + " is not an array");
   return arr;
 }
 
-int64_t Converter::objectId(element e, std::string_view name, const std::string& notObject) {
+int64_t Converter::objectId(element e, std::string_view name, const ArgName& arg, const char* notObject) {
   element id;
-  if (e.at_key("object").get(id) != simdjson::SUCCESS) fail(notObject);
+  if (e.at_key("object").get(id) != simdjson::SUCCESS) fail(arg + notObject);
   return getInt(id, name);
 }
 
 void Converter::decodeArray(const api::ParamDesc& p, element e, Arg& a, std::string_view name) {
-  const std::string arg = "argument \"" + std::string(name) + "\"";
+  const ArgName arg{name};
   if (p.elem == api::Kind::F32) {
     a.k = K::F32Arr;
     for (element x : arrayOf(e, arg)) a.fs.push_back(static_cast<float>(getNumber(x, name)));
@@ -651,7 +736,7 @@ void Converter::decodeArray(const api::ParamDesc& p, element e, Arg& a, std::str
 
 // Structs NVIDIA writes: Permutation as its order array. Others were never observed.
 void Converter::decodeStruct(const api::ParamDesc& p, element e, Arg& a, std::string_view name) {
-  const std::string arg = "argument \"" + std::string(name) + "\"";
+  const ArgName arg{name};
   if (p.structId != api::StructId::Permutation)
     fail(arg + " of kind " + std::string(p.text) + " cannot be converted (encoding unknown)", Error::Kind::Usage);
   a.k = K::Bytes;
@@ -675,7 +760,7 @@ void Converter::deriveCounts(const api::ApiDesc& d) {
 }
 
 // Inline weights: "count" numbers, encoded as the DataType stores them.
-void Converter::decodeInline(element x, WeightsInfo& info, std::string_view name, const std::string& arg) {
+void Converter::decodeInline(element x, WeightsInfo& info, std::string_view name, const ArgName& arg) {
   simdjson::dom::array arr;
   if (x.get_array().get(arr) != simdjson::SUCCESS) fail(arg + ": \"inline\" is not an array");
   info.k = K::WInline;
@@ -708,7 +793,7 @@ void Converter::decodeInline(element x, WeightsInfo& info, std::string_view name
 }
 
 void Converter::decodeWeights(element e, Arg& a, uint32_t net, std::string_view name) {
-  const std::string arg = "argument \"" + std::string(name) + "\"";
+  const ArgName arg{name};
   object w;
   if (e.get_object().get(w) != simdjson::SUCCESS) fail(arg + " is not a Weights object");
   ++st_.weights;

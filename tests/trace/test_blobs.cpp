@@ -299,6 +299,7 @@ TEST(Blobs, CheckedBlobHashesWhileDecodingAndCatchesDamage) {
       WriterOptions o;
       o.path = path;
       o.chunkBytes = 4096;
+      o.minCompressBytes = 0;
       auto w = Writer::create(o, tt::header());
       ref = w->putBlob(bytes.data(), bytes.size(), hint);
       w->close();

@@ -91,6 +91,7 @@ inline Sample writeSample(const std::string& path, int workers = 1) {
   o.path = path;
   o.workerThreads = workers;
   o.chunkBytes = 4096;
+  o.minCompressBytes = 0;  // its small zeros blob is compressed
   auto w = Writer::create(o, header());
   std::string_view addArgs[] = {"input", "weights"};
   w->describeApi(1, "Network", "addLayer", addArgs);

@@ -21,7 +21,7 @@ namespace {
 // Compressed chunks of a small blob are buffered up to this many bytes before the file lock is
 // taken; beyond it the worker streams the rest under the lock (memory stays bounded).
 constexpr uint64_t kBlobBufferLimit = 16 << 20;
-constexpr uint64_t kMinCompressBytes = 256;
+constexpr uint64_t kMinCompressBytes = 256;  // a frame's overhead outweighs any saving below
 
 F::BlobTransform transformFor(BlobHint hint, uint64_t bytes, const WriterOptions& o) {
   if (!o.byteGrouping) return F::BlobTransform::None;
@@ -120,7 +120,13 @@ void BlobStore::signalStop() {
     std::lock_guard g(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  workCv_.notify_all();
+}
+
+bool BlobStore::batchReadyLocked() const {
+  constexpr uint64_t kWakeBytes = 1u << 20;
+  constexpr size_t kWakeJobs = 64;
+  return !queue_.empty() && (stopping_ || draining_ || blocked_ || queuedBytes_ >= kWakeBytes || queue_.size() >= kWakeJobs);
 }
 
 void BlobStore::stop() {
@@ -158,11 +164,18 @@ BlobRef BlobStore::put(const void* data, uint64_t bytes, BlobHint hint) {
       return ref;
     }
     // Bounded queue: wait while it is over budget (a single oversize blob still goes through).
-    cv_.wait(l, [&] { return pendingBytes_ == 0 || pendingBytes_ + bytes <= opt_.queueBytes; });
+    if (pendingBytes_ != 0 && pendingBytes_ + bytes > opt_.queueBytes) {
+      ++blocked_;
+      workCv_.notify_all();
+      doneCv_.wait(l, [&] { return pendingBytes_ == 0 || pendingBytes_ + bytes <= opt_.queueBytes; });
+      --blocked_;
+    }
     pendingBytes_ += bytes;
+    queuedBytes_ += bytes;
     queue_.push_back(job);
+    if (!batchReadyLocked()) return ref;
   }
-  cv_.notify_all();
+  workCv_.notify_one();
   return ref;
 }
 
@@ -182,15 +195,17 @@ Writer::Stats BlobStore::stats() const {
   return stats_;
 }
 
+// A worker takes jobs while there are any; once the queue is empty it sleeps until a batch is ready.
 void BlobStore::workerLoop(Scratch& s) {
   for (;;) {
     Job j;
     {
       std::unique_lock l(mu_);
-      cv_.wait(l, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) workCv_.wait(l, [&] { return stopping_ || batchReadyLocked(); });
       if (queue_.empty()) return;
       j = queue_.front();
       queue_.pop_front();
+      queuedBytes_ -= j.bytes;
     }
     consume(j, s);
   }
@@ -215,7 +230,9 @@ void BlobStore::consume(const Job& j, Scratch& s) {
   }
   pendingBytes_ -= j.bytes;
   pendingJobs_--;
-  cv_.notify_all();
+  // Waiters are woken when the queue is empty or half the budget is free, not per job (a small
+  // blob each would make a context switch each).
+  if ((draining_ && pendingJobs_ == 0) || (blocked_ && pendingBytes_ <= opt_.queueBytes / 2)) doneCv_.notify_all();
 }
 
 void BlobStore::rethrowWorkerError() {
@@ -226,11 +243,17 @@ void BlobStore::rethrowWorkerError() {
 void BlobStore::drain(const std::function<void(uint64_t)>& onWait) {
   {
     std::unique_lock l(mu_);
+    struct Waiting {  // while it waits, every queued blob is worth a wake-up
+      unsigned& n;
+      explicit Waiting(unsigned& w) : n(++w) {}
+      ~Waiting() { --n; }
+    } waiting(draining_);
+    workCv_.notify_all();
     if (!onWait) {
-      cv_.wait(l, [&] { return pendingJobs_ == 0; });
+      doneCv_.wait(l, [&] { return pendingJobs_ == 0; });
     } else {
       while (pendingJobs_ != 0) {
-        cv_.wait_for(l, std::chrono::milliseconds(100));
+        doneCv_.wait_for(l, std::chrono::milliseconds(100));
         const uint64_t left = pendingBytes_;
         l.unlock();
         onWait(left);
@@ -243,7 +266,7 @@ void BlobStore::drain(const std::function<void(uint64_t)>& onWait) {
 
 // ---- encoding ---------------------------------------------------------------------------------
 void BlobStore::write(const Job& j, Scratch& s) {
-  if (opt_.zstdLevel > 0 && j.bytes >= kMinCompressBytes) return writeCompressed(j, s);
+  if (opt_.zstdLevel > 0 && j.bytes >= std::max(kMinCompressBytes, opt_.minCompressBytes)) return writeCompressed(j, s);
   std::lock_guard g(file_.mu);
   writeRawLocked(j, s);
 }
@@ -264,15 +287,25 @@ void BlobStore::writeLostLocked(const Job& j) {
 // Raw blob at `end`: record, zero padding, data at the next 4 KiB boundary (a small blob: the next
 // 64-byte one, RawSmall, so that small weights cost no page of padding each). Holds file_.mu.
 void BlobStore::writeRawLocked(const Job& j, Scratch& s) {
+  static const std::byte kZeros[F::kBlobAlign] = {};
   uint64_t at = file_.end;
   const bool small = j.bytes < F::kSmallBlobMax;
   uint64_t dataAt = F::alignUp(at + sizeof(F::BlockHeader) + sizeof(F::BlobRecord), small ? F::kSmallBlobAlign : F::kBlobAlign);
   F::BlobRecord r = recordFor(j, small ? F::BlobEncoding::RawSmall : F::BlobEncoding::Raw, j.bytes,
                               dataAt - at - sizeof(F::BlockHeader));
+  const auto h = makeBlockHeader(F::BlockType::Blob, r.dataOffset + j.bytes, sizeof r, check32(&r, sizeof r));
   uint64_t recAt = at + sizeof(F::BlockHeader);
+  CallerBytes src(j);
+  if (j.bytes <= kRawPiece) {  // read whole, then the block in one write (a small blob's usual case)
+    const std::byte* p = j.bytes ? src.read(0, j.bytes, s.in) : kZeros;
+    if (!p || !src.intact()) return writeLostLocked(j);
+    const std::span<const std::byte> pieces[] = {{reinterpret_cast<const std::byte*>(&r), sizeof r},
+                                                 {kZeros, dataAt - recAt - sizeof r}, {p, j.bytes}};
+    file_.writeBlock(at, h, pieces);
+    return indexLocked(j, at, j.bytes, dataAt, r);
+  }
   file_.pwriteAll(&r, sizeof r, recAt);
   file_.writeZeros(recAt + sizeof r, dataAt - recAt - sizeof r);
-  CallerBytes src(j);
   for (uint64_t off = 0; off < j.bytes; off += kRawPiece) {
     const uint64_t n = std::min(kRawPiece, j.bytes - off);
     const std::byte* p = src.read(off, n, s.in);
@@ -280,7 +313,7 @@ void BlobStore::writeRawLocked(const Job& j, Scratch& s) {
     file_.pwriteAll(p, n, dataAt + off);
   }
   if (!src.intact()) return writeLostLocked(j);  // file_.end is still `at`: the attempt is overwritten
-  file_.finishBlock(at, makeBlockHeader(F::BlockType::Blob, r.dataOffset + j.bytes, sizeof r, check32(&r, sizeof r)));
+  file_.finishBlock(at, h);
   indexLocked(j, at, j.bytes, dataAt, r);
 }
 
@@ -333,10 +366,10 @@ void BlobStore::writeCompressed(const Job& j, Scratch& s) {
   // The blob stays compressed only if that saves at least minSaving.
   const bool intact = caller.intact();
   bool keep = double(written + dataOffset) <= double(j.bytes) * (1.0 - opt_.minSaving);
-  if (!lock.owns_lock()) {
+  const bool streamed = lock.owns_lock();
+  if (!streamed) {
     lock.lock();
     at = file_.end;
-    if (keep && intact) file_.pwriteAll(s.buffered.data(), s.buffered.size(), at + sizeof(F::BlockHeader) + dataOffset);
   }
   file_.end = at;  // a streamed attempt that is not kept is overwritten
   if (!intact) return writeLostLocked(j);
@@ -348,9 +381,14 @@ void BlobStore::writeCompressed(const Job& j, Scratch& s) {
   std::vector<std::byte> meta(dataOffset);
   std::memcpy(meta.data(), &r, sizeof r);
   std::memcpy(meta.data() + sizeof r, table.data(), nChunks * sizeof(F::ChunkEntry));
-  file_.pwriteAll(meta.data(), meta.size(), at + sizeof(F::BlockHeader));
-  file_.finishBlock(at, makeBlockHeader(F::BlockType::Blob, dataOffset + written, dataOffset,
-                                        check32(meta.data(), meta.size())));
+  const auto h = makeBlockHeader(F::BlockType::Blob, dataOffset + written, dataOffset, check32(meta.data(), meta.size()));
+  if (streamed) {
+    file_.pwriteAll(meta.data(), meta.size(), at + sizeof(F::BlockHeader));
+    file_.finishBlock(at, h);
+  } else {  // all in memory: the block in one write
+    const std::span<const std::byte> pieces[] = {meta, s.buffered};
+    file_.writeBlock(at, h, pieces);
+  }
   indexLocked(j, at, written, at + sizeof(F::BlockHeader) + dataOffset, r);
 }
 

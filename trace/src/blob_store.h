@@ -53,14 +53,20 @@ class BlobStore {
   void indexLocked(const Job& j, uint64_t at, uint64_t stored, uint64_t dataAt, const format::BlobRecord& r);
   void rethrowWorkerError();
   void signalStop();
+  // Workers sleep until a batch is worth a wake-up (a context switch per small blob costs more
+  // than compressing it), or until somebody waits for them. Holds mu_.
+  bool batchReadyLocked() const;
 
   BlockFile& file_;
   const WriterOptions& opt_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable workCv_;  // workers wait here for a batch
+  std::condition_variable doneCv_;  // producers over the budget, and drain, wait here
   std::unordered_set<BlobRef, BlobRefHasher> seen_;
   std::deque<Job> queue_;
   uint64_t pendingBytes_ = 0, pendingJobs_ = 0;  // enqueued and not yet consumed
+  uint64_t queuedBytes_ = 0;                     // in queue_ (not yet taken by a worker)
+  unsigned draining_ = 0, blocked_ = 0;          // on doneCv_: in drain(); in put(), over the budget
   bool stopping_ = false;
   std::exception_ptr workerError_;
   // One per worker, owned here rather than on the thread's stack, so it stays reachable from the

@@ -2,6 +2,8 @@
 // reader's per-block check.
 #include "block_file.h"
 
+#include <sys/uio.h>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -17,7 +19,7 @@ namespace trtrace::detail {
 namespace F = format;
 
 // ---- writing ----------------------------------------------------------------------------------
-BlockFile::BlockFile(const WriterOptions& o) : path_(o.path), writeFault_(o.writeFault) {
+BlockFile::BlockFile(const WriterOptions& o) : path_(o.path), writeFault_(o.writeFault), durable_(o.durable) {
   fd_ = o.fd >= 0 ? ::fcntl(o.fd, F_DUPFD_CLOEXEC, 0)
                   : ::open(o.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw Error(Error::Kind::Io, o.path + ": cannot create (" + errnoText() + ")");
@@ -35,7 +37,18 @@ void BlockFile::throwFailed() {
   throw Error(Error::Kind::Io, failure_);
 }
 
-// The one place that writes to the file.
+// A write at `off` failed (errno): nothing more is written, and every later write says why.
+void BlockFile::failWrite(uint64_t off) {
+  const std::string what = path_ + ": write at offset " + std::to_string(off) + " failed: " + errnoText();
+  {
+    std::lock_guard g(failMu_);
+    if (failure_.empty()) failure_ = what;
+  }
+  failed_ = true;
+  throwFailed();
+}
+
+// The one place that writes to the file (writeBlock's single call aside).
 void BlockFile::pwriteAll(const void* p, uint64_t n, uint64_t off) {
   if (failed_) throwFailed();
   auto* c = static_cast<const char*>(p);
@@ -44,13 +57,7 @@ void BlockFile::pwriteAll(const void* p, uint64_t n, uint64_t off) {
     ssize_t k = fault ? (errno = fault, -1) : ::pwrite(fd_, c, std::min<uint64_t>(n, 1u << 30), static_cast<off_t>(off));
     if (k < 0) {
       if (errno == EINTR) continue;
-      const std::string what = path_ + ": write at offset " + std::to_string(off) + " failed: " + errnoText();
-      {
-        std::lock_guard g(failMu_);
-        if (failure_.empty()) failure_ = what;
-      }
-      failed_ = true;
-      throwFailed();
+      failWrite(off);
     }
     c += k; off += static_cast<uint64_t>(k); n -= static_cast<uint64_t>(k);
   }
@@ -81,6 +88,36 @@ void BlockFile::finishBlock(uint64_t at, const F::BlockHeader& h) {
   end = next;
 }
 
+void BlockFile::writeBlock(uint64_t at, const F::BlockHeader& h, std::span<const std::span<const std::byte>> pieces) {
+  static const std::byte zeros[F::kBlockAlign] = {};
+  const uint64_t payloadEnd = at + sizeof h + h.payloadSize;
+  const uint64_t next = F::alignUp(payloadEnd, F::kBlockAlign);
+  std::vector<iovec> iov;
+  iov.reserve(pieces.size() + 1);
+  for (auto p : pieces)
+    if (!p.empty()) iov.push_back({const_cast<std::byte*>(p.data()), p.size()});
+  if (next > payloadEnd) iov.push_back({const_cast<std::byte*>(zeros), next - payloadEnd});
+  uint64_t total = 0;
+  for (const iovec& v : iov) total += v.iov_len;
+  if (failed_) throwFailed();
+  if (const int fault = writeFault_ ? writeFault_() : 0) {
+    errno = fault;
+    failWrite(at + sizeof h);
+  }
+  const ssize_t k = ::pwritev(fd_, iov.data(), static_cast<int>(iov.size()), static_cast<off_t>(at + sizeof h));
+  if (k != static_cast<ssize_t>(total)) {  // short, interrupted or failed: piece by piece, which retries or fails
+    uint64_t off = at + sizeof h, done = k > 0 ? static_cast<uint64_t>(k) : 0;
+    for (const iovec& v : iov) {
+      const uint64_t skip = std::min<uint64_t>(done, v.iov_len);
+      done -= skip;
+      if (skip < v.iov_len) pwriteAll(static_cast<const char*>(v.iov_base) + skip, v.iov_len - skip, off + skip);
+      off += v.iov_len;
+    }
+  }
+  pwriteAll(&h, sizeof h, at);
+  end = next;
+}
+
 void BlockFile::finish(uint64_t calls, uint64_t blobPuts, uint64_t blobPutBytes) {
   std::sort(blobEntries.begin(), blobEntries.end(), [](auto& a, auto& b) {
     return std::make_tuple(a.hash_hi(), a.hash_lo(), a.length()) <
@@ -92,7 +129,7 @@ void BlockFile::finish(uint64_t calls, uint64_t blobPuts, uint64_t blobPutBytes)
   uint64_t footerAt = appendBlock(F::BlockType::Footer, b.GetBufferPointer(), b.GetSize());
   if (::ftruncate(fd_, static_cast<off_t>(end)) != 0)
     throw Error(Error::Kind::Io, path_ + ": truncate failed: " + errnoText());
-  if (::fdatasync(fd_) != 0) throw Error(Error::Kind::Io, path_ + ": fdatasync failed: " + errnoText());
+  if (durable_ && ::fdatasync(fd_) != 0) throw Error(Error::Kind::Io, path_ + ": fdatasync failed: " + errnoText());
   // Only now does the header say "complete".
   auto fh = makeFileHeader(end, footerAt);
   pwriteAll(&fh, sizeof fh, 0);

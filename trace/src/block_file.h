@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,11 @@ class BlockFile {
   uint64_t appendBlock(format::BlockType type, const void* payload, uint64_t n, uint16_t flags = 0);
   // The block header at `at` (written last) and the zero padding after its payload; moves `end`.
   void finishBlock(uint64_t at, const format::BlockHeader& h);
-  // Footer index (blobs sorted for binary search), truncate, fdatasync, then the file header
+  // A block at `at` whose payload is the pieces back to back (h.payloadSize bytes in all): the
+  // payload and its padding in one system call, then the header, as finishBlock; moves `end`.
+  // For small blocks, where a system call per piece costs more than the bytes.
+  void writeBlock(uint64_t at, const format::BlockHeader& h, std::span<const std::span<const std::byte>> pieces);
+  // Footer index (blobs sorted for binary search), truncate, fdatasync if durable, then the file header
   // that says "complete"; closes the file.
   void finish(uint64_t calls, uint64_t blobPuts, uint64_t blobPutBytes);
 
@@ -48,9 +53,12 @@ class BlockFile {
   std::vector<fb::BlobEntry> blobEntries;    // footer index
 
  private:
+  [[noreturn]] void failWrite(uint64_t off);
+
   std::string path_;
   int fd_ = -1;
   std::function<int()> writeFault_;
+  bool durable_ = false;  // WriterOptions::durable
   std::atomic<bool> failed_{false};  // a write failed: nothing more is written (writer.h, "Failure")
   std::mutex failMu_;
   std::string failure_;

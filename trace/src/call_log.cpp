@@ -29,7 +29,17 @@ constexpr uint64_t kMinCompressSegment = 128;  // a frame's overhead outweighs a
 CallLog::CallLog(BlockFile& file, BlobStore& blobs, const WriterOptions& options)
     : file_(file), blobs_(blobs), opt_(options) {}
 
-CallLog::~CallLog() { ZSTD_freeCCtx(cctx_); }
+CallLog::~CallLog() {
+  if (bgThread_.joinable()) {
+    {
+      std::lock_guard g(bgMu_);
+      bg_.stop = true;
+    }
+    bgCv_.notify_all();
+    bgThread_.join();
+  }
+  ZSTD_freeCCtx(cctx_);
+}
 
 void CallLog::describe(uint32_t apiId, std::string_view iface, std::string_view method,
                        std::span<const std::string_view> argNames) {
@@ -41,7 +51,9 @@ void CallLog::describe(uint32_t apiId, std::string_view iface, std::string_view 
 
 Writer::Stats CallLog::stats() const {
   std::lock_guard g(statsMu_);
-  return stats_;
+  Writer::Stats s = stats_;
+  s.calls = calls_.load(std::memory_order_relaxed);
+  return s;
 }
 
 // ---- writing ----------------------------------------------------------------------------------
@@ -77,7 +89,6 @@ void CallLog::writeSegmentLocked(const void* fbuf, uint64_t n, uint64_t firstSeq
     uint64_t at = file_.appendBlock(F::BlockType::Segment, payload, payloadN, flags);
     file_.segEntries.emplace_back(at, firstSeq, calls, index);
   }
-  if (segOut_.capacity() > (uint64_t(1) << 20) && payloadN < segOut_.size() / 4) segOut_ = {};  // no 8 MiB kept idle
   std::lock_guard g(statsMu_);
   stats_.segments++;
   stats_.segmentRawBytes += n;
@@ -85,19 +96,78 @@ void CallLog::writeSegmentLocked(const void* fbuf, uint64_t n, uint64_t firstSeq
   if (flags) stats_.compressedSegments++;
 }
 
-// Writes the open segment, if it holds calls. Holds mu_.
-void CallLog::flushLocked() {
-  if (records_.empty()) return;
+// Finishes the open segment's FlatBuffer in seg_. Holds mu_.
+void CallLog::finishSegmentLocked() {
   auto calls = seg_.CreateVector(records_);
   auto apis = seg_.CreateVector(segApis_);
   seg_.Finish(fb::CreateSegment(seg_, segIndex_, segFirstSeq_, apis, calls));
-  writeSegmentLocked(seg_.GetBufferPointer(), seg_.GetSize(), segFirstSeq_, static_cast<uint32_t>(records_.size()),
-                     segIndex_);
+}
+
+// Opens the next segment (seg_ keeps its memory). Holds mu_.
+void CallLog::nextSegmentLocked() {
   segIndex_++;
   segFirstSeq_ = nextSeq_;
   records_.clear();
   segApis_.clear();
   seg_.Clear();
+}
+
+// Writes the open segment, if it holds calls, after the one the log's thread holds. Holds mu_.
+void CallLog::flushLocked() {
+  waitBackgroundLocked();
+  if (records_.empty()) return;
+  finishSegmentLocked();
+  writeSegmentLocked(seg_.GetBufferPointer(), seg_.GetSize(), segFirstSeq_, static_cast<uint32_t>(records_.size()),
+                     segIndex_);
+  nextSegmentLocked();
+}
+
+void CallLog::flushInBackgroundLocked() {
+  if (records_.empty()) return;
+  waitBackgroundLocked();
+  {
+    std::lock_guard g(bgMu_);
+    bg_.firstSeq = segFirstSeq_;
+    bg_.index = segIndex_;
+    bg_.calls = static_cast<uint32_t>(records_.size());
+    finishSegmentLocked();
+    seg_.Swap(bg_.fb);  // the finished segment goes; seg_ takes the idle (cleared) builder
+    bg_.pending = true;
+  }
+  nextSegmentLocked();
+  if (!bgThread_.joinable()) bgThread_ = std::thread([this] { backgroundLoop(); });
+  bgCv_.notify_all();
+}
+
+void CallLog::waitBackgroundLocked() {
+  if (!bgThread_.joinable()) return;
+  std::unique_lock l(bgMu_);
+  bgCv_.wait(l, [&] { return !bg_.pending; });
+  if (bg_.error) std::rethrow_exception(bg_.error);
+}
+
+// The log's thread: waits for the blobs queued before the segment (its calls reference them),
+// then compresses and appends it. cctx_/segOut_ are its own while a segment is pending; every
+// other writer of segments waits for it first.
+void CallLog::backgroundLoop() {
+  std::unique_lock l(bgMu_);
+  for (;;) {
+    bgCv_.wait(l, [&] { return bg_.pending || bg_.stop; });
+    if (!bg_.pending) return;
+    l.unlock();
+    std::exception_ptr error;
+    try {
+      blobs_.drain();
+      writeSegmentLocked(bg_.fb.GetBufferPointer(), bg_.fb.GetSize(), bg_.firstSeq, bg_.calls, bg_.index);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    l.lock();
+    bg_.fb.Clear();
+    if (error && !bg_.error) bg_.error = error;
+    bg_.pending = false;
+    bgCv_.notify_all();
+  }
 }
 
 void CallLog::flush(bool drainFirst) {
@@ -108,10 +178,11 @@ void CallLog::flush(bool drainFirst) {
 
 // The descriptor of `api` into the open segment, the first time the id is used. Holds mu_.
 void CallLog::describeLocked(uint32_t api) {
-  if (described_.count(api)) return;
+  if (api < described_.size() && described_[api]) return;
   auto d = descriptors_.find(api);
   if (d == descriptors_.end()) return;
-  described_.insert(api);
+  if (api >= described_.size()) described_.resize(api + 1);
+  described_[api] = true;
   std::vector<Offset<flatbuffers::String>> names;
   for (auto& a : d->second.args) names.push_back(seg_.CreateString(a));
   auto nv = seg_.CreateVector(names);
@@ -135,17 +206,16 @@ uint64_t CallLog::append(CallEncoder::Impl& e) {
     auto bytes = seg_.CreateVector(e.b.GetBufferPointer(), e.b.GetSize());
     records_.push_back(fb::CreateCallRecord(seg_, bytes));
     if (opt_.onCall) opt_.onCall(CallView(flatbuffers::GetRoot<fb::Call>(e.b.GetBufferPointer())));
-    {
-      std::lock_guard s(statsMu_);
-      stats_.calls++;
-    }
+    calls_.fetch_add(1, std::memory_order_relaxed);
     flushNow = opt_.flush == FlushPolicy::EveryCall || seg_.GetSize() >= opt_.segmentBytes;
     // A flushed segment waits for the blobs its calls reference (workers never take mu_), so a
     // trace cut right after it never holds a call whose weights are missing. (With no workers,
     // as the shim runs FLUSH_AFTER_EVERY_CALL, there is nothing to wait for.)
-    if (flushNow) {
+    if (flushNow && opt_.flush == FlushPolicy::EveryCall) {
       blobs_.drain();
       flushLocked();
+    } else if (flushNow) {
+      flushInBackgroundLocked();
     }
   }
   if (!flushNow && opt_.flush == FlushPolicy::OnBuild && !e.build.IsNull()) flush(true);
@@ -159,13 +229,14 @@ void CallLog::appendSegment(std::span<const std::byte> bytes) {
   auto* s = flatbuffers::GetRoot<fb::Segment>(bytes.data());
   uint32_t n = s->calls() ? s->calls()->size() : 0;
   std::lock_guard g(mu_);
+  waitBackgroundLocked();
   writeSegmentLocked(bytes.data(), bytes.size(), s->first_seq(), n, s->index());
-  std::lock_guard st(statsMu_);
-  stats_.calls += n;
+  calls_.fetch_add(n, std::memory_order_relaxed);
 }
 
 std::unique_lock<std::mutex> CallLog::seal() {
   std::unique_lock l(mu_);
+  waitBackgroundLocked();
   closed_ = true;
   return l;
 }

@@ -1,16 +1,21 @@
 // Call log: the FlatBuffers segments of call records, both ways. Writing: the open segment (each
 // call its own nested, 8-aligned FlatBuffer, API descriptors written where an id is first used),
-// flushed per FlushPolicy, zstd-compressed when that pays. Reading: inflation of a compressed
+// flushed per FlushPolicy, zstd-compressed when that pays. A segment flushed because it is full is
+// compressed and written by the log's own thread, so the caller's thread (the app's, in a capture)
+// never runs zstd for it; every other flush waits for that thread and writes in place. Reading: inflation of a compressed
 // segment, verification of a segment and of each call record (checkCallRecord), a segment's
 // prefix for salvage.
 #pragma once
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <thread>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "blob_store.h"
@@ -42,6 +47,13 @@ class CallLog {
   // The payload to store for a segment FlatBuffer: segOut_ (compressed) when that pays, else fbuf.
   uint16_t compressLocked(const void* fbuf, uint64_t n, const void*& payload, uint64_t& payloadN);
   void flushLocked();
+  // The full open segment to the log's thread (started on first use). Holds mu_.
+  void flushInBackgroundLocked();
+  // Waits until the log's thread has written its segment; rethrows its failure. Holds mu_.
+  void waitBackgroundLocked();
+  void backgroundLoop();
+  void finishSegmentLocked();
+  void nextSegmentLocked();
   void describeLocked(uint32_t api);
 
   BlockFile& file_;
@@ -57,10 +69,24 @@ class CallLog {
   uint32_t segIndex_ = 0;
   struct Descriptor { std::string iface, method; std::vector<std::string> args; };
   std::unordered_map<uint32_t, Descriptor> descriptors_;
-  std::unordered_set<uint32_t> described_;  // ids whose descriptor is in a written/open segment
+  std::vector<bool> described_;  // by API id: its descriptor is in a written or the open segment
   bool closed_ = false;
   mutable std::mutex statsMu_;
-  Writer::Stats stats_;  // only the call-log counters are used
+  Writer::Stats stats_;  // only the call-log counters are used (calls: calls_)
+  std::atomic<uint64_t> calls_{0};
+
+  // The log's thread: one finished segment at a time (bounded: one segment's memory).
+  struct BackgroundSegment {
+    flatbuffers::FlatBufferBuilder fb{64 << 10};
+    uint64_t firstSeq = 0;
+    uint32_t calls = 0, index = 0;
+    bool pending = false, stop = false;
+    std::exception_ptr error;  // its write failed: every later write fails with it
+  };
+  std::mutex bgMu_;
+  std::condition_variable bgCv_;
+  BackgroundSegment bg_;
+  std::thread bgThread_;
 };
 
 // ---- reading ----------------------------------------------------------------------------------

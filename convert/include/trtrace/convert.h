@@ -15,6 +15,7 @@
 #include <string>
 
 #include "trtrace/reader.h"
+#include "trtrace/writer.h"
 
 namespace trtrace::convert {
 
@@ -44,8 +45,9 @@ struct Stats {
 
 struct JsonToTraceOptions {
   std::string binPath;     // empty: the "output_bin" named in the JSON, beside the JSON
-  int zstdLevel = 3;       // blob compression in the trace (0 = raw)
+  int zstdLevel = kDefaultBlobZstdLevel;  // blob compression in the trace (0 = raw)
   int workerThreads = 1;   // trace writer compression threads
+  bool durable = false;    // WriterOptions::durable
   bool quiet = true;
   std::function<void(uint64_t done, uint64_t total)> progress;  // JSON bytes parsed, per record
   // >= 0: write the trace into this open, empty file (e.g. files::memoryFile()) instead of

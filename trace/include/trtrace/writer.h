@@ -29,14 +29,21 @@ class CallView;  // trtrace/reader.h
 
 enum class FlushPolicy { EveryCall, OnBuild, AtClose };
 
+// The blobs' zstd level of a capture and of a conversion: level 1 keeps up with the disk on one
+// core (BENCHMARKS.md, micro-benchmarks); higher levels save a few percent on weights.
+inline constexpr int kDefaultBlobZstdLevel = 1;
+
 struct WriterOptions {
   std::string path;                 // created (truncated) unless fd is given; named in messages
   int fd = -1;                      // >= 0: write into this open, empty file instead (duplicated)
   FlushPolicy flush = FlushPolicy::OnBuild;  // when call-log segments are written
   uint64_t segmentBytes = 8 << 20;  // a segment is also flushed when it grows past this
-  int zstdLevel = 3;                // 0 = store every blob raw
+  int zstdLevel = kDefaultBlobZstdLevel;  // 0 = store every blob raw
   int logZstdLevel = 3;             // call-log segments: zstd level (0 = every segment raw)
   double minSaving = 0.05;          // keep a compressed blob/segment only if it saves >= this fraction
+  // Blobs under this are stored raw without trying zstd: on small weights a compression call costs
+  // more per byte than it saves (calls-20k in BENCHMARKS.md), and repeats are deduplicated anyway.
+  uint64_t minCompressBytes = 64 << 10;
   bool byteGrouping = true;         // split fp16/bf16/fp32 bytes by position before zstd
   uint32_t chunkBytes = 4 << 20;    // blobs are compressed in chunks of this many raw bytes
   int workerThreads = 1;            // 0 = compress/write on the caller's thread
@@ -44,6 +51,11 @@ struct WriterOptions {
   // false: putBlob hashes and returns the key but stores nothing: the bytes lie elsewhere, and the
   // reader is told where (Reader::setExternalBlobs; the player's in-memory log of a JSON+BIN capture).
   bool storeBlobs = true;
+  // close() waits for the data to reach the disk (fdatasync) before the header says "complete",
+  // so a trace that reads as complete survives a power loss too. Off: the kernel writes it back
+  // in its own time (an application's exit does not wait for the disk); a trace torn by a power
+  // loss still never reads as valid (docs/format.md).
+  bool durable = false;
   // Test-only fault injection (capture/session.cpp, TRTRACE_FAULT_WRITE_FAIL): called before every
   // write to the file; a non-zero errno fails that write as the system would (ENOSPC, EIO), faults
   // a test cannot get from a real filesystem on demand. Empty (the default): no effect.
