@@ -5,8 +5,8 @@ Runs bench/models/transformer.py (a real tensorrt_rtx app) alone, under our shim
 NVIDIA's shim; replays the traces with tensorrt_player (raw and compressed); times `trtrace
 convert` both ways when it exists; writes every measurement to one JSON file for bench/report.py.
 
-Wall time and peak RSS come from /usr/bin/time (the whole process, from exec to exit, so the
-shim's close at exit is included). Every figure is repeated --reps times (min and median kept).
+Wall time is the parent's clock around the whole process (from exec to exit, so the shim's close
+at exit is included); peak RSS comes from /usr/bin/time. Every figure is repeated --reps times (min and median kept).
 """
 import argparse
 import json
@@ -66,11 +66,13 @@ class Env:
         if asan and e.get("LD_PRELOAD"):
             e["LD_PRELOAD"] = f"{asan}:libstdc++.so.6:{e['LD_PRELOAD']}"
             e["ASAN_OPTIONS"] = e.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+        t0 = time.perf_counter()
         p = subprocess.run(full, env=e, cwd=cwd or self.work, capture_output=True, text=True)
+        wall = time.perf_counter() - t0  # time's own %e has 10 ms steps: too coarse for short runs
         if p.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr[-2000:]}")
-        wall, rss = tf.read_text().split()[-2:]
-        return float(wall), int(rss) * 1024, p.stdout
+        rss = tf.read_text().split()[-1]
+        return wall, int(rss) * 1024, p.stdout
 
     def nv_env(self, json_path):
         return {"LD_LIBRARY_PATH": f"{self.env['TRTRACE_TRT_LIBDIR']}:{self.env.get('TRTRACE_CUDA_STUB_DIR', '')}",
@@ -200,20 +202,25 @@ def replay_model(E, trace, reps, build, scaling=False):
     return res
 
 
-def disk_write(work, nbytes):
-    """This disk's sequential write bandwidth: nbytes of incompressible data, then fdatasync."""
+def disk_write(work, nbytes, sync=True):
+    """This disk's sequential write bandwidth: nbytes of incompressible data, then fdatasync; with
+    sync False, the page cache's: the same writes with nothing dirty before and no fdatasync (what a
+    process pays to hand bytes to the kernel before it may exit)."""
     path = work / "disk-probe.bin"
     block = os.urandom(8 << 20)
+    subprocess.run(["sync"])
     t0 = time.perf_counter()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         for _ in range(max(1, nbytes // len(block))):
             os.write(fd, block)
-        os.fdatasync(fd)
+        if sync:
+            os.fdatasync(fd)
     finally:
         os.close(fd)
     secs = time.perf_counter() - t0
     rm(path)
+    subprocess.run(["sync"])
     return {"bytes": max(1, nbytes // len(block)) * len(block), "seconds": secs,
             "bytes_per_s": max(1, nbytes // len(block)) * len(block) / secs}
 
@@ -276,14 +283,18 @@ def main():
            "models": [], "errors": []}
     t0 = time.time()
 
-    # Player RSS baseline: a tiny trace.
+    # Player RSS baseline: a tiny trace; and the app's own on the same network (the library's state
+    # for a network is measured as the app's growth beyond its weights).
     tiny = work / "tiny.trtrace"
     E.timed([E.python, str(MODEL)] + TINY + ["--no-build"], {"TRT_SHIM_OUTPUT_FILE": str(tiny), "LD_PRELOAD": E.shim})
     out["player_baseline"] = player(E, tiny)
+    out["app_baseline"] = {"rss": E.timed([E.python, str(MODEL)] + TINY + ["--no-build"])[1]}
     rm(tiny)
 
     out["disk_write"] = disk_write(work, (64 << 20) if a.smoke else (2 << 30))
-    log(f"disk write: {out['disk_write']['bytes_per_s'] / 1e6:.0f} MB/s")
+    out["cache_write"] = disk_write(work, (64 << 20) if a.smoke else (1 << 30), sync=False)
+    log(f"disk write: {out['disk_write']['bytes_per_s'] / 1e6:.0f} MB/s; "
+        f"page cache write: {out['cache_write']['bytes_per_s'] / 1e6:.0f} MB/s")
 
     conv = convert_available(E)
     out["convert_available"] = conv

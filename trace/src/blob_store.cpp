@@ -119,6 +119,7 @@ void BlobStore::signalStop() {
   {
     std::lock_guard g(mu_);
     stopping_ = true;
+    waitedOn_ = true;
   }
   workCv_.notify_all();
 }
@@ -240,14 +241,23 @@ void BlobStore::rethrowWorkerError() {
   if (workerError_) std::rethrow_exception(workerError_);
 }
 
-void BlobStore::drain(const std::function<void(uint64_t)>& onWait) {
+void BlobStore::drain(const std::function<void(uint64_t)>& onWait, bool byCaller) {
   {
     std::unique_lock l(mu_);
     struct Waiting {  // while it waits, every queued blob is worth a wake-up
-      unsigned& n;
-      explicit Waiting(unsigned& w) : n(++w) {}
-      ~Waiting() { --n; }
-    } waiting(draining_);
+      BlobStore& b;
+      unsigned caller;
+      Waiting(BlobStore& s, bool byCaller) : b(s), caller(byCaller) {
+        ++b.draining_;
+        b.callersDraining_ += caller;
+        b.waitedOn_ = b.callersDraining_ > 0 || b.stopping_;
+      }
+      ~Waiting() {
+        --b.draining_;
+        b.callersDraining_ -= caller;
+        b.waitedOn_ = b.callersDraining_ > 0 || b.stopping_;
+      }
+    } waiting(*this, byCaller);
     workCv_.notify_all();
     if (!onWait) {
       doneCv_.wait(l, [&] { return pendingJobs_ == 0; });
@@ -266,7 +276,9 @@ void BlobStore::drain(const std::function<void(uint64_t)>& onWait) {
 
 // ---- encoding ---------------------------------------------------------------------------------
 void BlobStore::write(const Job& j, Scratch& s) {
-  if (opt_.zstdLevel > 0 && j.bytes >= std::max(kMinCompressBytes, opt_.minCompressBytes)) return writeCompressed(j, s);
+  const bool hurry = opt_.rawWhenWaitedOn && waitedOn_.load(std::memory_order_relaxed);
+  if (opt_.zstdLevel > 0 && !hurry && j.bytes >= std::max(kMinCompressBytes, opt_.minCompressBytes))
+    return writeCompressed(j, s);
   std::lock_guard g(file_.mu);
   writeRawLocked(j, s);
 }

@@ -4,6 +4,7 @@
 // and append it as a blob block. Workers read the caller's bytes fault-safely and hash them again:
 // bytes released or changed by then are stored as a Lost blob (format.h), never read past a crash.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -28,7 +29,8 @@ class BlobStore {
   BlobRef put(const void* data, uint64_t bytes, BlobHint hint);
   void putLost(const BlobRef& ref, BlobHint hint);  // a Lost record, written now
   // Returns once every queued blob is consumed; rethrows a worker's error (writer.h, drainBlobs).
-  void drain(const std::function<void(uint64_t)>& onWait = {});
+  // byCaller false: the call log's own thread waits (nobody's time is lost: no rawWhenWaitedOn).
+  void drain(const std::function<void(uint64_t)>& onWait = {}, bool byCaller = true);
   uint64_t pendingBytes() const;
   // Lets the workers finish the queue, joins them, rethrows a worker's error.
   void stop();
@@ -67,6 +69,8 @@ class BlobStore {
   uint64_t pendingBytes_ = 0, pendingJobs_ = 0;  // enqueued and not yet consumed
   uint64_t queuedBytes_ = 0;                     // in queue_ (not yet taken by a worker)
   unsigned draining_ = 0, blocked_ = 0;          // on doneCv_: in drain(); in put(), over the budget
+  unsigned callersDraining_ = 0;                 // of draining_, those with byCaller
+  std::atomic<bool> waitedOn_{false};            // draining_ or stopping_ (WriterOptions::rawWhenWaitedOn)
   bool stopping_ = false;
   std::exception_ptr workerError_;
   // One per worker, owned here rather than on the thread's stack, so it stays reachable from the

@@ -157,7 +157,7 @@ void CallLog::backgroundLoop() {
     l.unlock();
     std::exception_ptr error;
     try {
-      blobs_.drain();
+      blobs_.drain({}, /*byCaller=*/false);
       writeSegmentLocked(bg_.fb.GetBufferPointer(), bg_.fb.GetSize(), bg_.firstSeq, bg_.calls, bg_.index);
     } catch (...) {
       error = std::current_exception();

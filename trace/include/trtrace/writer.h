@@ -44,6 +44,9 @@ struct WriterOptions {
   // Blobs under this are stored raw without trying zstd: on small weights a compression call costs
   // more per byte than it saves (calls-20k in BENCHMARKS.md), and repeats are deduplicated anyway.
   uint64_t minCompressBytes = 64 << 10;
+  // Blobs still queued once somebody waits for them (drainBlobs, a flush, close: in a capture, the
+  // application, at a build or at exit) are stored raw: zstd runs only while it costs nobody time.
+  bool rawWhenWaitedOn = false;
   bool byteGrouping = true;         // split fp16/bf16/fp32 bytes by position before zstd
   uint32_t chunkBytes = 4 << 20;    // blobs are compressed in chunks of this many raw bytes
   int workerThreads = 1;            // 0 = compress/write on the caller's thread
