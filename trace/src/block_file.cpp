@@ -2,6 +2,7 @@
 // reader's per-block check.
 #include "block_file.h"
 
+#include <sys/stat.h>
 #include <sys/uio.h>
 
 #include <fcntl.h>
@@ -19,9 +20,26 @@ namespace trtrace::detail {
 namespace F = format;
 
 // ---- writing ----------------------------------------------------------------------------------
+// Emptied without O_TRUNC when it has content, and then a second descriptor of it opened and closed
+// at once: ext4 (auto_da_alloc) marks a file truncated to zero and, at its next close, forces the
+// writeback of everything written since on the closing thread. Here that would be the application's
+// exit waiting for the disk; with the mark spent on an empty file, the close only hands the data
+// to the kernel (WriterOptions::durable asks for the disk explicitly).
+static int createTruncated(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0 || st.st_size == 0) return fd;
+  if (::ftruncate(fd, 0) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  const int spent = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (spent >= 0) ::close(spent);
+  return fd;
+}
+
 BlockFile::BlockFile(const WriterOptions& o) : path_(o.path), writeFault_(o.writeFault), durable_(o.durable) {
-  fd_ = o.fd >= 0 ? ::fcntl(o.fd, F_DUPFD_CLOEXEC, 0)
-                  : ::open(o.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  fd_ = o.fd >= 0 ? ::fcntl(o.fd, F_DUPFD_CLOEXEC, 0) : createTruncated(o.path);
   if (fd_ < 0) throw Error(Error::Kind::Io, o.path + ": cannot create (" + errnoText() + ")");
   auto fh = makeFileHeader(0, 0);  // file_length 0 = not closed
   pwriteAll(&fh, sizeof fh, 0);
