@@ -27,7 +27,7 @@ Command addConvert(CLI::App& app) {
   sub->add_option("--level", o->level, "JSON -> trace: zstd level for the trace's blobs (0 = raw)")->capture_default_str();
   sub->add_option("--threads", o->threads, "JSON -> trace: blob compression threads (default: the cores but one)")
       ->capture_default_str();
-  sub->add_flag("--sync", o->sync, "JSON -> trace: wait until the trace is on the disk (fdatasync) before it is complete");
+  sub->add_flag("--sync", o->sync, "wait until the output is on the disk (fsync) before it is renamed into place");
   sub->add_flag("-q,--quiet", o->quiet, "no summary line");
   return {sub, [o]() {
             convert::Stats s;
@@ -38,6 +38,7 @@ Command addConvert(CLI::App& app) {
               convert::TraceToJsonOptions t;
               t.binPath = o->bin;
               t.allCalls = o->allCalls;
+              t.durable = o->sync;
               t.requireCalls = true;  // converting nothing is an error
               Progress progress("trtrace convert " + o->in, 0, Progress::Unit::Calls);
               t.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };

@@ -123,7 +123,7 @@ static int runRewrite(const RewriteOptions& o) {
   if (cut == 0) throw Error(Error::Kind::Empty, o.in + ": no call before the first damaged one (nothing to rewrite)");
   copyCalls(*r, *w, cut);
   w->close();
-  outputs.commit();
+  outputs.commit(o.sync);
   auto st = w->stats();
   std::printf("%s: %llu blobs, %s stored (%llu compressed), %llu calls\n", o.out.c_str(),
               (unsigned long long)st.uniqueBlobs, humanBytes(double(st.storedBytes)).c_str(),

@@ -321,9 +321,9 @@ Stats Converter::run() {
   st_.uniqueBlobs = ws.uniqueBlobs;
   st_.networks = networks_;
   writer_.reset();
-  outputs_.commit();
   struct stat ts {};
   st_.traceBytes = ::fstat(traceFd_, &ts) == 0 ? static_cast<uint64_t>(ts.st_size) : 0;
+  outputs_.commit(opt_.durable);
   st_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return st_;
 }

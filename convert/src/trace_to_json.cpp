@@ -110,7 +110,7 @@ Stats TraceToJson::run() {
   json_->write(out_);
   json_->close();
   bin_->close();
-  outputs_.commit();
+  outputs_.commit(opt_.durable);
   Stats st;
   st.traceBytes = reader_->mapping().size();
   st.calls = records_->records();

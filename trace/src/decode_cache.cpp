@@ -187,47 +187,6 @@ void pwriteAll(int fd, const std::byte* p, uint64_t n, uint64_t off, const std::
   }
 }
 
-// Where the decode puts a blob's bytes. The cache file's shared mapping, its pages made ready ahead
-// per blob (MADV_POPULATE_WRITE: page faults in parallel on every thread, and a full disk is an
-// error, never a SIGBUS), then released once written; else (an older kernel) pwrite, which
-// serialises every thread on the file's lock (the decode stopped scaling at 4 threads with it).
-class CacheOut {
- public:
-  CacheOut(int fd, uint64_t length, const std::string& what) : fd_(fd), length_(length), what_(what) {
-    void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) return;
-    map_ = static_cast<std::byte*>(p);
-    if (::madvise(map_, std::min<uint64_t>(length, 4096), MADV_POPULATE_WRITE) != 0) {
-      ::munmap(map_, length_);
-      map_ = nullptr;
-    }
-  }
-  ~CacheOut() {
-    if (map_) ::munmap(map_, length_);
-  }
-  // Blob bytes [off, off + n) of the file are about to be written.
-  void begin(uint64_t off, uint64_t n) {
-    if (!map_ || n == 0) return;
-    const uint64_t page = 4096, from = off / page * page;
-    if (::madvise(map_ + from, off + n - from, MADV_POPULATE_WRITE) != 0)
-      throw Error(Error::Kind::Io, what_ + ": write failed (" + errnoText() + ")");
-  }
-  void put(const std::byte* p, uint64_t n, uint64_t off) {
-    if (map_) std::memcpy(map_ + off, p, n);
-    else pwriteAll(fd_, p, n, off, what_);
-  }
-  // Written: its pages leave this process (they stay in the page cache, dirty, for the kernel).
-  void end(uint64_t off, uint64_t n) {
-    if (map_) files::releasePages(map_ + off, n);
-  }
-
- private:
-  int fd_;
-  uint64_t length_;
-  const std::string& what_;
-  std::byte* map_ = nullptr;
-};
-
 // XXH3-128 of n mapped bytes, read 64 MiB at a time and released once hashed (`done` counts them).
 Hash128 hashReleasing(const std::byte* p, uint64_t n, std::atomic<uint64_t>& done) {
   XXH3_state_t state;
@@ -260,8 +219,9 @@ std::string checkAll(const Reader::Impl& r, const Layout& L, const std::byte* ma
   return bad;
 }
 
-// The XXH3-128 of raw blob `bi`, copied from the mapping to the cache at `at` 64 MiB at a time.
-Hash128 copyRaw(const Reader::Impl& r, const BlobInfo& bi, CacheOut& out, uint64_t at, std::atomic<uint64_t>& done) {
+// The XXH3-128 of raw blob `bi`, copied from the mapping to fd at `at` 64 MiB at a time.
+Hash128 copyRaw(const Reader::Impl& r, const BlobInfo& bi, int fd, uint64_t at, const std::string& what,
+                std::atomic<uint64_t>& done) {
   XXH3_state_t state;
   XXH3_INITSTATE(&state);
   XXH3_128bits_reset(&state);
@@ -269,7 +229,7 @@ Hash128 copyRaw(const Reader::Impl& r, const BlobInfo& bi, CacheOut& out, uint64
   for (uint64_t off = 0; off < bi.ref.length;) {
     const uint64_t step = std::min<uint64_t>(bi.ref.length - off, uint64_t(64) << 20);
     XXH3_128bits_update(&state, p + off, step);
-    out.put(p + off, step, at + off);
+    pwriteAll(fd, p + off, step, at + off, what);
     off += step, done += step;
   }
   const auto d = XXH3_128bits_digest(&state);
@@ -281,7 +241,6 @@ Hash128 copyRaw(const Reader::Impl& r, const BlobInfo& bi, CacheOut& out, uint64
 // its key (damaged in the trace: reported as before when it is used). Throws Error (Io) for the file.
 std::vector<uint64_t> decodeAll(const Reader::Impl& r, const Layout& L, int fd, unsigned threads,
                                 const std::string& what, uint64_t& failed) {
-  CacheOut out(fd, L.fileLength, what);
   std::vector<uint64_t> offsets(r.blobs.size(), DecodeCache::kNone);
   std::atomic<uint64_t> done{0}, bad{0};
   Progress progress("decoding the weights of " + r.path, L.rawBytes);
@@ -291,13 +250,11 @@ std::vector<uint64_t> decodeAll(const Reader::Impl& r, const Layout& L, int fd, 
     const BlobInfo& bi = r.blobs[i];
     try {
       r.locate(bi.ref);  // framing, checksum, record
-      out.begin(L.offsets[j], bi.ref.length);
-      const Hash128 h = !bi.compressed ? copyRaw(r, bi, out, L.offsets[j], done)
+      const Hash128 h = !bi.compressed ? copyRaw(r, bi, fd, L.offsets[j], what, done)
                         : decodeBlob({r.path, r.base, bi}, nullptr, true, [&](const std::byte* p, uint64_t off, uint64_t n) {
-                            out.put(p, n, L.offsets[j] + off);
+                            pwriteAll(fd, p, n, L.offsets[j] + off, what);
                             done += n;
                           });
-      out.end(L.offsets[j], bi.ref.length);
       files::releasePages(r.base + bi.dataOffset, bi.storedSize);
       if (h == bi.ref.hash) offsets[i] = L.offsets[j];
       else ++bad;

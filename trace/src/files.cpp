@@ -133,10 +133,10 @@ int PendingOutputs::add(const std::string& finalPath) {
   return fd;
 }
 
-void PendingOutputs::commit() {
+void PendingOutputs::commit(bool durable) {
   for (auto& f : files_) {
     const int fd = std::exchange(f.fd, -1);
-    const bool synced = ::fsync(fd) == 0;
+    const bool synced = !durable || ::fsync(fd) == 0;
     const int e = errno;
     if (::close(fd) != 0 || !synced || ::rename(f.temp.c_str(), f.final.c_str()) != 0)
       throw Error(Error::Kind::Io, f.final + ": cannot finish writing (" + errnoText(synced ? errno : e) + ")");

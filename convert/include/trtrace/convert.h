@@ -62,6 +62,7 @@ Stats jsonToTrace(const std::string& jsonPath, const std::string& tracePath, con
 
 struct TraceToJsonOptions {
   std::string binPath;     // empty: binPathFor(jsonPath)
+  bool durable = false;    // fsync the JSON and the BIN before they are renamed into place
   // NVIDIA's shim records neither destructors nor calls on IHostMemory: they are left out unless
   // allCalls (then every call of the trace is written, with "function": "~" for deletions).
   bool allCalls = false;

@@ -33,7 +33,10 @@ class PendingOutputs {
   // checkOutput(finalPath), then creates the temporary file; returns its descriptor, owned by this
   // object (valid until commit() or destruction).
   int add(const std::string& finalPath);
-  void commit();  // fsync each temporary, rename it over its final name
+  // Renames each temporary over its final name (each appears complete or not at all); durable:
+  // fsync each first, so that a power loss cannot leave a renamed file whose data never reached
+  // the disk (the tools' --sync; readers verify what they read either way).
+  void commit(bool durable = false);
 
  private:
   struct File {
