@@ -203,12 +203,13 @@ class Converter {
   bool convertBatch(Scanner& s, size_t end);
   void convertParsed(element el);
   void convertRecord(object o);
-  const api::ApiDesc& selectOverload(const object& o, std::string_view cls, std::string_view fn);
+  void readFields(const object& o);
+  const api::ApiDesc& selectOverload(std::string_view cls, std::string_view fn);
   uint64_t callKey(const api::ApiDesc& d, uint64_t receiver);
   uint64_t resultHandle(const api::ApiDesc& d, uint64_t memoKey, uint32_t net, const element* r);
   uint64_t handleOf(int64_t nvId, std::string_view what);
-  uint32_t networkOfArg(const object& o, const api::ApiDesc& d);
-  void decode(const api::ApiDesc& d, uint32_t i, const object& o, Arg& a, uint32_t net);
+  uint32_t networkOfArg(const api::ApiDesc& d);
+  void decode(const api::ApiDesc& d, uint32_t i, Arg& a, uint32_t net);
   void decodeArray(const api::ParamDesc& p, element e, Arg& a, std::string_view name);
   void decodeStruct(const api::ParamDesc& p, element e, Arg& a, std::string_view name);
   void deriveCounts(const api::ApiDesc& d);
@@ -259,7 +260,13 @@ class Converter {
   std::unordered_map<uint32_t, std::unordered_map<int64_t, WeightsInfo>> weights_;  // per network, by id
   uint64_t weightsPtrs_ = 0;  // pointer identities handed out (one per weights id definition)
   std::vector<Arg> args_;
-  std::vector<std::string_view> keys_;
+  // The record being converted, read in one pass (readFields): the fields every record has, its
+  // argument fields, and (selectOverload) the argument field of each parameter, or null.
+  struct Fields {
+    std::optional<element> apiIndex, cls, fn, object, ret;
+    std::vector<std::pair<std::string_view, element>> args;
+    std::vector<const element*> ofParam;
+  } fields_;
   simdjson::dom::parser parser_;
   static constexpr size_t kBatchBytes = 1u << 20;
   std::string separator_;  // between two records, as the file writes it: "}" ... "," ... "{"
@@ -521,64 +528,81 @@ uint64_t Converter::handleOf(int64_t nvId, std::string_view what) {
 
 // The network a call belongs to when its receiver has none (Builder calls): the first object
 // argument that has one (buildSerializedNetwork's network), as the capture shim does.
-uint32_t Converter::networkOfArg(const object& o, const api::ApiDesc& d) {
+uint32_t Converter::networkOfArg(const api::ApiDesc& d) {
   for (uint32_t i = 0; i < d.nargs; ++i) {
-    if (d.params[i].kind != api::Kind::Handle) continue;
-    element e;
-    if (o.at_key(d.args[i]).get(e) != simdjson::SUCCESS) continue;
+    if (d.params[i].kind != api::Kind::Handle || !fields_.ofParam[i]) continue;
     int64_t id;
-    if (e.at_key("object").get_int64().get(id) != simdjson::SUCCESS) continue;
+    if (fields_.ofParam[i]->at_key("object").get_int64().get(id) != simdjson::SUCCESS) continue;
     if (uint32_t n = netOf(handles_.find(id))) return n;
   }
   return 0;
 }
 
 // The overload of cls::fn the record names: the one naming every key, fewest extra parameters.
-const api::ApiDesc& Converter::selectOverload(const object& o, std::string_view cls, std::string_view fn) {
+// Every field of the record, once (an object's fields are a list: each at_key walks it again).
+// A key given twice counts where it first appears, as at_key would find it.
+void Converter::readFields(const object& o) {
+  Fields& f = fields_;
+  f.apiIndex.reset(), f.cls.reset(), f.fn.reset(), f.object.reset(), f.ret.reset();
+  f.args.clear();
+  for (auto field : o) {
+    const std::string_view k = field.key;
+    std::optional<element>* fixed = k == "api_index" ? &f.apiIndex : k == "class" ? &f.cls : k == "function" ? &f.fn
+                                  : k == "object"    ? &f.object   : k == "return" ? &f.ret : nullptr;
+    if (!fixed) f.args.emplace_back(k, field.value);
+    else if (!*fixed) *fixed = field.value;
+  }
+}
+
+// The overload of cls::fn the record names: the one naming every key, fewest extra parameters;
+// binds fields_.ofParam to it.
+const api::ApiDesc& Converter::selectOverload(std::string_view cls, std::string_view fn) {
   const std::vector<const api::ApiDesc*>& cands = spec_.lookup(cls.empty() ? "entry" : cls, fn);
   if (cands.empty())
     fail("unknown call " + std::string(cls) + "::" + std::string(fn) + " (not in the API spec of " + abi::kLibraryName +
              " " + abi::kLibraryVersion + ")", Error::Kind::Usage);
-  keys_.clear();
-  for (auto field : o) {
-    std::string_view k = field.key;
-    if (k != "api_index" && k != "class" && k != "function" && k != "object" && k != "return") keys_.push_back(k);
-  }
-  auto names = [&](const api::ApiDesc* c, std::string_view k) {
+  const auto& keys = fields_.args;
+  auto param = [&](const api::ApiDesc* c, std::string_view k) -> int64_t {
     for (uint32_t i = 0; i < c->nargs; ++i)
-      if (c->args[i] == k) return true;
-    return false;
+      if (c->args[i] == k) return i;
+    return -1;
   };
   const api::ApiDesc* d = nullptr;
   size_t best = SIZE_MAX;
   for (const api::ApiDesc* c : cands) {
-    const bool all = std::all_of(keys_.begin(), keys_.end(), [&](std::string_view k) { return names(c, k); });
-    if (all && c->nargs - keys_.size() < best) best = c->nargs - keys_.size(), d = c;
+    const bool all = std::all_of(keys.begin(), keys.end(), [&](const auto& k) { return param(c, k.first) >= 0; });
+    if (all && c->nargs - keys.size() < best) best = c->nargs - keys.size(), d = c;
   }
-  if (d) return *d;
-  for (auto k : keys_)
-    if (!names(cands[0], k)) fail("\"" + std::string(k) + "\" is not a parameter of " + std::string(cls) + "::" + std::string(fn));
+  if (d) {
+    fields_.ofParam.assign(d->nargs, nullptr);
+    for (const auto& [k, e] : keys)
+      if (const auto*& slot = fields_.ofParam[param(d, k)]; !slot) slot = &e;
+    return *d;
+  }
+  for (const auto& k : keys)
+    if (param(cands[0], k.first) < 0)
+      fail("\"" + std::string(k.first) + "\" is not a parameter of " + std::string(cls) + "::" + std::string(fn));
   fail("no overload of " + std::string(cls) + "::" + std::string(fn) + " matches the arguments");
 }
 
 void Converter::convertRecord(object o) {
-  element e;
-  if (o.at_key("api_index").get(e) == simdjson::SUCCESS) apiIndex_ = getInt(e, "api_index");
+  readFields(o);
+  const Fields& f = fields_;
+  if (f.apiIndex) apiIndex_ = getInt(*f.apiIndex, "api_index");
   std::string_view cls, fn;
-  if (o.at_key("class").get_string().get(cls) != simdjson::SUCCESS) fail("no \"class\" string");
-  if (o.at_key("function").get_string().get(fn) != simdjson::SUCCESS) fail("no \"function\" string");
-  int64_t receiverId = -1;
-  if (o.at_key("object").get(e) == simdjson::SUCCESS) receiverId = getInt(e, "object");
+  if (!f.cls || f.cls->get_string().get(cls) != simdjson::SUCCESS) fail("no \"class\" string");
+  if (!f.fn || f.fn->get_string().get(fn) != simdjson::SUCCESS) fail("no \"function\" string");
+  const int64_t receiverId = f.object ? getInt(*f.object, "object") : -1;
   call_.assign(cls.empty() ? "" : cls).append("::").append(fn);
-  const api::ApiDesc& d = selectOverload(o, cls, fn);
+  const api::ApiDesc& d = selectOverload(cls, fn);
 
   const uint64_t receiver = receiverId < 0 ? 0 : handleOf(receiverId, "the receiver");
   uint32_t net = 0;
   if (receiver) net = netOf(receiver);
-  if (!net) net = networkOfArg(o, d);
+  if (!net) net = networkOfArg(d);
 
   if (args_.size() < d.nargs) args_.resize(d.nargs);
-  for (uint32_t i = 0; i < d.nargs; ++i) decode(d, i, o, args_[i], net);
+  for (uint32_t i = 0; i < d.nargs; ++i) decode(d, i, args_[i], net);
   deriveCounts(d);
   // "The same call again" (getOutput(0) twice) returns a known object: only getters and creators
   // can (add* always make a new object). The memo's slot is fetched while the call is encoded.
@@ -588,10 +612,8 @@ void Converter::convertRecord(object o) {
 
   CallEncoder& enc = writer_->beginCall(d.id, receiver, net);
   for (uint32_t i = 0; i < d.nargs; ++i) emit(enc, args_[i]);
-  element r;
-  const bool hasReturn = o.at_key("return").get(r) == simdjson::SUCCESS;
-  if (d.result.kind == api::Kind::Handle || hasReturn)  // entry points' results are "foreign" (void*)
-    enc.retHandle(resultHandle(d, memoKey, net, hasReturn ? &r : nullptr));
+  if (d.result.kind == api::Kind::Handle || f.ret)  // entry points' results are "foreign" (void*)
+    enc.retHandle(resultHandle(d, memoKey, net, f.ret ? &*f.ret : nullptr));
   enc.endCall();
   if (pendingBlobBytes_ > (64u << 20)) {  // bounded: the BIN pages hashed so far leave the RSS
     writer_->drainBlobs();
@@ -649,14 +671,14 @@ uint64_t Converter::resultHandle(const api::ApiDesc& d, uint64_t memoKey, uint32
 
 // Argument i of a record, by what the spec says it is. An absent count whose array names it
 // ([len=]) is left for deriveCounts; an absent optional value is Null.
-void Converter::decode(const api::ApiDesc& d, uint32_t i, const object& o, Arg& a, uint32_t net) {
+void Converter::decode(const api::ApiDesc& d, uint32_t i, Arg& a, uint32_t net) {
   const api::ParamDesc& p = d.params[i];
   const std::string_view name = d.args[i];
   a.k = K::Null;
   a.i = 0, a.u = 0, a.f = 0, a.t = 0, a.s = {}, a.length = 0, a.derived = false;
   a.ints.clear(), a.hs.clear(), a.fs.clear(), a.bytes.clear();
-  element e;
-  const bool present = o.at_key(name).get(e) == simdjson::SUCCESS;
+  const bool present = fields_.ofParam[i] != nullptr;
+  const element e = present ? *fields_.ofParam[i] : element();
   const ArgName arg{name};
   using api::Kind;
   switch (p.kind) {
