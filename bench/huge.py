@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Bigger than RAM (issue 16): an app whose weights are mmapped from a file larger than this
-machine's memory is captured (compressed trace, the default) and replayed (network construction,
-no engine build), with each side's memory sampled from /proc: peak RSS, and its anonymous part
-(the process's own memory; file-backed pages are page cache the kernel evicts under pressure).
+machine's memory is captured (the capture's defaults) and replayed (network construction, no
+engine build), with each side's memory sampled from /proc: peak RSS, and its anonymous part (the
+process's own memory; file-backed pages are page cache the kernel evicts under pressure). `make
+bench` runs it after the end-to-end benchmarks.
 
-    python3 bench/huge.py --build build --work DIR [--gib 25] [--md BENCHMARKS.md]
+    python3 bench/huge.py --build build --work DIR [--gib G (default: RAM + 1 GiB)] [--md BENCHMARKS.md]
 
 Checks the free disk space first (weights file + trace, then trace + decode cache) and scales the
 weights down, saying so, when the disk is short. The weights file is deleted after the capture,
@@ -61,7 +62,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--gib", type=float, default=25.0)
+    ap.add_argument("--gib", type=float, default=0, help="weights in GiB (default: this machine's RAM + 1)")
     ap.add_argument("--md", default="")
     a = ap.parse_args()
     build = pathlib.Path(a.build).resolve()
@@ -69,11 +70,12 @@ def main():
     work.mkdir(parents=True, exist_ok=True)
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     free = shutil.disk_usage(work).free
-    gib, note = a.gib, ""
+    gib, note = a.gib or float(int(ram / 2**30) + 1), ""
     need = lambda g: 2 * g * 2**30 + (8 << 30)  # weights + trace (≤ weights), then trace + cache; 8 GiB spare
     if need(gib) > free:
         gib = max(1.0, (free - (8 << 30)) / 2 / 2**30)
-        note = f"scaled down from {a.gib:g} GiB: {free / 2**30:.0f} GiB free on the disk"
+        note = (f"scaled down from {a.gib or int(ram / 2**30) + 1:g} GiB: {free / 2**30:.0f} GiB free on the disk: "
+                f"**NOT bigger than RAM**")
         log(note)
     weights, trace = work / "weights.f32", work / "huge.trtrace"
     python = os.environ.get("TRTRACE_PYTHON", sys.executable)
@@ -118,34 +120,37 @@ def render(r):
     wb = r["capture"]["app"]["weight_bytes"]
     rows = []
     for name, key in (("app alone (writes the file, then builds the network)", "alone"),
-                      ("app + our shim (compressed trace)", "capture"), ("tensorrt_player (decode cache: temp)", "replay")):
+                      ("app + our shim", "capture"), ("tensorrt_player", "replay")):
         x = r[key]
         pk = x["peak"]
         rows.append(f"| {name} | {x['wall_s']:.1f} | {pk['VmHWM'] / G:.2f} GiB | {pk['RssAnon'] / 2**20:.0f} MiB "
                     f"({pk['RssAnon'] / wb * 100:.2f}% of the weights) | {pk['RssFile'] / G:.2f} GiB |")
     c = r["replay"]["player"].get("decode_cache", {})
+    tw = r.get("trace_weights", {})
+    decode = (f"decode cache `{c.get('how')}`, {c.get('bytes', 0) / G:.2f} GiB decoded on {c.get('threads')} threads "
+              f"in {c.get('seconds', 0):.1f} s ({c.get('bytes', 0) / 1e6 / max(1e-9, c.get('seconds', 0)):.0f} MB/s)"
+              if c.get("bytes") else "every blob raw: read in place, nothing decoded")
     return "\n".join([
         "## Bigger than RAM (`bench/huge.py`)", "",
         f"Command: `source build/env.sh && python3 bench/huge.py --build build --work /var/tmp/trtrace-huge "
-        f"--gib {r['gib']:g} --md BENCHMARKS.md` (24 GiB: the most above this machine's 23.5 GiB of RAM that "
-        f"weights + trace, then trace + decode cache, fit on its free disk with room to spare). Machine: {r['cores']} cores, {r['ram'] / G:.1f} GiB RAM, "
+        f"--md BENCHMARKS.md`, also run by `make bench` (weights of this machine's RAM + 1 GiB: {r['gib']:g} GiB). "
+        f"Machine: {r['cores']} cores, {r['ram'] / G:.1f} GiB RAM, "
         f"{r['disk_free'] / G:.0f} GiB free disk. App: `bench/models/mmap_weights.py`, {r['capture']['app']['constants']} "
         f"constants of [4096, 4096] fp32 = **{wb / G:.2f} GiB of weights mmapped from a file** "
         f"({wb / r['ram']:.2f}× RAM){'; ' + r['note'] if r['note'] else ''}; network construction only. "
-        f"Trace: {r['capture']['trace_bytes'] / G:.2f} GiB (compressed, the default). Memory sampled from "
+        f"Trace: {r['capture']['trace_bytes'] / G:.2f} GiB, {tw.get('compressed_blobs', 0)} of "
+        f"{tw.get('unique_blobs', 0)} blobs compressed (the workers compress while the app runs and store raw "
+        "what is still queued when it waits: here, at its exit). Memory sampled from "
         "/proc/<pid>/status every 0.2 s: peak RSS (VmHWM), peak anonymous RSS (the process's own memory), "
         "peak file-backed RSS (mapped page cache, evicted by the kernel under pressure).", "",
         "| run | wall s | peak RSS | peak anonymous RSS | peak file-backed RSS |", "|---|---|---|---|---|", *rows, "",
-        f"Replay: decode cache `{c.get('how')}`, {c.get('bytes', 0) / G:.2f} GiB decoded on {c.get('threads')} threads "
-        f"in {c.get('seconds', 0):.1f} s ({c.get('bytes', 0) / 1e6 / max(1e-9, c.get('seconds', 0)):.0f} MB/s); "
-        f"{r['replay']['player']['calls']:,} calls dispatched in {r['replay']['player']['dispatch_s']:.2f} s.", "",
+        f"Replay: {decode}; {r['replay']['player']['calls']:,} calls dispatched in "
+        f"{r['replay']['player']['dispatch_s']:.2f} s.", "",
         "Both sides' own memory stays flat (anonymous RSS well under 1% of the weights). The capture's file-backed "
-        "RSS is the app's own mapping: the shim reads every weight page to hash and compress it, and those pages "
+        "RSS is the app's own mapping: the shim reads every weight page to hash and store it, and those pages "
         "stay mapped in the app until the kernel evicts them (clean page cache; the app alone never reads them, "
-        "as it builds no engine). The player's is bounded by the blobs being decoded (trace pages are released "
-        "per blob, decoded bytes go to the cache file by pwrite). Found on the way: the shim reads queued "
-        "weights until the network is destroyed or built, so an app that frees (unmaps) weights before "
-        "destroying an unbuilt network crashes under the shim; the app keeps its mapping until then.",
+        "as it builds no engine). The player's is the trace's pages the library reads, released as they are "
+        "hashed (and, for compressed blobs, the blobs being decoded: decoded bytes go to the cache file).",
     ])
 
 
