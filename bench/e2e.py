@@ -248,6 +248,21 @@ def convert_model(E, trace, nvjson, nvbin, reps):
     return res
 
 
+def dirty_settings():
+    """What the kernel lets writers leave dirty before they wait for the disk: vm.dirty_bytes, else
+    vm.dirty_ratio percent of the memory that is available (read before the runs)."""
+    vm = {}
+    for k in ("dirty_ratio", "dirty_bytes"):
+        try:
+            vm[k] = int(pathlib.Path(f"/proc/sys/vm/{k}").read_text())
+        except (OSError, ValueError):
+            vm[k] = 0
+    for line in open("/proc/meminfo"):
+        if line.startswith("MemAvailable:"):
+            vm["mem_available"] = int(line.split()[1]) * 1024
+    return vm
+
+
 def machine():
     cpu = ""
     try:
@@ -258,7 +273,7 @@ def machine():
     except OSError:
         pass
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return {"cpu": cpu, "cores": os.cpu_count(), "mem_gib": round(mem / 2**30, 1),
+    return {"cpu": cpu, "cores": os.cpu_count(), "mem_gib": round(mem / 2**30, 1), "vm": dirty_settings(),
             "kernel": platform.release(), "date": time.strftime("%Y-%m-%d %H:%M %Z"), "host": platform.node()}
 
 
