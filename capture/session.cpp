@@ -301,7 +301,6 @@ void Session::open() {
   o.zstdLevel = config_.zstdLevel;
   o.durable = config_.durable;
   o.rawWhenWaitedOn = true;  // the application never waits for zstd (docs/design.md, "Capture cost")
-  o.idlePriority = true;     // nor shares its cores with our threads
   // Flush after every call: a call's weights must be on disk before the segment naming them, so
   // blobs are written on the calling thread (a worker could still hold them when the app dies).
   o.workerThreads = config_.flushEveryCall ? 0 : config_.workers;

@@ -198,7 +198,6 @@ Writer::Stats BlobStore::stats() const {
 
 // A worker takes jobs while there are any; once the queue is empty it sleeps until a batch is ready.
 void BlobStore::workerLoop(Scratch& s) {
-  if (opt_.idlePriority) setIdlePriority();
   for (;;) {
     Job j;
     {

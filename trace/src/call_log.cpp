@@ -150,7 +150,6 @@ void CallLog::waitBackgroundLocked() {
 // then compresses and appends it. cctx_/segOut_ are its own while a segment is pending; every
 // other writer of segments waits for it first.
 void CallLog::backgroundLoop() {
-  if (opt_.idlePriority) setIdlePriority();
   std::unique_lock l(bgMu_);
   for (;;) {
     bgCv_.wait(l, [&] { return bg_.pending || bg_.stop; });

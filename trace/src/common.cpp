@@ -1,9 +1,6 @@
 // Helpers shared by the trace library's rooms and the tools (internal.h): XXH3-128 and its hex form,
 // the 32-bit checks (XXH3 low bits) of headers and blocks, file/block header construction, byte grouping of blob
 // chunks, block type names.
-#include <pthread.h>
-#include <sched.h>
-
 #include <cerrno>
 #include <cstring>
 
@@ -103,11 +100,6 @@ unsigned transformElementSize(format::BlobTransform t) {
 }
 
 std::string errnoText() { return std::strerror(errno); }
-
-void setIdlePriority() {
-  sched_param p{};
-  (void)::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &p);
-}
 
 const char* blockTypeName(uint16_t type) {
   switch (static_cast<format::BlockType>(type)) {

@@ -26,8 +26,6 @@ void byteUngroup(const std::byte* src, std::byte* dst, size_t n, unsigned k);
 unsigned transformElementSize(format::BlobTransform t);  // 1 for None
 
 std::string errnoText();
-// The calling thread runs at idle priority (SCHED_IDLE) from now on; refused: left as it is.
-void setIdlePriority();
 // A FlatBuffers string as a view (empty when absent).
 inline std::string_view sv(const flatbuffers::String* s) {
   return s ? std::string_view(s->c_str(), s->size()) : std::string_view();

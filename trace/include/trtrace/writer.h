@@ -47,10 +47,6 @@ struct WriterOptions {
   // Blobs still queued once somebody waits for them (drainBlobs, a flush, close: in a capture, the
   // application, at a build or at exit) are stored raw: zstd runs only while it costs nobody time.
   bool rawWhenWaitedOn = false;
-  // The writer's threads (blob workers, the call log's) run at idle priority (SCHED_IDLE): they use
-  // only CPU time nobody else wants, so an application on every core is not slowed by them; when
-  // it waits for them (a build, its exit) the cores are theirs.
-  bool idlePriority = false;
   bool byteGrouping = true;         // split fp16/bf16/fp32 bytes by position before zstd
   uint32_t chunkBytes = 4 << 20;    // blobs are compressed in chunks of this many raw bytes
   int workerThreads = 1;            // 0 = compress/write on the caller's thread
