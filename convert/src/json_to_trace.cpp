@@ -432,13 +432,12 @@ void Converter::convertOne(Scanner& s) {
   }
   convertParsed(el);
   if (separator_.empty()) {  // "}" + whitespace + "," + whitespace + "{"
-    size_t i = s.pos;
-    auto skipWs = [&] { while (i < s.n && std::strchr(" \t\r\n", s.p[i]) && s.p[i]) ++i; };
-    skipWs();
-    if (i < s.n && s.p[i] == ',') {
-      ++i;
-      skipWs();
-      if (i < s.n && s.p[i] == '{') separator_.assign(s.p + s.pos - 1, i + 1 - (s.pos - 1));
+    Scanner t = s;
+    t.ws();
+    if (t.pos < t.n && t.p[t.pos] == ',') {
+      ++t.pos;
+      t.ws();
+      if (t.pos < t.n && t.p[t.pos] == '{') separator_.assign(s.p + s.pos - 1, t.pos + 1 - (s.pos - 1));
     }
   }
 }

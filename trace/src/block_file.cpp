@@ -91,10 +91,9 @@ void BlockFile::writeZeros(uint64_t off, uint64_t n) {
 }
 
 uint64_t BlockFile::appendBlock(F::BlockType type, const void* payload, uint64_t n, uint16_t flags) {
-  uint64_t at = end;
-  auto h = makeBlockHeader(type, n, n, check32(payload, n), flags);
-  pwriteAll(payload, n, at + sizeof h);
-  finishBlock(at, h);
+  const uint64_t at = end;
+  const std::span<const std::byte> piece[] = {{static_cast<const std::byte*>(payload), n}};
+  writeBlock(at, makeBlockHeader(type, n, n, check32(payload, n), flags), piece);
   return at;
 }
 

@@ -209,8 +209,9 @@ uint64_t CallLog::append(CallEncoder::Impl& e) {
     calls_.fetch_add(1, std::memory_order_relaxed);
     flushNow = opt_.flush == FlushPolicy::EveryCall || seg_.GetSize() >= opt_.segmentBytes;
     // A flushed segment waits for the blobs its calls reference (workers never take mu_), so a
-    // trace cut right after it never holds a call whose weights are missing. (With no workers,
-    // as the shim runs FLUSH_AFTER_EVERY_CALL, there is nothing to wait for.)
+    // trace cut right after it never holds a call whose weights are missing: here for every-call
+    // flushes (with no workers, as the shim runs FLUSH_AFTER_EVERY_CALL, nothing to wait for), on
+    // the log's own thread for a full segment.
     if (flushNow && opt_.flush == FlushPolicy::EveryCall) {
       blobs_.drain();
       flushLocked();

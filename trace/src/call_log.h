@@ -2,19 +2,19 @@
 // call its own nested, 8-aligned FlatBuffer, API descriptors written where an id is first used),
 // flushed per FlushPolicy, zstd-compressed when that pays. A segment flushed because it is full is
 // compressed and written by the log's own thread, so the caller's thread (the app's, in a capture)
-// never runs zstd for it; every other flush waits for that thread and writes in place. Reading: inflation of a compressed
-// segment, verification of a segment and of each call record (checkCallRecord), a segment's
-// prefix for salvage.
+// never runs zstd for it; every other flush waits for that thread and writes in place. Reading:
+// inflation of a compressed segment, verification of a segment and of each call record
+// (checkCallRecord), a segment's prefix for salvage.
 #pragma once
 #include <atomic>
 #include <condition_variable>
-#include <exception>
-#include <thread>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
