@@ -5,6 +5,8 @@
 
 #include <cstring>
 #include <fstream>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "test_util.h"
 #include "trtrace/format.h"
@@ -403,4 +405,49 @@ TEST(Blobs, LostBlobsReadAsZerosAndAStoredCopyWins) {
   ASSERT_EQ(z.size(), gone.size());
   EXPECT_TRUE(std::all_of(z.bytes().begin(), z.bytes().end(), [](std::byte b) { return b == std::byte{0}; }));
   EXPECT_TRUE(sameBytes(r->checkedBlob(backRef), back));
+}
+
+// A blob whose first buffer changes or is unmapped before a worker reads it is read from a second
+// buffer passed with the same bytes while it was queued (a dedup hit), not stored Lost. Both blobs
+// stay queued until close: a worker wakes for 64 blobs or 1 MiB (blob_store.cpp, batchReadyLocked).
+TEST(Blobs, AReleasedFirstBufferIsReadFromALaterOneWithTheSameBytes) {
+  for (const uint64_t minCompress : {uint64_t{0}, uint64_t{1} << 30}) {  // compressed path, raw path
+    tt::TempDir d;
+    auto path = d.path("t.trace");
+    const size_t n = 200000, page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    auto want = tt::randomBytes(n, 11);
+    auto later = want;  // the same bytes at another address
+    void* m = ::mmap(nullptr, n + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(m, MAP_FAILED);
+    std::memcpy(m, want.data(), n);
+    std::vector<std::byte> changed = want;
+    auto ghost = tt::randomBytes(n, 13);
+    auto ghostCopy = ghost;
+    const BlobRef wantRef{hash128(want.data(), n), n}, ghostRef{hash128(ghost.data(), n), n};
+    {
+      WriterOptions o;
+      o.path = path;
+      o.workerThreads = 2;
+      o.minCompressBytes = minCompress;
+      auto w = Writer::create(o, tt::header());
+      EXPECT_EQ(w->putBlob(m, n, BlobHint::F32), wantRef);
+      EXPECT_EQ(w->putBlob(changed.data(), n, BlobHint::F32), wantRef);  // a second source, then changed too
+      EXPECT_EQ(w->putBlob(later.data(), n, BlobHint::F32), wantRef);     // the one still intact
+      EXPECT_EQ(w->putBlob(ghost.data(), n), ghostRef);
+      EXPECT_EQ(w->putBlob(ghostCopy.data(), n), ghostRef);
+      ::munmap(m, n + page);          // released by the app before the worker read it
+      changed[7] ^= std::byte{0xff};  // and the second source changed
+      ghost[0] ^= std::byte{1};       // both sources of this one changed: Lost, as before
+      ghostCopy[0] ^= std::byte{1};
+      w->beginCall(1, 0, 0).argWeightsBlob(0, n, wantRef).argWeightsBlob(0, n, ghostRef).endCall();
+      w->close();
+      EXPECT_EQ(w->stats().lostBlobs, 1u);
+      EXPECT_EQ(w->stats().lostBytes, n);
+    }
+    auto r = Reader::open(path);
+    EXPECT_TRUE(r->verify().ok());
+    EXPECT_FALSE(r->blobLost(wantRef));
+    EXPECT_TRUE(sameBytes(r->checkedBlob(wantRef), want));
+    EXPECT_TRUE(r->blobLost(ghostRef));
+  }
 }

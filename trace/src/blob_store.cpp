@@ -148,7 +148,11 @@ BlobRef BlobStore::put(const void* data, uint64_t bytes, BlobHint hint) {
   {
     std::unique_lock l(mu_);
     if (workerError_) std::rethrow_exception(workerError_);
-    if (!seen_.insert(ref).second) return ref;  // dedup hit: written once
+    if (!seen_.insert(ref).second) {  // dedup hit: written once
+      if (auto it = pending_.find(ref); it != pending_.end() && it->second.size() < kMaxSources)
+        it->second.push_back(job.data);  // a second source while the first waits for a worker
+      return ref;
+    }
     {
       std::lock_guard g(statsMu_);
       stats_.uniqueBlobs++;
@@ -156,6 +160,7 @@ BlobRef BlobStore::put(const void* data, uint64_t bytes, BlobHint hint) {
     }
     if (!opt_.storeBlobs) return ref;  // the bytes stay where they are (WriterOptions::storeBlobs)
     pendingJobs_++;
+    pending_.try_emplace(ref);
     if (workers_.empty()) {
       pendingBytes_ += bytes;
       l.unlock();
@@ -223,6 +228,7 @@ void BlobStore::consume(const Job& j, Scratch& s) {
     if (!workerError_) workerError_ = std::current_exception();
   }
   std::lock_guard g(mu_);
+  pending_.erase({j.hash, j.bytes});
   {
     // A lost blob's key is forgotten: the same bytes passed again later are stored normally.
     std::lock_guard st(statsMu_);
@@ -275,12 +281,31 @@ void BlobStore::drain(const std::function<void(uint64_t)>& onWait, bool byCaller
 }
 
 // ---- encoding ---------------------------------------------------------------------------------
+// The first caller's bytes, else those of a later put with the same key, else a Lost record.
 void BlobStore::write(const Job& j, Scratch& s) {
+  Job from = j;
+  do {
+    if (writeFrom(from, s)) return;
+  } while ((from.data = nextSource(j)) != nullptr);
+  std::lock_guard g(file_.mu);
+  writeLostLocked(j);
+}
+
+const std::byte* BlobStore::nextSource(const Job& j) {
+  std::lock_guard g(mu_);
+  auto it = pending_.find({j.hash, j.bytes});
+  if (it == pending_.end() || it->second.empty()) return nullptr;
+  const std::byte* p = it->second.front();
+  it->second.erase(it->second.begin());
+  return p;
+}
+
+bool BlobStore::writeFrom(const Job& j, Scratch& s) {
   const bool hurry = opt_.rawWhenWaitedOn && waitedOn_.load(std::memory_order_relaxed);
   if (opt_.zstdLevel > 0 && !hurry && j.bytes >= std::max(kMinCompressBytes, opt_.minCompressBytes))
     return writeCompressed(j, s);
   std::lock_guard g(file_.mu);
-  writeRawLocked(j, s);
+  return writeRawLocked(j, s);
 }
 
 // A Lost blob at `end` (format.h): the record alone. Holds file_.mu.
@@ -298,7 +323,7 @@ void BlobStore::writeLostLocked(const Job& j) {
 
 // Raw blob at `end`: record, zero padding, data at the next 4 KiB boundary (a small blob: the next
 // 64-byte one, RawSmall, so that small weights cost no page of padding each). Holds file_.mu.
-void BlobStore::writeRawLocked(const Job& j, Scratch& s) {
+bool BlobStore::writeRawLocked(const Job& j, Scratch& s) {
   static const std::byte kZeros[F::kBlobAlign] = {};
   uint64_t at = file_.end;
   const bool small = j.bytes < F::kSmallBlobMax;
@@ -310,11 +335,12 @@ void BlobStore::writeRawLocked(const Job& j, Scratch& s) {
   CallerBytes src(j);
   if (j.bytes <= kRawPiece) {  // read whole, then the block in one write (a small blob's usual case)
     const std::byte* p = j.bytes ? src.read(0, j.bytes, s.in) : kZeros;
-    if (!p || !src.intact()) return writeLostLocked(j);
+    if (!p || !src.intact()) return false;
     const std::span<const std::byte> pieces[] = {{reinterpret_cast<const std::byte*>(&r), sizeof r},
                                                  {kZeros, dataAt - recAt - sizeof r}, {p, j.bytes}};
     file_.writeBlock(at, h, pieces);
-    return indexLocked(j, at, j.bytes, dataAt, r);
+    indexLocked(j, at, j.bytes, dataAt, r);
+    return true;
   }
   file_.pwriteAll(&r, sizeof r, recAt);
   file_.writeZeros(recAt + sizeof r, dataAt - recAt - sizeof r);
@@ -324,9 +350,10 @@ void BlobStore::writeRawLocked(const Job& j, Scratch& s) {
     if (!p) break;
     file_.pwriteAll(p, n, dataAt + off);
   }
-  if (!src.intact()) return writeLostLocked(j);  // file_.end is still `at`: the attempt is overwritten
+  if (!src.intact()) return false;  // file_.end is still `at`: the attempt is overwritten
   file_.finishBlock(at, h);
   indexLocked(j, at, j.bytes, dataAt, r);
+  return true;
 }
 
 void BlobStore::indexLocked(const Job& j, uint64_t at, uint64_t stored, uint64_t dataAt, const F::BlobRecord& r) {
@@ -339,7 +366,7 @@ void BlobStore::indexLocked(const Job& j, uint64_t at, uint64_t stored, uint64_t
 
 // Chunked zstd (after byte grouping), buffered in memory up to kBlobBufferLimit, then streamed
 // under the file lock; stored raw instead when compression does not save minSaving.
-void BlobStore::writeCompressed(const Job& j, Scratch& s) {
+bool BlobStore::writeCompressed(const Job& j, Scratch& s) {
   const uint64_t chunk = opt_.chunkBytes;
   const uint32_t nChunks = static_cast<uint32_t>((j.bytes + chunk - 1) / chunk);
   const F::BlobTransform tf = transformFor(j.hint, j.bytes, opt_);
@@ -384,7 +411,7 @@ void BlobStore::writeCompressed(const Job& j, Scratch& s) {
     at = file_.end;
   }
   file_.end = at;  // a streamed attempt that is not kept is overwritten
-  if (!intact) return writeLostLocked(j);
+  if (!intact) return false;
   if (!keep) return writeRawLocked(j, s);
   F::BlobRecord r = recordFor(j, F::BlobEncoding::Zstd, written, dataOffset);
   r.transform = static_cast<uint16_t>(tf);
@@ -402,6 +429,7 @@ void BlobStore::writeCompressed(const Job& j, Scratch& s) {
     file_.writeBlock(at, h, pieces);
   }
   indexLocked(j, at, written, at + sizeof(F::BlockHeader) + dataOffset, r);
+  return true;
 }
 
 }  // namespace trtrace::detail

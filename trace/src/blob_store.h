@@ -2,7 +2,8 @@
 // looks the key up in the dedup index; a new blob is queued zero-copy (bounded by queueBytes) for
 // the worker threads, which encode it (chunked zstd after byte grouping, kept only when it pays)
 // and append it as a blob block. Workers read the caller's bytes fault-safely and hash them again:
-// bytes released or changed by then are stored as a Lost blob (format.h), never read past a crash.
+// bytes released or changed by then are read from another caller buffer that was passed with the
+// same key while the blob was queued, else stored as a Lost blob (format.h), never read past a crash.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -49,8 +51,11 @@ class BlobStore {
   void workerLoop(Scratch& s);
   void consume(const Job& j, Scratch& s);
   void write(const Job& j, Scratch& s);
-  void writeCompressed(const Job& j, Scratch& s);
-  void writeRawLocked(const Job& j, Scratch& s);
+  // The writes from one source: false when its bytes changed or went away (nothing was kept).
+  bool writeFrom(const Job& j, Scratch& s);
+  bool writeCompressed(const Job& j, Scratch& s);
+  bool writeRawLocked(const Job& j, Scratch& s);
+  const std::byte* nextSource(const Job& j);  // another caller buffer with j's key, or nullptr
   void writeLostLocked(const Job& j);
   void indexLocked(const Job& j, uint64_t at, uint64_t stored, uint64_t dataAt, const format::BlobRecord& r);
   void rethrowWorkerError();
@@ -65,6 +70,11 @@ class BlobStore {
   std::condition_variable workCv_;  // workers wait here for a batch
   std::condition_variable doneCv_;  // producers over the budget, and drain, wait here
   std::unordered_set<BlobRef, BlobRefHasher> seen_;
+  // Keys queued and not yet consumed, with the other caller buffers that were passed with the same
+  // key meanwhile (dedup hits): if the first buffer is released before a worker reads it, the blob
+  // is read from one of these instead of being stored Lost. At most kMaxSources per key.
+  std::unordered_map<BlobRef, std::vector<const std::byte*>, BlobRefHasher> pending_;
+  static constexpr size_t kMaxSources = 4;
   std::deque<Job> queue_;
   uint64_t pendingBytes_ = 0, pendingJobs_ = 0;  // enqueued and not yet consumed
   uint64_t queuedBytes_ = 0;                     // in queue_ (not yet taken by a worker)
