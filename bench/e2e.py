@@ -26,6 +26,9 @@ MODEL = ROOT / "bench" / "models" / "transformer.py"
 # name, model args, reps override (None = --reps), replay it, build the engine
 FULL = [
     ("calls-20k", ["--blocks", "400", "--hidden", "32", "--dtype", "fp32"], None, True),
+    # The same 21,208 calls with 3.8x the weights (64-256 KiB each): what replay memory does per
+    # weight byte, apart from the per-call state both share.
+    ("calls-20k-h64", ["--blocks", "400", "--hidden", "64", "--dtype", "fp32"], None, True),
     ("fp32-1g", ["--blocks", "20", "--hidden", "1024", "--dtype", "fp32"], None, True),
     ("fp16-1g-rep2", ["--blocks", "40", "--hidden", "1024", "--dtype", "fp16", "--repeat", "2"], None, True),
     ("bf16-1g-rep2", ["--blocks", "40", "--hidden", "1024", "--dtype", "bf16", "--repeat", "2"], None, True),

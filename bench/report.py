@@ -282,7 +282,19 @@ def replay_kinds(rp):
     return out
 
 
-def growth_reason(r, g, rg, app_base=0):
+def per_weight_byte(r, grown):
+    """The replay growth per added weight byte between r and another model of this run with the same
+    calls (grown: name -> (calls, growth bytes, weight bytes)): what both share is per call."""
+    calls, g0, w0 = grown.get(r["name"], (0, 0, 0))
+    for name, (c, g, w) in grown.items():
+        if name != r["name"] and c == calls and w != w0:
+            return (f"; the same {calls:,} calls with {fmt_bytes(abs(w - w0))} {'more' if w > w0 else 'fewer'} weight "
+                    f"bytes ({name}) grow {fmt_bytes(abs(g - g0))} {'more' if g >= g0 else 'less'}: "
+                    f"{(g - g0) / (w - w0) * 100:.1f}% per weight byte")
+    return ""
+
+
+def growth_reason(r, g, rg, app_base=0, grown=None):
     """Why a compressed trace's replay grew more than 5% of the weight bytes, from this run's figures."""
     w = r["trace"]["weights"]
     dup = w["logical_bytes"] - w["unique_bytes"]
@@ -299,7 +311,7 @@ def growth_reason(r, g, rg, app_base=0):
                f"this one ({max(0, app) / r['app']['weight_bytes'] * 100:.0f}% of the weight bytes: the library's "
                "state, and the app's Python objects)" if app_base else "")
         return (f"{r['name']} {g * 100:.1f}%: the raw trace grows {rg * 100:.0f}% too: the library's own state for "
-                f"{r['trace']['calls']:,} calls, not weights{lib}")
+                f"{r['trace']['calls']:,} calls, not weights{lib}{per_weight_byte(r, grown or {})}")
     return f"{r['name']} {g * 100:.1f}%"
 
 
@@ -399,10 +411,13 @@ def render_targets(e2e, rows, memcpy):
             cgrow.append((r["name"], max(0, rss - base) / r["app"]["weight_bytes"], max(0, raw - base) / r["app"]["weight_bytes"]))
     if cgrow:
         bad = [(n, g, rg) for n, g, rg in cgrow if g > 0.05]
+        by = {r["name"]: r for r in models}
+        grown = {n: (by[n]["trace"]["calls"], g * by[n]["app"]["weight_bytes"], by[n]["app"]["weight_bytes"])
+                 for n, g, _ in cgrow}
         row("player RSS growth ≤ 5% of weight bytes, compressed traces (decode cache; the worse of built and reused)",
             ", ".join(f"{n} {g * 100:.1f}%" for n, g, _ in cgrow), not bad,
             "; ".join(growth_reason(next(r for r in models if r["name"] == n), g, rg,
-                                    e2e.get("app_baseline", {}).get("rss", 0)) for n, g, rg in bad))
+                                    e2e.get("app_baseline", {}).get("rss", 0), grown) for n, g, rg in bad))
     sizes = [(r["name"], r["trace"]["bytes"] / (r["nvidia"]["json"] + r["nvidia"]["bin"]),
               r["trace"]["parts"]["weights"] / max(1, r["nvidia"]["bin"])) for r in models if r.get("nvidia")]
     if sizes:

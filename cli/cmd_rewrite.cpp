@@ -5,6 +5,7 @@
 // is copied, and a damaged or missing blob stops the rewrite (exit 2) unless --salvage, which
 // drops the damaged blobs and keeps the calls before the first call that uses one (a clean prefix,
 // like a truncated trace's), and says what it dropped.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <unordered_set>
@@ -59,14 +60,19 @@ void copyCalls(const Reader& r, Writer& w, uint64_t cut) {
 }
 
 // Copies every blob, content-checked; damaged ones are refused, or with --salvage dropped and
-// returned. Decompressed buffers stay alive until the workers consumed them (bounded).
+// returned. Decompressed buffers stay alive until the workers consumed them (bounded). In the
+// input's file order: read sequentially, and written in the order the capture used them, which
+// the player's reads then follow too.
 std::unordered_set<BlobRef, BlobRefHasher> copyBlobs(const Reader& r, Writer& w, const RewriteOptions& o, uint64_t queueBytes) {
   std::vector<BlobView> held;
   uint64_t heldBytes = 0, total = 0, done = 0;
-  for (auto& b : r.blobs()) total += b.ref.length;
+  std::vector<const BlobInfo*> inFileOrder;
+  for (auto& b : r.blobs()) total += b.ref.length, inFileOrder.push_back(&b);
+  std::sort(inFileOrder.begin(), inFileOrder.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
   Progress progress("trtrace rewrite " + o.out, total);
   std::unordered_set<BlobRef, BlobRefHasher> damaged;
-  for (auto& b : r.blobs()) {
+  for (const BlobInfo* pb : inFileOrder) {
+    const BlobInfo& b = *pb;
     progress.update(done);
     done += b.ref.length;
     if (b.lost) {  // kept as the input has it (a Lost copy beside a stored one too)

@@ -119,6 +119,7 @@ void Replayer::run(const std::function<void(const NetworkResult&, const void*)>&
     return true;
   });
   call_ = nullptr;
+  reader_.releaseBlobsNow();
 }
 
 const ValueView Replayer::arg(size_t i) const {
@@ -263,11 +264,11 @@ abi::Weights Replayer::argWeights(size_t i) {
       w.values = hold({v.weightsPtr(), ref}, [&] {
         // Raw: a view into the mapping. The content hash is checked once per blob before the library
         // sees the bytes, so damaged weights never build an engine silently.
-        if (options_.trustWeights) return reader_.blob(ref);
-        BlobView b = reader_.checkedBlob(ref);
-        // The pages the check brought in leave the resident set again (the library faults them back
-        // from the page cache): checking a huge raw trace keeps the player's memory bounded.
-        if (b.isZeroCopy()) files::releasePages(b.data(), b.size());
+        BlobView b = options_.trustWeights ? reader_.blob(ref) : reader_.checkedBlob(ref);
+        // The trace's pages the check and the block's framing brought in leave the resident set
+        // again (the library faults them back from the page cache): the player's memory stays
+        // bounded however big the trace, and however small its blobs.
+        reader_.releaseBlob(b);
         return b;
       });
       break;

@@ -451,3 +451,62 @@ TEST(Blobs, AReleasedFirstBufferIsReadFromALaterOneWithTheSameBytes) {
     EXPECT_TRUE(r->blobLost(ghostRef));
   }
 }
+
+namespace {
+// Resident bytes of the mapping that starts at `m` (this process's /proc/self/smaps).
+uint64_t residentBytes(std::span<const std::byte> m) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto want = reinterpret_cast<uintptr_t>(m.data());
+  bool in = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t lo = 0;
+    if (std::sscanf(line.c_str(), "%lx-", &lo) == 1 && line.find('-') < 17 && line.find(' ') > line.find('-')) in = lo == want;
+    unsigned long kb = 0;
+    if (in && std::sscanf(line.c_str(), "Rss: %lu kB", &kb) == 1) return uint64_t(kb) << 10;
+  }
+  return 0;
+}
+}  // namespace
+
+// Reading a trace's blobs once leaves its mapping's pages resident (the kernel maps a fault's
+// cached neighbours too); releaseBlob gives them back, and blobs served from a decode cache never
+// touch the trace's pages at all: the player's memory stays bounded however small the blobs.
+TEST(Blobs, ReadingEveryBlobOnceLeavesLittleOfTheTraceResident) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  std::vector<BlobRef> refs;
+  for (const uint64_t minCompress : {uint64_t{1} << 30, uint64_t{0}}) {  // raw small blobs; compressed ones
+    SCOPED_TRACE(minCompress);
+    {
+      WriterOptions o;
+      o.path = path;
+      o.workerThreads = 0;
+      o.minCompressBytes = minCompress;
+      auto w = Writer::create(o, tt::header());
+      refs.clear();
+      for (int i = 0; i < 1500; ++i) {
+        auto bytes = tt::zeros(6000 + 8 * size_t(i));
+        auto noise = tt::randomBytes(bytes.size() / 2, 1000 + i);  // distinct, half compressible
+        std::copy(noise.begin(), noise.end(), bytes.begin());
+        refs.push_back(w->putBlob(bytes.data(), bytes.size(), BlobHint::F32));
+      }
+      w->close();
+    }
+    auto r = Reader::open(path);
+    const uint64_t size = r->mapping().size();
+    if (minCompress) {
+      std::vector<BlobView> views;
+      for (const BlobRef& ref : refs) views.push_back(r->checkedBlob(ref));
+      EXPECT_GT(residentBytes(r->mapping()), size / 2);  // what the test guards against
+      for (const BlobView& v : views) r->releaseBlob(v);
+      r->releaseBlobsNow();
+    } else {
+      DecodeCacheOptions co;
+      co.mode = DecodeCacheOptions::Mode::Temp;
+      ASSERT_EQ(r->useDecodeCache(co).how, "temp");
+      ASSERT_TRUE(r->blobs().at(0).compressed);
+      for (const BlobRef& ref : refs) EXPECT_EQ(r->checkedBlob(ref).size(), ref.length);
+    }
+    EXPECT_LT(residentBytes(r->mapping()), size / 20) << "of " << size;
+  }
+}

@@ -144,3 +144,33 @@ TEST(Cli, RewriteRawThenCompressedPreservesContent) {
   for (auto& e : std::filesystem::directory_iterator(d.dir)) files += e.path().string().find(".tmp.") != std::string::npos;
   EXPECT_EQ(files, 0u);
 }
+
+// rewrite keeps the input's blob order (the capture's, which the player reads in), not the index's
+// hash order: blobs put in order 0..n-1 come out at increasing offsets.
+TEST(Cli, RewriteKeepsTheBlobsInTheirFileOrder) {
+  tt::TempDir d;
+  auto p = d.path("in.trace"), out = d.path("out.trace");
+  std::vector<BlobRef> order;
+  {
+    WriterOptions o;
+    o.path = p;
+    o.workerThreads = 0;  // written in put order
+    auto w = Writer::create(o, tt::header());
+    for (int i = 0; i < 64; ++i) {
+      auto bytes = tt::randomBytes(1000 + 64 * size_t(i), 100 + i);
+      order.push_back(w->putBlob(bytes.data(), bytes.size()));
+      w->beginCall(1, 0, 0).argWeightsBlob(0, bytes.size(), order.back()).endCall();
+    }
+    w->close();
+  }
+  auto run = cli("rewrite " + p + " " + out + " --raw --threads 0");
+  ASSERT_EQ(run.code, 0) << run.out;
+  auto r = Reader::open(out);
+  uint64_t last = 0;
+  for (const BlobRef& ref : order) {
+    auto it = std::find_if(r->blobs().begin(), r->blobs().end(), [&](const BlobInfo& b) { return b.ref == ref; });
+    ASSERT_NE(it, r->blobs().end());
+    EXPECT_GT(it->offset, last);
+    last = it->offset;
+  }
+}

@@ -255,7 +255,7 @@ std::vector<uint64_t> decodeAll(const Reader::Impl& r, const Layout& L, int fd, 
                             pwriteAll(fd, p, n, L.offsets[j] + off, what);
                             done += n;
                           });
-      files::releasePages(r.base + bi.dataOffset, bi.storedSize);
+      files::releaseAround({r.base, r.size}, bi.offset, bi.dataOffset + bi.storedSize);  // the block read
       if (h == bi.ref.hash) offsets[i] = L.offsets[j];
       else ++bad;
     } catch (const Error& e) {

@@ -10,6 +10,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -194,6 +195,16 @@ void releasePages(const void* data, size_t n) {
   const uintptr_t lo = (reinterpret_cast<uintptr_t>(data) + page - 1) & ~(page - 1);
   const uintptr_t hi = (reinterpret_cast<uintptr_t>(data) + n) & ~(page - 1);
   if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
+void releaseAround(std::span<const std::byte> map, uint64_t lo, uint64_t hi) {
+  // Windows are aligned in the address space; the mapping starts on a page, which is enough here.
+  const uintptr_t start = reinterpret_cast<uintptr_t>(map.data()), end = start + map.size();
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  uintptr_t a = std::max(start, (start + lo) & ~(uintptr_t(kFaultAroundBytes) - 1));
+  uintptr_t b = std::min(end, (start + hi + kFaultAroundBytes - 1) & ~(uintptr_t(kFaultAroundBytes) - 1));
+  b = (b + page - 1) & ~(page - 1);  // the mapping's last page, partly past the file's end
+  if (b > a) ::madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
 }
 
 }  // namespace trtrace::files

@@ -13,6 +13,7 @@
 #include "call_log.h"
 #include "decode_cache.h"
 #include "reader_impl.h"
+#include "trtrace/files.h"
 
 namespace trtrace {
 namespace F = format;
@@ -87,11 +88,13 @@ BlobView zeros(uint64_t n) {
 BlobView Reader::Impl::blob(const BlobRef& ref, bool checked) const {
   if (external && !findBlob(ref))
     if (auto it = external->blobs.find(ref); it != external->blobs.end()) return BlobView::kept(it->second, external);
+  // In a decode cache (checked against its key when made or reused): a view into its mapping. The
+  // trace's block is not read: its pages, and their neighbours, would join the resident set.
+  if (const BlobInfo* in = cache ? findBlob(ref) : nullptr)
+    if (const std::byte* c = cache->find(size_t(in - blobs.data()))) return BlobView::mapped({c, ref.length});
   const BlobInfo* bi = &locate(ref);
   const auto r = detail::blobRecordAt(base, bi->offset);
   if (bi->lost) return zeros(r.rawSize);  // nothing to check: the capture kept no bytes
-  // In a decode cache (checked against its key when made or reused): a view into its mapping.
-  if (const std::byte* c = cache ? cache->find(size_t(bi - blobs.data())) : nullptr) return BlobView::mapped({c, r.rawSize});
   const char* damaged = "content does not match its hash (damaged weights)";
   if (F::isRawEncoding(r.encoding)) {
     auto view = BlobView::mapped({base + bi->dataOffset, r.rawSize});  // zero-copy into the mapping
@@ -241,5 +244,32 @@ BlobView Reader::blob(const Hash128& h, uint64_t len) const { return impl_->blob
 BlobView Reader::checkedBlob(const BlobRef& ref) const { return impl_->blob(ref, true); }
 const std::vector<BlobInfo>& Reader::blobs() const { return impl_->blobs; }
 std::span<const std::byte> Reader::mapping() const { return {impl_->base, impl_->size}; }
+
+void Reader::releaseBlob(const BlobView& v) const {
+  const auto* p = static_cast<const std::byte*>(v.data());
+  if (!impl_->base || !v.size() || p < impl_->base || p + v.size() > impl_->base + impl_->size) return;
+  // A blob's header and record lie within the page before its data (format.h: Raw data starts on
+  // the next 4 KiB boundary after them, RawSmall on the next 64-byte one).
+  const uint64_t hi = static_cast<uint64_t>(p - impl_->base) + v.size(), lo = hi - v.size() - std::min<uint64_t>(hi - v.size(), F::kBlobAlign);
+  constexpr uint64_t kBatch = 4 << 20;
+  std::lock_guard g(impl_->releaseMu);
+  auto& u = impl_->unreleased;
+  u.lo = u.bytes ? std::min(u.lo, lo) : lo;
+  u.hi = u.bytes ? std::max(u.hi, hi) : hi;
+  u.bytes += hi - lo + 2 * files::kFaultAroundBytes;  // what reading it may have mapped
+  if (u.bytes < kBatch) return;
+  // One range over the batch: blobs are used in call order, not file order, and a madvise over
+  // pages that are not mapped costs little. Widened to fault-around windows on the left only: the
+  // pages after it are mostly blobs used next, which a later batch releases.
+  files::releaseAround(mapping(), u.lo, u.hi - std::min(u.hi, files::kFaultAroundBytes - 1));
+  u = {};
+}
+
+void Reader::releaseBlobsNow() const {
+  std::lock_guard g(impl_->releaseMu);
+  auto& u = impl_->unreleased;
+  if (u.bytes) files::releaseAround(mapping(), u.lo, u.hi);
+  u = {};
+}
 
 }  // namespace trtrace

@@ -37,6 +37,11 @@ struct Reader::Impl {
   mutable std::map<uint32_t, ApiInfo> apiMap;
   mutable std::deque<std::string> apiStrings;  // owns apiMap's names (segments may be inflated copies)
   std::unique_ptr<detail::DecodeCache> cache;  // compressed blobs decoded (decode_cache.h), or none
+  struct Unreleased {  // blocks releaseBlob was given and has not released yet
+    uint64_t lo = 0, hi = 0, bytes = 0;
+  };
+  mutable std::mutex releaseMu;
+  mutable Unreleased unreleased;
   std::shared_ptr<const ExternalBlobs> external;  // blobs outside the file (Reader::setExternalBlobs), or none
   int fd = -1;                                 // the mapped file (Reader::alias maps it again)
 

@@ -8,6 +8,7 @@
 //   mkstemp-style) and renamed over it only when complete; on failure the temporary is removed.
 #pragma once
 #include <cstddef>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,16 @@ void writeAtomically(const std::string& path, const void* data, size_t size);
 // resident set (MADV_DONTNEED: they are read again from the file if touched): bounded memory while
 // a big input is walked once.
 void releasePages(const void* data, size_t n);
+
+// The kernel's fault-around window (its default fault_around_bytes): a read fault on a file mapping
+// also maps the window's other pages that are in the page cache.
+inline constexpr uint64_t kFaultAroundBytes = 64 << 10;
+
+// Drops every page of the read-only shared file mapping `map` that overlaps [lo, hi) (offsets in
+// it), widened to whole fault-around windows: after a few bytes were read at scattered places (a
+// block's header, record and padding), releasing only the pages read would leave their neighbours,
+// mapped by fault-around, resident. Later reads fault the pages back from the page cache.
+void releaseAround(std::span<const std::byte> map, uint64_t lo, uint64_t hi);
 
 // A new read-write file named `prefix` + an unguessable suffix (O_CREAT|O_EXCL|O_NOFOLLOW, close-on-
 // exec, `mode`); its name goes to *name. Throws trtrace::Error (Io) naming `what` when it cannot.

@@ -216,6 +216,13 @@ class Reader {
   bool blobLost(const BlobRef& ref) const;     // `ref` is stored Lost only
 
   std::span<const std::byte> mapping() const;  // the whole mapped file
+  // The pages of this trace's mapping that reading the blob `v` views brought in (its block, and
+  // the neighbours the kernel mapped around each fault) leave the resident set: a caller that walks
+  // a big trace once keeps its memory bounded. Nothing for a view elsewhere (a decode cache's).
+  // Released in batches of about 4 MiB read (a madvise costs ~10 us), so up to that stays resident
+  // until releaseBlobsNow(). Reads later fault the pages back from the page cache.
+  void releaseBlob(const BlobView& v) const;
+  void releaseBlobsNow() const;
 
   // Decodes every compressed blob, in parallel, into a decode cache (trtrace/decode_cache.h, or
   // finds one already made and checks it); blob() and checkedBlob() then hand out views into its

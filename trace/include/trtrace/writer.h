@@ -37,7 +37,9 @@ struct WriterOptions {
   std::string path;                 // created (truncated) unless fd is given; named in messages
   int fd = -1;                      // >= 0: write into this open, empty file instead (duplicated)
   FlushPolicy flush = FlushPolicy::OnBuild;  // when call-log segments are written
-  uint64_t segmentBytes = 8 << 20;  // a segment is also flushed when it grows past this
+  // A segment is also flushed when it grows past this. A reader holds one segment (inflated) while
+  // it walks its calls, so this bounds its memory for the call log: 1 MiB is ~5,000 calls.
+  uint64_t segmentBytes = 1 << 20;
   int zstdLevel = kDefaultBlobZstdLevel;  // 0 = store every blob raw
   int logZstdLevel = 3;             // call-log segments: zstd level (0 = every segment raw)
   double minSaving = 0.05;          // keep a compressed blob/segment only if it saves >= this fraction
