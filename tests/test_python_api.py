@@ -55,6 +55,17 @@ def test_calls_have_the_names_and_values_the_tools_print(traces):
         assert t.header["library"] == "tensorrt_rtx"
 
 
+def test_iterating_a_trace_reads_its_calls_in_batches(traces):
+    """`for c in trace` holds one batch of calls at a time (a trace of millions of calls need not fit
+    as Python objects); the batches, however small, give the calls `calls` gives."""
+    d, raw, _ = traces
+    with trtrace.open(raw) as t:
+        streamed = [(c.seq, c.name, c.network) for c in t._stream(batch=5)]
+        assert [(c.seq, c.name, c.network) for c in t] == streamed
+        assert t._calls is None  # iterating kept nothing
+        assert streamed == [(c.seq, c.name, c.network) for c in t.calls] and len(streamed) == len(t)
+
+
 def test_builds_networks_and_weights(traces):
     d, raw, _ = traces
     with trtrace.open(raw) as t:

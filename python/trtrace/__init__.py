@@ -179,7 +179,7 @@ class Network:
 
     @property
     def builds(self) -> list[Build]:
-        return [_build_of(c) for c in self.calls if c.build is not None]
+        return [_build_of(c) for c in self if c.build is not None]
 
 
 def _build_of(c: Call) -> Build:
@@ -250,14 +250,25 @@ class Trace:
 
     @property
     def calls(self) -> list[Call]:
-        """Every call, in order (read once, then kept)."""
+        """Every call, in order (read once, then kept: for a trace of millions of calls, iterate the
+        trace instead, which holds one batch at a time)."""
         if self._calls is None:
-            text = self._string(self._lib.trtrace_calls_json, 0, 2**64 - 1)
-            self._calls = [self._call(c) for c in json.loads(text)]
+            self._calls = list(self._stream())
         return self._calls
 
+    def _stream(self, batch: int = 4096) -> Iterator[Call]:
+        """The calls in order, read `batch` at a time (each batch inflates only its segments)."""
+        left, lo, span = len(self), 0, batch
+        while left > 0:  # seqs may have gaps (a reduced trace keeps its calls' numbers): widen over them
+            got = json.loads(self._string(self._lib.trtrace_calls_json, lo, lo + span))
+            for c in got:
+                yield self._call(c)
+            left -= len(got)
+            lo, span = (got[-1]["seq"] + 1, batch) if got else (lo + span, span * 2)
+
     def __iter__(self) -> Iterator[Call]:
-        return iter(self.calls)
+        """The calls in order; memory bounded by one batch unless `calls` was read already."""
+        return iter(self._calls) if self._calls is not None else self._stream()
 
     def __len__(self) -> int:
         return int(self.header["calls"])
@@ -274,13 +285,13 @@ class Trace:
     @property
     def builds(self) -> list[Build]:
         """Every build call with its recorded outcome."""
-        return [_build_of(c) for c in self.calls if c.build is not None]
+        return [_build_of(c) for c in self if c.build is not None]
 
     @property
     def weights(self) -> list[Weights]:
         """Every weights argument or result, in call order (the same blob may appear several times)."""
         out = []
-        for c in self.calls:
+        for c in self:
             for v in [*c.args.values(), *([c.result] if c.result else [])]:
                 if isinstance(v.value, Weights):
                     out.append(v.value)

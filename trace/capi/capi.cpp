@@ -190,14 +190,21 @@ TRTRACE_C_EXPORT char* trtrace_calls_json(const trtrace_reader* r, uint64_t lo, 
   char* out = nullptr;
   guarded(error, kind, [&] {
     std::string s = "[";
-    bool first = true;
-    r->reader->forEachCall([&](const CallView& c) {
-      if (c.seq() >= hi) return false;
-      if (c.seq() < lo) return true;
-      s += (first ? "" : ",") + callJson(*r->reader, c);
-      first = false;
-      return true;
-    });
+    bool first = true, more = true;
+    // Only the segments that hold calls of [lo, hi) are inflated: a reader that pages through a big
+    // trace in ranges reads each segment about once, not every segment before the range each time.
+    const Reader& rd = *r->reader;
+    for (size_t i = 0; i < rd.segmentCount() && more; ++i) {
+      const SegmentInfo si = rd.segmentInfo(i);
+      if (si.firstSeq + si.calls <= lo) continue;
+      rd.forEachCallInSegment(i, [&](const CallView& c) {
+        if (c.seq() >= hi) return more = false;
+        if (c.seq() < lo) return true;
+        s += (first ? "" : ",") + callJson(rd, c);
+        first = false;
+        return true;
+      });
+    }
     out = dup(s + "]");
   });
   return out;
