@@ -248,9 +248,10 @@ std::span<const std::byte> Reader::mapping() const { return {impl_->base, impl_-
 void Reader::releaseBlob(const BlobView& v) const {
   const auto* p = static_cast<const std::byte*>(v.data());
   if (!impl_->base || !v.size() || p < impl_->base || p + v.size() > impl_->base + impl_->size) return;
-  // A blob's header and record lie within the page before its data (format.h: Raw data starts on
-  // the next 4 KiB boundary after them, RawSmall on the next 64-byte one).
-  const uint64_t hi = static_cast<uint64_t>(p - impl_->base) + v.size(), lo = hi - v.size() - std::min<uint64_t>(hi - v.size(), F::kBlobAlign);
+  // A raw blob's header and record end at most one alignment step before its data (format.h: Raw
+  // data starts on the next 4 KiB boundary after them, RawSmall on the next 64-byte one).
+  constexpr uint64_t kFraming = sizeof(F::BlockHeader) + sizeof(F::BlobRecord) + F::kBlobAlign;
+  const uint64_t at = static_cast<uint64_t>(p - impl_->base), lo = at - std::min(at, kFraming), hi = at + v.size();
   constexpr uint64_t kBatch = 4 << 20;
   std::lock_guard g(impl_->releaseMu);
   auto& u = impl_->unreleased;
