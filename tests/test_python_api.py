@@ -73,6 +73,7 @@ def test_builds_networks_and_weights(traces):
         assert len(t.builds) == 2 and all(b.ok for b in t.builds)
         for i, b in enumerate(t.builds):
             assert b.network == i and b.engine_size == (d / f"app.engine{i}").stat().st_size
+            assert t.networks[i].builds == [b]
         kernel = next(c for c in t.networks[0].calls if c.method == "addConvolutionNd").args["kernelWeights"].value
         assert kernel.dtype == "kFLOAT" and kernel.count == 8 * 3 * 3 * 3 and kernel.storage == "blob"
         expected = np.random.default_rng(1234).standard_normal((8, 3, 3, 3)).astype(np.float32)   # build_cnn.py's

@@ -179,7 +179,7 @@ class Network:
 
     @property
     def builds(self) -> list[Build]:
-        return [_build_of(c) for c in self if c.build is not None]
+        return [_build_of(c) for c in self.calls if c.build is not None]
 
 
 def _build_of(c: Call) -> Build:
