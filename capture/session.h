@@ -33,8 +33,8 @@ struct Config {
   bool ignoreVersion = false;   // TRTRACE_IGNORE_VERSION: capture a library version the spec does not describe
   // Weight storage (BENCHMARKS.md, "Hot spots fixed"): zstd level 1 is faster than 3 and compresses
   // byte-grouped weights as well; 0 stores every blob raw. Workers compress/write off the app's thread.
-  int zstdLevel = kDefaultBlobZstdLevel;
-  bool durable = false;         // TRTRACE_SYNC (WriterOptions::durable)            // TRTRACE_ZSTD_LEVEL
+  int zstdLevel = kDefaultBlobZstdLevel;  // TRTRACE_ZSTD_LEVEL
+  bool durable = false;         // TRTRACE_SYNC (WriterOptions::durable)
   int workers = 2;              // TRTRACE_CAPTURE_WORKERS
   // Bytes of weights queued (pointers only: zero-copy) before a call waits for the workers; 0 = no
   // limit. TensorRT requires weights to stay valid until the build, and the queue drains at every

@@ -148,9 +148,9 @@ BlobRef BlobStore::put(const void* data, uint64_t bytes, BlobHint hint) {
   {
     std::unique_lock l(mu_);
     if (workerError_) std::rethrow_exception(workerError_);
-    if (!seen_.insert(ref).second) {  // dedup hit: written once
-      if (auto it = pending_.find(ref); it != pending_.end() && it->second.size() < kMaxSources)
-        it->second.push_back(job.data);  // a second source while the first waits for a worker
+    if (auto [it, fresh] = seen_.try_emplace(ref, opt_.storeBlobs); !fresh) {  // dedup hit: written once
+      if (it->second)  // still queued: a second source, should the first go away before it is read
+        if (auto& o = others_[ref]; o.size() < kMaxSources) o.push_back(job.data);
       return ref;
     }
     {
@@ -160,7 +160,6 @@ BlobRef BlobStore::put(const void* data, uint64_t bytes, BlobHint hint) {
     }
     if (!opt_.storeBlobs) return ref;  // the bytes stay where they are (WriterOptions::storeBlobs)
     pendingJobs_++;
-    pending_.try_emplace(ref);
     if (workers_.empty()) {
       pendingBytes_ += bytes;
       l.unlock();
@@ -228,7 +227,9 @@ void BlobStore::consume(const Job& j, Scratch& s) {
     if (!workerError_) workerError_ = std::current_exception();
   }
   std::lock_guard g(mu_);
-  pending_.erase({j.hash, j.bytes});
+  const BlobRef key{j.hash, j.bytes};
+  if (auto it = seen_.find(key); it != seen_.end()) it->second = false;  // consumed: no more sources
+  if (!others_.empty()) others_.erase(key);
   {
     // A lost blob's key is forgotten: the same bytes passed again later are stored normally.
     std::lock_guard st(statsMu_);
@@ -293,8 +294,8 @@ void BlobStore::write(const Job& j, Scratch& s) {
 
 const std::byte* BlobStore::nextSource(const Job& j) {
   std::lock_guard g(mu_);
-  auto it = pending_.find({j.hash, j.bytes});
-  if (it == pending_.end() || it->second.empty()) return nullptr;
+  auto it = others_.find({j.hash, j.bytes});
+  if (it == others_.end() || it->second.empty()) return nullptr;
   const std::byte* p = it->second.front();
   it->second.erase(it->second.begin());
   return p;

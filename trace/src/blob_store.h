@@ -15,7 +15,6 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "block_file.h"
@@ -69,11 +68,11 @@ class BlobStore {
   mutable std::mutex mu_;
   std::condition_variable workCv_;  // workers wait here for a batch
   std::condition_variable doneCv_;  // producers over the budget, and drain, wait here
-  std::unordered_set<BlobRef, BlobRefHasher> seen_;
-  // Keys queued and not yet consumed, with the other caller buffers that were passed with the same
-  // key meanwhile (dedup hits): if the first buffer is released before a worker reads it, the blob
-  // is read from one of these instead of being stored Lost. At most kMaxSources per key.
-  std::unordered_map<BlobRef, std::vector<const std::byte*>, BlobRefHasher> pending_;
+  std::unordered_map<BlobRef, bool, BlobRefHasher> seen_;  // every key put -> still queued for a worker
+  // Other caller buffers passed with a queued key (dedup hits): if the first buffer is released
+  // before a worker reads it, the blob is read from one of these instead of being stored Lost.
+  // Only keys that had such a hit are here, at most kMaxSources buffers each.
+  std::unordered_map<BlobRef, std::vector<const std::byte*>, BlobRefHasher> others_;
   static constexpr size_t kMaxSources = 4;
   std::deque<Job> queue_;
   uint64_t pendingBytes_ = 0, pendingJobs_ = 0;  // enqueued and not yet consumed

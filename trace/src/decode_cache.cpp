@@ -187,15 +187,16 @@ void pwriteAll(int fd, const std::byte* p, uint64_t n, uint64_t off, const std::
   }
 }
 
-// XXH3-128 of n mapped bytes, read 64 MiB at a time and released once hashed (`done` counts them).
-Hash128 hashReleasing(const std::byte* p, uint64_t n, std::atomic<uint64_t>& done) {
+// XXH3-128 of the n bytes at `off` in the read-only mapping `map`, read 64 MiB at a time and
+// released once hashed, with the neighbours the reads' faults mapped (`done` counts them).
+Hash128 hashReleasing(std::span<const std::byte> map, uint64_t off, uint64_t n, std::atomic<uint64_t>& done) {
   XXH3_state_t state;
   XXH3_INITSTATE(&state);
   XXH3_128bits_reset(&state);
   for (uint64_t at = 0; at < n;) {
     const uint64_t step = std::min<uint64_t>(n - at, uint64_t(64) << 20);
-    XXH3_128bits_update(&state, p + at, step);
-    files::releasePages(p + at, step);
+    XXH3_128bits_update(&state, map.data() + off + at, step);
+    files::releaseAround(map, off + at, off + at + step);
     at += step, done += step;
   }
   const auto d = XXH3_128bits_digest(&state);
@@ -212,10 +213,13 @@ std::string checkAll(const Reader::Impl& r, const Layout& L, const std::byte* ma
   parallelFor(order.size(), threads, [&](size_t k) {
     const size_t j = order[k];
     const BlobRef& ref = r.blobs[L.blobs[j]].ref;
-    if (hashReleasing(map + L.offsets[j], ref.length, done) == ref.hash) return;
+    if (hashReleasing({map, L.fileLength}, L.offsets[j], ref.length, done) == ref.hash) return;
     std::lock_guard<std::mutex> lk(mu);
     if (bad.empty()) bad = blobName(ref) + " at offset " + std::to_string(L.offsets[j]) + " does not match its hash";
   }, progress, done);
+  // Threads work largest blob first, not in file order: one's faults map neighbours (fault-around)
+  // that another already released. Whatever is left goes now.
+  files::releaseAround({map, L.fileLength}, 0, L.fileLength);
   return bad;
 }
 
@@ -263,6 +267,7 @@ std::vector<uint64_t> decodeAll(const Reader::Impl& r, const Layout& L, int fd, 
       ++bad;
     }
   }, progress, done);
+  files::releaseAround({r.base, r.size}, 0, r.size);  // as checkAll: what the threads' faults left mapped
   failed = bad;
   return offsets;
 }

@@ -86,11 +86,12 @@ BlobView zeros(uint64_t n) {
 }  // namespace
 
 BlobView Reader::Impl::blob(const BlobRef& ref, bool checked) const {
-  if (external && !findBlob(ref))
+  const BlobInfo* in = findBlob(ref);
+  if (external && !in)
     if (auto it = external->blobs.find(ref); it != external->blobs.end()) return BlobView::kept(it->second, external);
   // In a decode cache (checked against its key when made or reused): a view into its mapping. The
   // trace's block is not read: its pages, and their neighbours, would join the resident set.
-  if (const BlobInfo* in = cache ? findBlob(ref) : nullptr)
+  if (in && cache)
     if (const std::byte* c = cache->find(size_t(in - blobs.data()))) return BlobView::mapped({c, ref.length});
   const BlobInfo* bi = &locate(ref);
   const auto r = detail::blobRecordAt(base, bi->offset);
@@ -258,19 +259,19 @@ void Reader::releaseBlob(const BlobView& v) const {
   u.lo = u.bytes ? std::min(u.lo, lo) : lo;
   u.hi = u.bytes ? std::max(u.hi, hi) : hi;
   u.bytes += hi - lo + 2 * files::kFaultAroundBytes;  // what reading it may have mapped
-  if (u.bytes < kBatch) return;
-  // One range over the batch: blobs are used in call order, not file order, and a madvise over
-  // pages that are not mapped costs little. Widened to fault-around windows on the left only: the
-  // pages after it are mostly blobs used next, which a later batch releases.
-  files::releaseAround(mapping(), u.lo, u.hi - std::min(u.hi, files::kFaultAroundBytes - 1));
-  u = {};
+  if (u.bytes >= kBatch) impl_->releaseLocked();
 }
 
 void Reader::releaseBlobsNow() const {
   std::lock_guard g(impl_->releaseMu);
-  auto& u = impl_->unreleased;
-  if (u.bytes) files::releaseAround(mapping(), u.lo, u.hi);
-  u = {};
+  impl_->releaseLocked();
+}
+
+// One range over the batch (blobs are used in call order, which `trtrace rewrite` and the capture
+// keep as file order; a madvise over pages that are not mapped costs little). Holds releaseMu.
+void Reader::Impl::releaseLocked() const {
+  if (unreleased.bytes) files::releaseAround({base, size}, unreleased.lo, unreleased.hi);
+  unreleased = {};
 }
 
 }  // namespace trtrace

@@ -42,6 +42,7 @@ struct Reader::Impl {
   };
   mutable std::mutex releaseMu;
   mutable Unreleased unreleased;
+  void releaseLocked() const;  // gives back `unreleased` (Reader::releaseBlob); holds releaseMu
   std::shared_ptr<const ExternalBlobs> external;  // blobs outside the file (Reader::setExternalBlobs), or none
   int fd = -1;                                 // the mapped file (Reader::alias maps it again)
 
