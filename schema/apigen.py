@@ -28,7 +28,7 @@ import apispec  # noqa: E402
 from apimodel import Cpp, all_methods, assign_idents, assign_ids, check_overrides  # noqa: E402,F401
 from apispec import SpecError  # noqa: E402
 from gen_abi import gen_abi  # noqa: E402
-from gen_capture import gen_capture, gen_capture_entries, gen_capture_override_decls  # noqa: E402
+from gen_capture import entries_json, gen_capture, gen_capture_entries, gen_capture_override_decls  # noqa: E402
 from gen_conformance import gen_conformance  # noqa: E402
 from gen_python import python_names  # noqa: E402
 from gen_replay import gen_replay, gen_replay_override_decls  # noqa: E402
@@ -44,6 +44,8 @@ def main():
                     help="leave a method out (tests: a shim that does not know a method the app calls)")
     ap.add_argument("--python-names", action="store_true",
                     help="print every API id's Python spelling as JSON (the bindings conformance test)")
+    ap.add_argument("--entries", action="store_true",
+                    help="print the C entry points and the unexported symbols as JSON (the export-set test)")
     args = ap.parse_args()
     spec_dir = pathlib.Path(args.spec)
     try:
@@ -57,6 +59,9 @@ def main():
         check_overrides(spec)
         if args.python_names:
             print(json.dumps(python_names(spec)))
+            return 0
+        if args.entries:
+            print(json.dumps(entries_json(spec)))
             return 0
         cpp = Cpp(spec)
         ov = spec.overrides

@@ -127,6 +127,7 @@ class Spec:
     numpy: dict = dataclasses.field(default_factory=dict)    # DataType enumerator -> numpy dtype descr
     publics: dict = dataclasses.field(default_factory=dict)  # interface -> public virtual method names
     elementbits: dict = dataclasses.field(default_factory=dict)  # DataType enumerator -> bits per element
+    unexported: dict = dataclasses.field(default_factory=dict)  # library function symbol -> why the shim lacks it
 
     def resolve(self, name):
         """Follows aliases to the underlying type name."""
@@ -352,6 +353,13 @@ def _parse_top(spec: Spec, line: str, where: str):
         if len(words) != 3 or "." not in words[1]:
             raise SpecError("bad python: expected `python Interface.method name|name()|(comment)|-`")
         spec.python[words[1]] = words[2]
+        return None
+    if kw == "unexported":
+        # unexported SYMBOL REASON: a function symbol of the library the shim does not export (the
+        # export-set test, tests/test_entry_points.py, accepts exactly these, each with its reason)
+        if len(words) < 3 or not re.match(r"^\w+$", words[1]):
+            raise SpecError("bad unexported: expected `unexported SYMBOL reason ...` (the reason is required)")
+        spec.unexported[words[1]] = " ".join(words[2:])
         return None
     if kw == "appowned":
         spec.appowned.update(words[1:])

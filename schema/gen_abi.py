@@ -100,7 +100,18 @@ def gen_abi(spec, cpp: Cpp):
         o.append("  }")
         o.append("}")
     o.append("")
+    o += gen_entry_types(spec, cpp)
     o.append("}  // namespace trtrace::abi")
     return "\n".join(o) + "\n"
+
+
+def gen_entry_types(spec, cpp: Cpp):
+    """The C entry points' function types (abi::entry::NAME), for clients that look them up by name."""
+    o = ["// C entry points of the libraries: the type of each, for dlsym.", "namespace entry {"]
+    for e in spec.entries:
+        params = ", ".join(f"{cpp.type(p.type)} {p.name}" for p in e.params)
+        o.append(f"using {e.name} = {cpp.type(e.ret)} (*)({params});  // library: {e.lib}")
+    o.append("}  // namespace entry")
+    return o
 
 
