@@ -32,9 +32,10 @@ Command addExtract(CLI::App& app);
 Command addReduce(CLI::App& app);
 Command addExport(CLI::App& app);
 Command addCapture(CLI::App& app);
+Command addBench(CLI::App& app);
 
 inline constexpr Command (*kCommands[])(CLI::App&) = {addInfo,  addDump,  addVerify, addRewrite, addConvert, addDiff,
-                                                      addStrip, addExtract, addReduce, addExport,  addCapture};
+                                                      addStrip, addExtract, addReduce, addExport,  addCapture, addBench};
 
 // `trtrace capture [options] -- CMD ARGS...`: main() hands CLI11 the arguments before the first
 // `--` and keeps the rest here, unparsed (they are the command's, options included).

@@ -9,6 +9,7 @@
 #include <new>
 #include <random>
 
+#include "trtrace/call_check.h"
 #include "trtrace/error.h"
 #include "trtrace/files.h"
 #include "trt_values.h"
@@ -81,45 +82,95 @@ void Replayer::outOfRange(size_t i, const std::string& value, int bits, bool isS
 
 void Replayer::run(const std::function<void(const NetworkResult&, const void*)>& onEngine) {
   onEngine_ = onEngine;
-  using Clock = std::chrono::steady_clock;
   Progress progress("tensorrt_player " + reader_.path(), reader_.callCount(), Progress::Unit::Calls);
   reader_.forEachCall([&](const CallView& c) {
     progress.update(c.seq());
     call_ = &c;
-    const uint32_t net = c.networkId();
+    // The spec's check (verify's too): an array shorter than its count, or a call described as
+    // another method than its API id, never reaches the library.
+    if (const std::string bad = callProblem(reader_, c); !bad.empty())
+      throw Error(Error::Kind::Corrupt, reader_.path() + ": " + where() + ": " + bad);
     const Dispatch* play = findPlay(c.apiId());
-    if (options_.network >= 0 && net != 0 && int64_t{net} != options_.network && !(play && play->destroys)) {
+    if (skips(c, play)) {
       ++stats_.skipped;
       return true;
     }
-    if (c.status() == CallStatus::Unsupported) {
-      if (options_.skipUnsupported) {
-        ++stats_.skipped;
-        return true;
-      }
-      diverge("the capture marked this call UNSUPPORTED (" + std::string(c.unsupportedInterface()) + " slot " +
-              std::to_string(c.unsupportedSlot()) + "); pass --skip-unsupported to replay without it");
+    if (c.apiId() == api::kBuilder_buildSerializedNetwork) addBuildSettings(c);
+    Setting* s = settingFor(c.apiId());
+    if (!s) {
+      dispatch(c, *play, nullptr);
+      return true;
     }
-    if (!play) {
-      const ApiInfo* info = reader_.api(c.apiId());
-      diverge(std::string("unknown API id ") + std::to_string(c.apiId()) +
-              (info ? " (" + std::string(info->interfaceName) + "::" + std::string(info->methodName) + ")" : "") +
-              " for this player (" + abi::kLibraryName + " " + abi::kLibraryVersion + ")");
-    }
-    auto t0 = Clock::now();
-    const double buildBefore = stats_.buildSeconds, outputBefore = stats_.outputSeconds;
-    try {
-      play->fn(*this);
-    } catch (const std::bad_alloc&) {  // one line naming the call, never a bare "std::bad_alloc"
-      throw Error(Error::Kind::Io, reader_.path() + ": " + where() + ": out of memory replaying this call");
-    }
-    stats_.dispatchSeconds += std::chrono::duration<double>(Clock::now() - t0).count() -
-                              (stats_.buildSeconds - buildBefore) - (stats_.outputSeconds - outputBefore);
-    ++stats_.calls;
+    std::vector<uint8_t> buf;
+    dispatch(settingCall(*s, c.receiver(), c.networkId(), c.seq(), buf), *play, s);
+    ++s->replaced;
+    settingsOn_.insert({s->api->id, c.receiver()});
     return true;
   });
   call_ = nullptr;
   reader_.releaseBlobsNow();
+}
+
+// A call left out (another network under --network; UNSUPPORTED with --skip-unsupported); a call
+// this player cannot make diverges.
+bool Replayer::skips(const CallView& c, const Dispatch* play) {
+  const uint32_t net = c.networkId();
+  if (options_.network >= 0 && net != 0 && int64_t{net} != options_.network && !(play && play->destroys)) return true;
+  if (c.status() == CallStatus::Unsupported) {
+    if (options_.skipUnsupported) return true;
+    diverge("the capture marked this call UNSUPPORTED (" + std::string(c.unsupportedInterface()) + " slot " +
+            std::to_string(c.unsupportedSlot()) + "); pass --skip-unsupported to replay without it");
+  }
+  if (!play) {
+    const ApiInfo* info = reader_.api(c.apiId());
+    diverge(std::string("unknown API id ") + std::to_string(c.apiId()) +
+            (info ? " (" + std::string(info->interfaceName) + "::" + std::string(info->methodName) + ")" : "") +
+            " for this player (" + abi::kLibraryName + " " + abi::kLibraryVersion + ")");
+  }
+  return false;
+}
+
+void Replayer::dispatch(const CallView& c, const Dispatch& play, Setting* setting) {
+  using Clock = std::chrono::steady_clock;
+  const CallView* recorded = call_;
+  call_ = &c;
+  activeSetting_ = setting;
+  auto t0 = Clock::now();
+  const double buildBefore = stats_.buildSeconds, outputBefore = stats_.outputSeconds;
+  try {
+    play.fn(*this);
+  } catch (const std::bad_alloc&) {  // one line naming the call, never a bare "std::bad_alloc"
+    throw Error(Error::Kind::Io, reader_.path() + ": " + where() + ": out of memory replaying this call");
+  }
+  stats_.dispatchSeconds += std::chrono::duration<double>(Clock::now() - t0).count() -
+                            (stats_.buildSeconds - buildBefore) - (stats_.outputSeconds - outputBefore);
+  ++stats_.calls;
+  activeSetting_ = nullptr;
+  call_ = recorded;
+}
+
+Setting* Replayer::settingFor(uint32_t apiId) {
+  if (!options_.settings) return nullptr;
+  for (Setting& s : *options_.settings)
+    if (s.api->id == apiId) return &s;
+  return nullptr;
+}
+
+// Before a build: each BuilderConfig setting the capture never made on the build's config is made
+// on it now (the config is the build's BuilderConfig parameter, as the spec types it).
+void Replayer::addBuildSettings(const CallView& build) {
+  if (!options_.settings) return;
+  const api::ApiDesc* d = api::find(build.apiId());
+  for (uint32_t i = 0; d && i < d->nargs && i < build.argCount(); ++i) {
+    if (d->params[i].kind != api::Kind::Handle || d->params[i].iface != api::Iface::BuilderConfig) continue;
+    const uint64_t config = build.arg(i).asU64();
+    for (Setting& s : *options_.settings) {
+      if (s.api->iface != api::Iface::BuilderConfig || !settingsOn_.insert({s.api->id, config}).second) continue;
+      std::vector<uint8_t> buf;
+      dispatch(settingCall(s, config, build.networkId(), build.seq(), buf), *findPlay(s.api->id), &s);
+      ++s.added;
+    }
+  }
 }
 
 const ValueView Replayer::arg(size_t i) const {
@@ -374,6 +425,10 @@ void Replayer::bindResult(const void* real, uint16_t iface) {
 }
 
 void Replayer::checkBool(bool got) {
+  if (activeSetting_) {  // a --set call: the library's refusal is reported, not a divergence
+    activeSetting_->rejected += !got;
+    return;
+  }
   auto r = call_->ret();
   if (r && r->kind() == ValueKind::Bool && r->asBool() != got)
     diverge(std::string("returned ") + (got ? "true" : "false") + ", the capture got " + (got ? "false" : "true"));

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -18,6 +19,7 @@
 #include "trtrace/api_abi.h"
 #include "trtrace/api_table.h"
 #include "trtrace/reader.h"
+#include "settings.h"
 
 namespace trtrace::replay {
 
@@ -40,6 +42,7 @@ struct Options {
   bool quiet = false;             // library messages below error not shown
   bool trustWeights = false;      // skip the content-hash check of raw blobs (a trace already verified)
   uint64_t maxRandomBytes = randomWeightsLimitFromEnv();  // random weights held at once (above)
+  std::vector<Setting>* settings = nullptr;  // --set (settings.h): applied, and counted, by the replay
 };
 
 // The player's logger: shows the library's warnings and errors, keeps errors for build records.
@@ -148,6 +151,10 @@ class Replayer {
 
  private:
   std::chrono::steady_clock::time_point stopwatch_;
+  bool skips(const CallView& c, const Dispatch* play);
+  void dispatch(const CallView& c, const Dispatch& play, Setting* setting);
+  Setting* settingFor(uint32_t apiId);
+  void addBuildSettings(const CallView& build);
   const ValueView arg(size_t i) const;
   void* object(uint64_t handle, uint16_t iface) const;
   std::string where() const;
@@ -158,6 +165,8 @@ class Replayer {
   void* createBuilder_;
   Logger logger_;
   const CallView* call_ = nullptr;
+  Setting* activeSetting_ = nullptr;                   // the --set call being replayed
+  std::set<std::pair<uint32_t, uint64_t>> settingsOn_;  // (setting's API id, receiver) made already
   struct Bound {
     void* object;     // the real public object
     uint16_t iface;   // its interface (kIfaces), the most derived one known

@@ -13,7 +13,9 @@ def _exec(name: str) -> None:
 
 
 def trtrace() -> None:
-    """``trtrace ...``: the bundled C++ CLI (info, verify, capture, ...)."""
+    """``trtrace ...``: the bundled C++ CLI (info, verify, capture, ...); its ``bench`` runs this
+    interpreter's ``trtrace.bench``."""
+    os.environ.setdefault("TRTRACE_PYTHON", sys.executable)
     _exec("trtrace")
 
 
