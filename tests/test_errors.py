@@ -4,6 +4,7 @@ The table is read from the document itself, so the two cannot drift: a row witho
 fails, and a case here without a row fails. Beyond the row: a failing tool prints one line (verify:
 one line per problem) and leaves no output behind.
 """
+import json
 import os
 import pathlib
 import re
@@ -127,6 +128,10 @@ def inputs(tmp_path_factory):
                       ("delete_owned", "delete-tensor")):
         c[case] = craft("misuse", d / f"{case}.trtrace", how)
     c["random_count_invalid"] = craft("random-count", d / "random_invalid.trtrace", (1 << 64) - 1)
+    c["array_count"] = craft("array-count", d / "array_count.trtrace", 5)
+    c["api_descriptor"] = craft("api-descriptor", d / "api_descriptor.trtrace")
+    put("array_count.bin", b"")
+    c["array_count_json"] = put("array_count.json", concat_json(5, "array_count.bin").encode())
     big = re.sub(r'"(object|id)": 1(?=\D)', lambda m: f'"{m.group(1)}": {1 << 40}', js)
     put("bigids.json", big.replace('"good.bin"', '"bigids.bin"').encode())
     put("bigids.bin", bn)
@@ -146,6 +151,20 @@ def inputs(tmp_path_factory):
         libs.update(version_newer_trace=libfile("1.6"), no_counterpart=libfile("1.6"),
                     version_older_trace=libfile("1.7"))
     return d, c, libs
+
+
+def concat_json(nb_inputs, bin_name):
+    """NVIDIA JSON of 5 calls: a builder, a network, two inputs, then addConcatenation of both with
+    `nb_inputs` written out (NVIDIA omits it; a hostile JSON may not)."""
+    def call(i, cls, fn, obj, ret, **args):
+        return dict(api_index=i, **{"class": cls, "function": fn, "object": obj, "return": {"object": ret}}, **args)
+    calls = [call(0, "", "createInferBuilder_INTERNAL", -1, 0, version=10601),
+             call(1, "Builder", "createNetworkV2", 0, 1, flags=0),
+             call(2, "NetworkDefinition", "addInput", 1, 2, name="a", type=0, dimensions=[1, 4]),
+             call(3, "NetworkDefinition", "addInput", 1, 3, name="b", type=0, dimensions=[1, 4]),
+             call(4, "NetworkDefinition", "addConcatenation", 1, 4, inputs=[{"object": 2}, {"object": 3}],
+                  nbInputs=nb_inputs)]
+    return json.dumps({"api_calls": calls, "output_bin": bin_name, "trt_version": 10601}, indent=4)
 
 
 def hardening_inputs(d, env, good, data, bl, js, bn, put):
@@ -231,12 +250,14 @@ def test_every_case_has_rows_for_what_it_claims():
     cases = {r[0] for r in ROWS}
     traces = {"missing", "empty", "wrong_magic", "newer_major", "truncated", "unclosed", "corrupt_log", "hash_mismatch",
               "library_version", "unknown_api", "trailing_garbage", "no_calls", "random_count",
-              "object_type", "null_reference", "delete_owned", "version_newer_trace", "version_older_trace"}
+              "object_type", "null_reference", "delete_owned", "version_newer_trace", "version_older_trace",
+              "array_count", "api_descriptor"}
     others = {"malformed_json", "missing_bin", "short_bin", "library_abi", "library_missing", "library_fifo",
               "unwritable_output",
               "unwritable_output_json", "output_is_input", "bin_output_is_input", "output_is_bin", "output_folder",
               "fifo", "folder", "proc_file", "empty_api_calls", "cut_json_no_bin", "int32_overflow",
               "network_missing", "network_negative", "network_wraps", "random_count_invalid", "huge_json_ids",
+              "array_count_json",
               "disk_full", "no_counterpart", "not_failing", "fail_regex_invalid", "artifacts_not_empty",
               "export_dir_not_empty", "capture_no_command", "capture_not_found", "capture_output_is_input",
               "capture_no_library"}

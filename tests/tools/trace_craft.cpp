@@ -11,6 +11,10 @@
 //                                            HOW = tensor-as-layer: Layer::setName on the tensor;
 //                                            null-reference: markOutput(null); delete-tensor: the
 //                                            tensor's destructor (the library owns tensors)
+//   trace_craft array-count OUT N            a builder, a network, two input tensors (handles 3, 4),
+//                                            then addConcatenation of both with nbInputs N
+//   trace_craft api-descriptor OUT           the same with N = 2, its API id described as
+//                                            NetworkDefinition::addEinsum (what dump would show)
 //   trace_craft major IN OUT MAJOR           IN with the file header's major version set to MAJOR
 //                                            (header check recomputed: only the version is wrong)
 #include <xxhash.h>
@@ -87,6 +91,18 @@ int main(int argc, char** argv) {
     else if (how == "null-reference") w->beginCall(api::kNetworkDefinition_markOutput, 2, 1).argNull().endCall();
     else if (how == "delete-tensor") w->beginCall(api::kTensor_destroy, 3, 1).endCall();
     else return usage();
+    w->close();
+  } else if ((what == "array-count" && argc == 4) || (what == "api-descriptor" && argc == 3)) {
+    auto w = withBuilder(out, abi::kLibraryName, abi::kLibraryVersion);
+    const std::string_view einsum[] = {"inputs", "nbInputs", "equation"};
+    if (what == "api-descriptor") w->describeApi(api::kNetworkDefinition_addConcatenation, "NetworkDefinition", "addEinsum", einsum);
+    w->beginCall(api::kBuilder_createNetworkV2, 1, 0).argU64(0).retHandle(2).endCall();
+    const int64_t dims[] = {1, 4};
+    w->beginCall(api::kNetworkDefinition_addInput, 2, 1).argString("a").argEnum(0, 0).argDims(dims).retHandle(3).endCall();
+    w->beginCall(api::kNetworkDefinition_addInput, 2, 1).argString("b").argEnum(0, 0).argDims(dims).retHandle(4).endCall();
+    const uint64_t inputs[] = {3, 4};
+    const int64_t n = what == "api-descriptor" ? 2 : std::strtoll(argv[3], nullptr, 10);
+    w->beginCall(api::kNetworkDefinition_addConcatenation, 2, 1).argHandleArray(inputs).argI64(n).retHandle(5).endCall();
     w->close();
   } else if (what == "major" && argc == 5) {  // a new major starts at minor 0
     std::ifstream in(argv[2], std::ios::binary);

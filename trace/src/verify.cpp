@@ -1,6 +1,7 @@
 // Reader::verify: the full check of a trace, block by block (framing, checksums, padding, every
 // segment and call, every blob decoded and hashed in one pass), then the footer index against the
-// blocks and every blob reference against the blobs present.
+// blocks and every blob reference against the blobs present; for a trace of the spec's library,
+// every API descriptor and call against the spec (trtrace/call_check.h, the player's own check).
 #include <map>
 #include <set>
 #include <tuple>
@@ -8,6 +9,7 @@
 #include "blob_decode.h"
 #include "block_file.h"
 #include "reader_impl.h"
+#include "trtrace/call_check.h"
 
 namespace trtrace {
 namespace F = format;
@@ -18,8 +20,8 @@ namespace {
 
 class Verifier {
  public:
-  explicit Verifier(const Reader::Impl& m)
-      : m_(m), closedHeader_(m.fh.fileLength != 0), cut_(closedHeader_ && m.fh.fileLength > m.size) {}
+  Verifier(const Reader::Impl& m, bool spec)
+      : m_(m), closedHeader_(m.fh.fileLength != 0), cut_(closedHeader_ && m.fh.fileLength > m.size), spec_(spec) {}
   VerifyReport run(const std::function<void(uint64_t, uint64_t)>& progress);
 
  private:
@@ -34,12 +36,14 @@ class Verifier {
   std::string blockName(uint64_t pos, const BlockCheck& bc) const;
   bool block(uint64_t pos, const BlockCheck& bc);  // false: stop (after the footer)
   void segment(uint64_t pos, const BlockCheck& bc, const std::string& name);
+  void againstSpec(uint64_t pos, const fb::Segment& s, const std::string& name);
   void blob(uint64_t pos, const std::string& name);
   void footer(uint64_t pos);
   void finish(uint64_t pos);
 
   const Reader::Impl& m_;
   const bool closedHeader_, cut_;
+  const bool spec_;  // the trace names the spec's library: its API ids are this build's
   VerifyReport rep_;
   std::set<BlobKey> blobKeys_, lostKeys_;  // stored with bytes / stored Lost
   std::set<uint64_t> segOffsets_;
@@ -117,7 +121,32 @@ void Verifier::segment(uint64_t pos, const BlockCheck& bc, const std::string& na
       if (c->args()) for (auto* v : *c->args()) note(v);
       note(c->ret());
     }
+  if (spec_) againstSpec(pos, *s, name);
   rep_.segments++;
+}
+
+// The segment's API descriptors and calls, as the player checks them before a call (the first
+// problem of each kind per segment: a hostile trace may hold millions).
+void Verifier::againstSpec(uint64_t pos, const fb::Segment& s, const std::string& name) {
+  if (s.apis())
+    for (auto* d : *s.apis()) {
+      ApiInfo a{d->id(), detail::sv(d->interface()), detail::sv(d->method()), {}};
+      if (d->arg_names())
+        for (auto* n : *d->arg_names()) a.argNames.push_back(detail::sv(n));
+      if (std::string p = apiDescriptorProblem(a); !p.empty()) {
+        issue(P::Corrupt, pos, name + ": " + p);
+        break;
+      }
+    }
+  if (s.calls())
+    for (auto* rec : *s.calls()) {
+      const fb::Call* c = rec->call() ? rec->call_nested_root() : nullptr;
+      if (!c) break;
+      if (std::string p = arrayCountProblem(CallView(c)); !p.empty()) {
+        issue(P::Corrupt, pos, name + ": call " + std::to_string(c->seq()) + ": " + p);
+        break;
+      }
+    }
 }
 
 void Verifier::blob(uint64_t pos, const std::string& name) {
@@ -188,7 +217,7 @@ void Verifier::finish(uint64_t pos) {
 }  // namespace
 
 VerifyReport Reader::verify(const std::function<void(uint64_t, uint64_t)>& progress) const {
-  return Verifier(*impl_).run(progress);
+  return Verifier(*impl_, isSpecLibrary(*this)).run(progress);
 }
 
 VerifyReport verifyTrace(const Reader& reader, const std::function<void(uint64_t, uint64_t)>& progress) {
