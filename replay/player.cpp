@@ -81,6 +81,7 @@ struct Args {
   std::string capture, output;
   Options opt;
   bool stats = false, json = false, check = false;
+  CheckDepth checkDepth = CheckDepth::Quick;  // --check=thorough: more rebuilds before "differs"
   std::string decodeCache;         // --decode-cache: a folder, temp or off ("" = TRTRACE_DECODE_CACHE)
   std::optional<int64_t> network;  // --network, 0-based as given
 };
@@ -148,6 +149,23 @@ bool sameAsCapture(const NetworkResult& r) {
 // "nondeterministic" (absent: the capture recorded no engine for it).
 using Verdicts = std::map<uint32_t, std::string>;
 
+// What --check costs, for --help: each rebuild is one more build of a network whose engine differs.
+constexpr const char* kCheckHelp =
+    "compare each engine's XXH3-128 with the one recorded at capture; an engine that differs is rebuilt once "
+    "at another heap layout before it is called different (one more build of that network). "
+    "--check=thorough: up to 12 rebuilds at other heap layouts (up to 12 more builds of each differing "
+    "network), which tells library nondeterminism (exit 5) from a real difference (exit 4) more surely";
+
+// Every rebuild gave the first replay's engine: a difference (exit 4); the quick check says what
+// the thorough one would add.
+void reportDiffers(uint32_t network, const Recheck& rc, CheckDepth depth) {
+  const int n = rc.builds - 1;
+  const std::string failed = rc.failed ? ", " + std::to_string(rc.failed) + " wrote no engine" : "";
+  const char* more = depth == CheckDepth::Quick ? "; --check=thorough tries up to 12 heap layouts" : "";
+  std::fprintf(stderr, "tensorrt_player: network %u: differs: %d %s gave the first replay's engine%s%s\n", network, n,
+               n == 1 ? "rebuild at another heap layout" : "rebuilds at other heap layouts", failed.c_str(), more);
+}
+
 // --check: an engine that differs gets a second opinion (recheck.h) before it is called different;
 // a rebuild that gives the capture's engine replaces the output.
 Verdicts compareWithCapture(const Args& a, const std::string& lib, std::vector<NetworkResult>& results) {
@@ -164,7 +182,8 @@ Verdicts compareWithCapture(const Args& a, const std::string& lib, std::vector<N
     if (a.opt.trustWeights) pass.push_back("--trust-weights");
     if (!a.decodeCache.empty()) pass.insert(pass.end(), {"--decode-cache", a.decodeCache});
     const Recheck rc = recheckNetwork({a.capture, lib, pass}, r.network - 1, r.engineHash, r.engineSize,
-                                      r.captured->engineHash, r.captured->engineSize, r.path);
+                                      r.captured->engineHash, r.captured->engineSize, r.path,
+                                      rebuildsFor(a.checkDepth));
     if (rc.verdict == Recheck::Verdict::Matched) {
       r.engineHash = r.captured->engineHash, r.engineSize = r.captured->engineSize;
       v = "identical";
@@ -175,9 +194,7 @@ Verdicts compareWithCapture(const Args& a, const std::string& lib, std::vector<N
       std::fprintf(stderr, "tensorrt_player: network %u: differs: library nondeterminism suspected (%d builds at "
                    "different heap layouts gave %d distinct engines, none the capture's)\n", r.network - 1, rc.builds, rc.distinct);
     } else {
-      const std::string failed = rc.failed ? ", " + std::to_string(rc.failed) + " wrote no engine" : "";
-      std::fprintf(stderr, "tensorrt_player: network %u: differs: %d rebuilds at other heap layouts gave the first "
-                   "replay's engine%s\n", r.network - 1, rc.builds - 1, failed.c_str());
+      reportDiffers(r.network - 1, rc, a.checkDepth);
     }
   }
   return verdicts;
@@ -310,7 +327,10 @@ int main(int argc, char** argv) {
   app.add_option("--decode-cache", a.decodeCache,
                  "where compressed weights are decoded to: a folder (reused by later replays), temp (a nameless "
                  "file) or off (memory); default TRTRACE_DECODE_CACHE, else $XDG_CACHE_HOME/trtrace");
-  app.add_flag("--check", a.check, "compare each engine's XXH3-128 with the one recorded at capture");
+  std::string check;
+  app.add_flag("--check{quick}", check, kCheckHelp)->check(CLI::Validator(
+      [](std::string& v) { return v == "quick" || v == "thorough" ? "" : "takes quick or thorough, not " + v; },
+      "[=thorough]"));
   app.add_flag("--stats", a.stats, "print open/dispatch/build times per network");
   app.add_flag("--json", a.json, "machine-readable summary on stdout");
   app.add_flag("-q,--quiet", a.opt.quiet, "hide the library's warnings");
@@ -318,6 +338,8 @@ int main(int argc, char** argv) {
   app.add_option("--heap-shift", heapShift)->group("");
   CLI11_PARSE(app, argc, argv);
   if (heapShift > 0) shiftHeap(std::min(heapShift, 64));
+  a.check = !check.empty();
+  a.checkDepth = check == "thorough" ? CheckDepth::Thorough : CheckDepth::Quick;
   a.opt.network = a.network && *a.network >= 0 ? *a.network + 1 : -1;  // trace network ids start at 1
   try {
     return play(a);

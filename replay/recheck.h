@@ -25,6 +25,15 @@ struct Recheck {
   int failed = 0;        // rebuilds that wrote no engine (crashed, refused, out of space)
 };
 
+// How hard `--check` looks before calling an engine different (`--check[=quick|thorough]`): each
+// rebuild is one more build of that network, in a child process.
+enum class CheckDepth {
+  Quick,     // the default: one confirming rebuild at another heap layout
+  Thorough,  // up to kThoroughRebuilds rebuilds at other heap layouts, until one gives the capture's engine
+};
+inline constexpr int kThoroughRebuilds = 12;
+inline int rebuildsFor(CheckDepth d) { return d == CheckDepth::Thorough ? kThoroughRebuilds : 1; }
+
 // The player's own command line for a child rebuild: the capture and the options that change what
 // is built (library, seed, skip/ignore flags); network, output and heap shift are added per child.
 struct RecheckArgs {
@@ -35,7 +44,7 @@ struct RecheckArgs {
 // Rebuilds 0-based `network` up to `attempts` times at other heap layouts (recheck.cpp), comparing each
 // engine with `captured`. On Matched, the matching engine replaces `output` (when not empty).
 Recheck recheckNetwork(const RecheckArgs& args, uint32_t network, const Hash128& first, uint64_t firstSize,
-                       const Hash128& captured, uint64_t capturedSize, const std::string& output, int attempts = 12);
+                       const Hash128& captured, uint64_t capturedSize, const std::string& output, int attempts);
 
 // Called first thing in main when --heap-shift is given: `shift` small allocations kept for the
 // process's life move every later allocation of the library.

@@ -227,11 +227,33 @@ def test_method_outside_the_spec_passes_through_and_is_recorded_unsupported(tmp)
     play(tmp / "u.trtrace", tmp / "r.engine", "--skip-unsupported", "--check")
 
 
+def test_check_costs_one_rebuild_by_default_and_up_to_12_when_thorough(tmp):
+    """An engine that really differs (stripped weights): --check confirms it with one rebuild at
+    another heap layout, --check=thorough with twelve; both exit 4. --help says what each costs."""
+    run_app("build_cnn.py", "--out", tmp / "app.engine", env={"LD_PRELOAD": str(SHIM),
+                                                               "TRT_SHIM_OUTPUT_FILE": str(tmp / "c.trtrace")})
+    trtrace("strip", tmp / "c.trtrace", "-o", tmp / "s.trtrace")
+    quick = play(tmp / "s.trtrace", tmp / "q.engine", "-q", "--check", check=False)
+    assert quick.returncode == 4, quick.stderr
+    assert "differs: 1 rebuild at another heap layout gave the first replay's engine" in quick.stderr
+    assert "--check=thorough" in quick.stderr                 # says what more it could do
+    thorough = play(tmp / "s.trtrace", tmp / "t.engine", "-q", "--check=thorough", check=False)
+    assert thorough.returncode == 4, thorough.stderr
+    assert "differs: 12 rebuilds at other heap layouts gave the first replay's engine" in thorough.stderr
+    assert (tmp / "q.engine").read_bytes() == (tmp / "t.engine").read_bytes()
+    bad = play(tmp / "s.trtrace", tmp / "b.engine", "--check=always", check=False)
+    assert bad.returncode == 64 and len(bad.stderr.splitlines()) == 1 and "--check" in bad.stderr
+    usage = " ".join(subprocess.run([str(PLAYER), "--help"], capture_output=True, text=True).stdout.split())
+    assert "rebuilt once at another heap layout" in usage and "(one more build of that network)" in usage
+    assert "--check=thorough: up to 12 rebuilds" in usage and "(up to 12 more builds of each differing network)" in usage
+
+
 def test_heap_layout_dependent_network_replays_the_captured_engine(tmp):
     """Issue 12, class 5: TensorRT-RTX builds some networks (this small BERT with expanded LayerNorm)
     into different bytes depending only on the process's heap layout (the -j path's length or one
     early allocation flips it). With --check, an engine that differs is rebuilt at other heap layouts
-    and the capture's engine is found: every starting layout gives exit 0 and the captured bytes."""
+    and the capture's engine is found (--check=thorough: up to 12 layouts): every starting layout gives
+    exit 0 and the captured bytes."""
     sys.path.insert(0, str(ROOT / "tests" / "corpus"))
     import exports
     model = tmp / "bert_tiny.onnx"
@@ -252,8 +274,8 @@ def test_heap_layout_dependent_network_replays_the_captured_engine(tmp):
     for pad, shift, tunable in layouts:
         out = tmp / f"p{pad}_{shift}_{len(tunable)}.engine"
         path = "/" + "./" * pad + str(trace).lstrip("/")
-        proc = subprocess.run([str(PLAYER), "-j", path, "-o", str(out), "--lib", str(trt_lib()), "-q", "--check",
-                               "--heap-shift", str(shift)], capture_output=True, text=True,
+        proc = subprocess.run([str(PLAYER), "-j", path, "-o", str(out), "--lib", str(trt_lib()), "-q",
+                               "--check=thorough", "--heap-shift", str(shift)], capture_output=True, text=True,
                               env=dict(env, GLIBC_TUNABLES=tunable) if tunable else env)
         where = f"pad {pad}, shift {shift}, tunables '{tunable}'"
         assert proc.returncode == 0, f"{where}: exit {proc.returncode}\n{proc.stdout}{proc.stderr}"
