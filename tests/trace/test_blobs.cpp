@@ -341,6 +341,47 @@ TEST(Blobs, CheckedBlobHashesWhileDecodingAndCatchesDamage) {
   }
 }
 
+// The decode cache holds the blobs the calls use, and only those (issue 23): a blob no call refers
+// to is never decoded, whatever its record declares, so it costs no time, memory or disk.
+TEST(Blobs, DecodeCacheDecodesOnlyTheBlobsCallsUse) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  auto used = tt::zeros(1 << 20), unused = tt::zeros(3 << 20);  // both compressed
+  unused[0] = std::byte{1};
+  {
+    WriterOptions o;
+    o.path = path;
+    auto w = Writer::create(o, tt::header());
+    const BlobRef ref = w->putBlob(used.data(), used.size());
+    w->putBlob(unused.data(), unused.size());
+    w->beginCall(1, 0, 0).argWeightsBlob(0, used.size(), ref).endCall();
+    w->close();
+  }
+  auto r = Reader::open(path);
+  ASSERT_EQ(r->blobs().size(), 2u);
+  ASSERT_TRUE(r->blobs()[0].compressed && r->blobs()[1].compressed);
+  DecodeCacheOptions co;
+  co.mode = DecodeCacheOptions::Mode::Temp;
+  const DecodeCacheReport rep = r->useDecodeCache(co);
+  EXPECT_EQ(rep.how, "temp");
+  EXPECT_EQ(rep.blobs, 1u);
+  EXPECT_EQ(rep.bytes, used.size());
+  EXPECT_TRUE(sameBytes(r->checkedBlob({hash128(used.data(), used.size()), used.size()}), used));
+  // The unused one still reads (decoded on use, outside the cache).
+  EXPECT_TRUE(sameBytes(r->checkedBlob({hash128(unused.data(), unused.size()), unused.size()}), unused));
+
+  auto raw = d.path("raw.trace");  // no call uses a compressed blob: no cache at all
+  {
+    WriterOptions o;
+    o.path = raw;
+    auto w = Writer::create(o, tt::header());
+    w->putBlob(unused.data(), unused.size());
+    w->beginCall(1, 0, 0).endCall();
+    w->close();
+  }
+  EXPECT_EQ(Reader::open(raw)->useDecodeCache(co).how, "none");
+}
+
 // Reader::alias (issue 16): a second owner of a blob's bytes (the player's second application
 // pointer to deduplicated weights) gets a second read-only mapping of the same file pages, not a
 // copy: from the trace's mapping for a raw blob, from the decode cache's for a compressed one.
@@ -353,7 +394,7 @@ TEST(Blobs, AliasIsASecondMappingOfTheSamePages) {
     WriterOptions o;
     o.path = path;
     auto w = Writer::create(o, tt::header());
-    for (auto* b : {&big, &zero}) w->putBlob(b->data(), b->size());
+    for (auto* b : {&big, &zero}) w->beginCall(1, 0, 0).argWeightsBlob(0, b->size(), w->putBlob(b->data(), b->size())).endCall();
     w->close();
   }
   auto r = Reader::open(path);
@@ -489,6 +530,7 @@ TEST(Blobs, ReadingEveryBlobOnceLeavesLittleOfTheTraceResident) {
         auto noise = tt::randomBytes(bytes.size() / 2, 1000 + i);  // distinct, half compressible
         std::copy(noise.begin(), noise.end(), bytes.begin());
         refs.push_back(w->putBlob(bytes.data(), bytes.size(), BlobHint::F32));
+        w->beginCall(1, 0, 0).argWeightsBlob(0, bytes.size(), refs.back()).endCall();  // the cache holds used blobs only
       }
       w->close();
     }

@@ -12,12 +12,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -104,13 +106,15 @@ struct CacheHeader {     // 64 B at offset 0
 };
 static_assert(sizeof(CacheHeader) == 64);
 
-// Every blob with bytes, in the order they lie in the trace (the order the capture first saw them),
-// when at least one is compressed; none otherwise (a raw trace is read in place).
-Layout layoutOf(const std::vector<BlobInfo>& all) {
+// Every blob with bytes that a call uses (`used`, by index), in the order they lie in the trace (the
+// order the capture first saw them), when at least one of them is compressed; none otherwise (a raw
+// trace is read in place). A blob no call uses is never decoded: it would cost time, memory and
+// disk by what its record declares.
+Layout layoutOf(const std::vector<BlobInfo>& all, const std::vector<bool>& used) {
   Layout L;
-  if (std::none_of(all.begin(), all.end(), [](const BlobInfo& b) { return b.compressed; })) return L;
   for (size_t i = 0; i < all.size(); ++i)
-    if (!all[i].lost) L.blobs.push_back(i);  // a Lost blob has no bytes to cache (it reads as zeros)
+    if (used[i] && !all[i].lost) L.blobs.push_back(i);  // a Lost blob has no bytes to cache (it reads as zeros)
+  if (std::none_of(L.blobs.begin(), L.blobs.end(), [&](size_t i) { return all[i].compressed; })) return Layout{};
   std::sort(L.blobs.begin(), L.blobs.end(), [&](size_t a, size_t b) { return all[a].offset < all[b].offset; });
   std::vector<uint64_t> words;
   for (size_t i : L.blobs) {
@@ -284,6 +288,72 @@ std::string roomFor(int fd, uint64_t need, const std::string& where) {
   return where + " has " + humanBytes(double(have)) + " free, the decoded weights need " + humanBytes(double(need));
 }
 
+// Why a file of `length` bytes cannot be written: over the process's file size limit (`ulimit -f`),
+// where the write would raise SIGXFSZ, whose default action kills. "" when it fits.
+std::string overFileLimit(uint64_t length) {
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || length <= rl.rlim_cur) return "";
+  return "the decoded weights (" + humanBytes(double(length)) + ") exceed the file size limit of " +
+         humanBytes(double(rl.rlim_cur)) + " (ulimit -f)";
+}
+
+// The trust model (docs/design.md, "Decode cache"): what the folder holds is used only when no other
+// user can have made or changed it: the folder and the file are owned by this process's effective
+// user, with no access for group or others. Then no other user can create, replace, rewrite or cut
+// a file there (a SIGBUS or a wrong engine); this user can, as with any of its own files.
+// Why `st` is not private to this user; "" when it is.
+std::string notPrivate(const struct stat& st) {
+  const uid_t me = ::geteuid();
+  if (st.st_uid != me)
+    return "owned by uid " + std::to_string(st.st_uid) + ", not by you (uid " + std::to_string(me) + ")";
+  if ((st.st_mode & 077) == 0) return "";
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+  return std::string("mode ") + mode + " lets other users in";
+}
+
+// The folder, made if missing (mode 0700) and opened; -1 with `why` when it cannot be, or is not
+// private. Everything after is relative to this descriptor: the folder checked is the one used.
+int openFolder(const std::string& folder, std::string& why) {
+  try {
+    files::makeFolders(folder);
+  } catch (const Error& e) {
+    why = e.what();
+    return -1;
+  }
+  const int dfd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  struct stat st {};
+  if (dfd < 0 || ::fstat(dfd, &st) != 0) {
+    why = folder + ": cannot open (" + errnoText() + ")";
+    if (dfd >= 0) ::close(dfd);
+    return -1;
+  }
+  why = notPrivate(st);
+  if (why.empty()) return dfd;
+  why = folder + ": " + why + ": a cache folder must be private (yours, mode 0700)";
+  ::close(dfd);
+  return -1;
+}
+
+// The cache file `name` of the folder dfd, opened when it may be trusted to stay as it is checked:
+// a regular file (a link is not followed, a FIFO not waited on) private to this user. -1 otherwise,
+// with `why` ("" when there is no such file).
+int openCacheFile(int dfd, const std::string& name, const std::string& path, std::string& why) {
+  const int fd = ::openat(dfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ELOOP) why = path + ": a symbolic link: not followed";
+    else if (errno != ENOENT) why = path + ": cannot open (" + errnoText() + ")";
+    return -1;
+  }
+  struct stat st {};
+  if (const char* kind = files::specialKind(fd)) why = path + ": not a regular file (" + kind + "): not used";
+  else if (::fstat(fd, &st) != 0) why = path + ": " + errnoText();
+  else if (std::string p = notPrivate(st); !p.empty()) why = path + ": " + p + ": not trusted";
+  if (why.empty()) return fd;
+  ::close(fd);
+  return -1;
+}
+
 bool ownName(const std::string& n, bool* temp) {
   const size_t dot = n.find(".tdc");
   if (dot != 32 || n.find_first_not_of("0123456789abcdef") != 32) return false;
@@ -291,11 +361,17 @@ bool ownName(const std::string& n, bool* temp) {
   return n.size() == 36 || n.compare(36, 5, ".tmp.") == 0;
 }
 
-// Removes the least recently used cache files of `dir` (and temporaries older than an hour: left
-// by a process that died) until `need` more bytes fit under `maxBytes`. `keep` (a name) stays.
-void evict(const std::string& dir, uint64_t need, uint64_t maxBytes, const std::string& keep) {
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return;
+// Removes the least recently used cache files of the folder dfd (and temporaries older than an
+// hour: left by a process that died) until `need` more bytes fit under `maxBytes`. `keep` (a name)
+// stays.
+void evict(int dfd, uint64_t need, uint64_t maxBytes, const std::string& keep) {
+  const int own = ::fcntl(dfd, F_DUPFD_CLOEXEC, 0);  // closedir closes it
+  DIR* d = own >= 0 ? ::fdopendir(own) : nullptr;
+  if (!d) {
+    if (own >= 0) ::close(own);
+    return;
+  }
+  ::rewinddir(d);
   struct Entry { int64_t mtime; uint64_t size; std::string name; };
   std::vector<Entry> files;
   uint64_t total = 0;
@@ -359,9 +435,9 @@ std::unique_ptr<DecodeCache> DecodeCache::build(const Reader::Impl& r, const Lay
 
 // A file of the folder that matches L (its header), hashed again unless trusted; nullptr and
 // `note` when there is none or it does not check out.
-std::unique_ptr<DecodeCache> DecodeCache::reuse(const Reader::Impl& r, const Layout& L, const std::string& path,
-                                                const DecodeCacheOptions& o, DecodeCacheReport& rep) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+std::unique_ptr<DecodeCache> DecodeCache::reuse(const Reader::Impl& r, const Layout& L, int dfd, const std::string& name,
+                                                const std::string& path, const DecodeCacheOptions& o, DecodeCacheReport& rep) {
+  const int fd = openCacheFile(dfd, name, path, rep.note);
   if (fd < 0) return nullptr;
   CacheHeader h{}, want = headerOf(L);
   struct stat st {};
@@ -381,11 +457,22 @@ std::unique_ptr<DecodeCache> DecodeCache::reuse(const Reader::Impl& r, const Lay
   return rep.note.empty() ? std::move(c) : nullptr;
 }
 
-// The cache in o.folder: reused, or (re)built under a temporary name and renamed into place.
+// The cache in o.folder when the folder is private (else nullptr and `note`): reused, or (re)built.
 std::unique_ptr<DecodeCache> DecodeCache::inFolder(const Reader::Impl& r, const Layout& L, const DecodeCacheOptions& o,
                                                    DecodeCacheReport& rep) {
+  const int dfd = openFolder(o.folder, rep.note);
+  if (dfd < 0) return nullptr;
+  auto c = inFolderAt(r, L, o, dfd, rep);
+  ::close(dfd);
+  return c;
+}
+
+// The cache in the open folder dfd: reused, or (re)built under a temporary name and renamed into
+// place; a temporary that cannot be renamed serves as a nameless file.
+std::unique_ptr<DecodeCache> DecodeCache::inFolderAt(const Reader::Impl& r, const Layout& L, const DecodeCacheOptions& o,
+                                                     int dfd, DecodeCacheReport& rep) {
   const std::string name = toHex(L.key) + ".tdc", path = o.folder + "/" + name;
-  if (auto c = reuse(r, L, path, o, rep)) return rep.how = "reused", rep.path = path, std::move(c);
+  if (auto c = reuse(r, L, dfd, name, path, o, rep)) return rep.how = "reused", rep.path = path, std::move(c);
   const bool stale = !rep.note.empty();
   if (L.fileLength > o.maxBytes) {
     rep.note = "the decoded weights (" + humanBytes(double(L.fileLength)) + ") exceed the cache's bound of " +
@@ -395,9 +482,8 @@ std::unique_ptr<DecodeCache> DecodeCache::inFolder(const Reader::Impl& r, const 
   std::string temp;
   int fd = -1;
   try {
-    files::makeFolders(o.folder);
-    evict(o.folder, L.fileLength, o.maxBytes, name);
-    fd = files::createUnique(path + ".tmp.", &temp, 0600, path);
+    evict(dfd, L.fileLength, o.maxBytes, name);
+    fd = files::createUniqueAt(dfd, name + ".tmp.", &temp, 0600, path);
   } catch (const Error& e) {
     rep.note = e.what();
     return nullptr;
@@ -407,23 +493,24 @@ std::unique_ptr<DecodeCache> DecodeCache::inFolder(const Reader::Impl& r, const 
   ::close(fd);
   if (!full.empty()) rep.note = full;
   // A cache with a blob left out (damaged in the trace) is not kept: it would never check out.
-  if (!c || rep.failed || ::rename(temp.c_str(), path.c_str()) != 0) {
-    ::unlink(temp.c_str());
-    if (c) return rep.how = "temp", std::move(c);
-    return nullptr;
-  }
-  rep.how = stale ? "rebuilt" : "built", rep.path = path;
+  if (c && rep.failed) rep.note = path + ": not kept (" + std::to_string(rep.failed) + " blobs of the trace do not decode)";
+  else if (c && ::renameat(dfd, temp.c_str(), dfd, name.c_str()) != 0) rep.note = path + ": cannot rename into place (" + errnoText() + ")";
+  else if (c) return rep.how = stale ? "rebuilt" : "built", rep.path = path, std::move(c);
+  ::unlinkat(dfd, temp.c_str(), 0);
+  if (c) rep.how = "temp";
   return c;
 }
 
-std::unique_ptr<DecodeCache> DecodeCache::open(const Reader::Impl& r, const DecodeCacheOptions& o,
-                                               DecodeCacheReport& rep) {
-  const Layout L = layoutOf(r.blobs);
+std::unique_ptr<DecodeCache> DecodeCache::open(const Reader::Impl& r, const std::vector<bool>& used,
+                                               const DecodeCacheOptions& o, DecodeCacheReport& rep) {
+  const Layout L = layoutOf(r.blobs, used);
   rep = DecodeCacheReport{};
   rep.blobs = L.blobs.size(), rep.bytes = L.rawBytes;
   rep.threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
   if (L.blobs.empty()) return nullptr;
   if (o.mode == DecodeCacheOptions::Mode::Off) return rep.how = "off", nullptr;
+  // Checked before any file is made: past the limit, the write would kill the process (SIGXFSZ).
+  if (rep.note = overFileLimit(L.fileLength); !rep.note.empty()) return rep.how = "off", nullptr;
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<DecodeCache> c = o.mode == DecodeCacheOptions::Mode::Folder ? inFolder(r, L, o, rep) : nullptr;
   if (!c) {  // a nameless file in $TMPDIR
@@ -444,9 +531,29 @@ std::unique_ptr<DecodeCache> DecodeCache::open(const Reader::Impl& r, const Deco
 
 }  // namespace detail
 
+namespace {
+
+// The blobs the calls hand to the library (weights arguments), by index of the reader's blobs. A
+// bad segment ends the walk: the replay stops there too.
+std::vector<bool> usedBlobs(const Reader& reader, const Reader::Impl& r) {
+  std::vector<bool> used(r.blobs.size());
+  try {
+    reader.forEachCall([&](const CallView& c) {
+      for (size_t i = 0; i < c.argCount(); ++i)
+        if (const ValueView v = c.arg(i); v.kind() == ValueKind::WeightsBlob)
+          if (const BlobInfo* b = r.findBlob(v.blob())) used[size_t(b - r.blobs.data())] = true;
+      return true;
+    });
+  } catch (const Error&) {
+  }
+  return used;
+}
+
+}  // namespace
+
 DecodeCacheReport Reader::useDecodeCache(const DecodeCacheOptions& options) {
   DecodeCacheReport rep;
-  impl_->cache = detail::DecodeCache::open(*impl_, options, rep);
+  impl_->cache = detail::DecodeCache::open(*impl_, usedBlobs(*this, *impl_), options, rep);
   return rep;
 }
 

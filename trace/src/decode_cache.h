@@ -19,7 +19,9 @@ class DecodeCache {
  public:
   // The cache for `r` under `o` (nullptr: no compressed blob, mode Off, or nothing usable: the
   // report says which). Never throws for a cache problem: it degrades (folder -> temp -> memory).
-  static std::unique_ptr<DecodeCache> open(const Reader::Impl& r, const DecodeCacheOptions& o, DecodeCacheReport& rep);
+  // Only the blobs `used` marks (by index of the reader's blobs) are decoded.
+  static std::unique_ptr<DecodeCache> open(const Reader::Impl& r, const std::vector<bool>& used, const DecodeCacheOptions& o,
+                                           DecodeCacheReport& rep);
   ~DecodeCache();
   DecodeCache(const DecodeCache&) = delete;
   DecodeCache& operator=(const DecodeCache&) = delete;
@@ -37,10 +39,12 @@ class DecodeCache {
   static std::unique_ptr<DecodeCache> mapped(int fd, uint64_t length, std::vector<uint64_t> offsets);
   static std::unique_ptr<DecodeCache> build(const Reader::Impl& r, const struct Layout& L, int fd, unsigned threads,
                                             const std::string& what, DecodeCacheReport& rep);
-  static std::unique_ptr<DecodeCache> reuse(const Reader::Impl& r, const Layout& L, const std::string& path,
-                                            const DecodeCacheOptions& o, DecodeCacheReport& rep);
+  static std::unique_ptr<DecodeCache> reuse(const Reader::Impl& r, const Layout& L, int dfd, const std::string& name,
+                                            const std::string& path, const DecodeCacheOptions& o, DecodeCacheReport& rep);
   static std::unique_ptr<DecodeCache> inFolder(const Reader::Impl& r, const Layout& L, const DecodeCacheOptions& o,
                                                DecodeCacheReport& rep);
+  static std::unique_ptr<DecodeCache> inFolderAt(const Reader::Impl& r, const Layout& L, const DecodeCacheOptions& o,
+                                                 int dfd, DecodeCacheReport& rep);
 
   const std::byte* map_ = nullptr;
   uint64_t size_ = 0;

@@ -88,6 +88,11 @@ int openInput(const std::string& path) {
   return fd;
 }
 
+const char* specialKind(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) != 0 ? "unreadable" : specialKind(fd, st);
+}
+
 void checkOutput(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
@@ -102,9 +107,13 @@ void checkOutput(const std::string& path) {
 }
 
 int createUnique(const std::string& prefix, std::string* name, int mode, const std::string& what) {
+  return createUniqueAt(AT_FDCWD, prefix, name, mode, what);
+}
+
+int createUniqueAt(int dirFd, const std::string& prefix, std::string* name, int mode, const std::string& what) {
   for (int attempt = 0; attempt < 64; ++attempt) {
     std::string temp = prefix + randomSuffix();
-    const int fd = ::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    const int fd = ::openat(dirFd, temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd >= 0) {
       *name = std::move(temp);
       return fd;

@@ -68,6 +68,13 @@ void releaseAround(std::span<const std::byte> map, uint64_t lo, uint64_t hi);
 // A new read-write file named `prefix` + an unguessable suffix (O_CREAT|O_EXCL|O_NOFOLLOW, close-on-
 // exec, `mode`); its name goes to *name. Throws trtrace::Error (Io) naming `what` when it cannot.
 int createUnique(const std::string& prefix, std::string* name, int mode, const std::string& what);
+// The same in the folder open as `dirFd` (openat: the folder checked is the one written, whatever
+// is renamed meanwhile); `prefix` and *name are names in it.
+int createUniqueAt(int dirFd, const std::string& prefix, std::string* name, int mode, const std::string& what);
+
+// What the open file `fd` is when it is not a regular file with real contents ("a FIFO", "a
+// folder", "a /proc or /sys file", ...; "unreadable" when fstat fails); nullptr when it is one.
+const char* specialKind(int fd);
 
 // Creates `path` and its missing parent folders (mode 0700); throws trtrace::Error (Io) naming the
 // one that cannot be made, or that exists and is not a folder.
