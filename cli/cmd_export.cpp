@@ -1,34 +1,15 @@
 // trtrace export IN --python DIR [--json]: the trace as a standalone Python script (issue 17):
-// DIR/build.py rebuilds the same engine(s) with the tensorrt_rtx bindings, no trtrace needed, one
-// statement per recorded call (calls that only observe are comments), objects named by kind and
-// ordinal (network_definition_0, convolution_layer_3); weights are DIR/weights/wN.npy, one per
-// weights pointer of the capture (aliasing kept). The Python spelling of every call comes from the
-// spec (api::ApiDesc pyForm/pyName, schema/apigen.py py_spelling, checked against the real
-// bindings by tests/test_export_bindings.py). A call the bindings cannot express one statement per
-// call (a form None, weights numpy has no type for, weights marked random, a struct argument, an
-// UNSUPPORTED call, ...) stops the export with one line naming the call: never a wrong script.
-// DIR must be new or empty; it appears complete or not at all (written beside it, then renamed).
-#include <dirent.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cmath>
+// DIR/build.py and DIR/weights/*.npy rebuild the same engine(s) with the tensorrt_rtx bindings, no
+// trtrace needed (export_python.h: the generator, shared with the export fuzzer). A call the
+// bindings cannot express stops the export with one line naming the call (exit 4): never a wrong
+// script. DIR must be new or empty; it appears complete or not at all.
 #include <cstdio>
-#include <cstring>
-#include <functional>
 #include <memory>
-#include <optional>
-#include <span>
-#include <stdexcept>
 #include <string>
-#include <unordered_map>
-#include <vector>
 
 #include "commands.h"
+#include "export_python.h"
 #include "trace_edit.h"
-#include "trtrace/api_abi.h"
-#include "trtrace/api_table.h"
 #include "trtrace/error.h"
 #include "trtrace/reader.h"
 
@@ -39,331 +20,24 @@ struct ExportOptions {
   bool json = false;
 };
 
-namespace {
-
-// A call the Python API cannot express: "call #N (Interface::method): why".
-struct Inexpressible : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-std::string snakeCase(std::string_view camel) {
-  std::string o;
-  for (size_t i = 0; i < camel.size(); ++i) {
-    const char c = camel[i];
-    const bool upper = c >= 'A' && c <= 'Z';
-    if (upper && i && (!(camel[i - 1] >= 'A' && camel[i - 1] <= 'Z') ||
-                       (i + 1 < camel.size() && camel[i + 1] >= 'a' && camel[i + 1] <= 'z')))
-      o += '_';
-    o += upper ? char(c - 'A' + 'a') : c;
-  }
-  return o;
-}
-
-std::string pyString(std::string_view s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') o += '\\', o += char(c);
-    else if (c < 0x20 || c == 0x7f) { char b[8]; std::snprintf(b, sizeof b, "\\x%02x", c); o += b; }
-    else o += char(c);
-  }
-  return o + "\"";
-}
-
-std::string pyFloat(double v, bool single) {
-  if (std::isnan(v)) return "float(\"nan\")";
-  if (std::isinf(v)) return v > 0 ? "float(\"inf\")" : "-float(\"inf\")";
-  char b[40];
-  std::snprintf(b, sizeof b, single ? "%.9g" : "%.17g", v);  // round-trips the recorded value
-  std::string s = b;
-  if (s.find_first_of(".en") == std::string::npos) s += ".0";
-  return s;
-}
-
-template <class T>
-std::string pyList(std::span<const T> xs, bool tuple, const std::function<std::string(T)>& f) {
-  std::string o = tuple ? "(" : "[";
-  for (size_t i = 0; i < xs.size(); ++i) o += (i ? ", " : "") + f(xs[i]);
-  if (tuple && xs.size() == 1) o += ",";
-  return o + (tuple ? ")" : "]");
-}
-
-// One .npy file to write: the weights of one pointer identity.
-struct NpyFile {
-  std::string name, descr;
-  uint64_t count = 0, bytes = 0;
-  std::optional<BlobRef> blob;  // else `inline_`
-  std::vector<std::byte> inline_;
-};
-
-}  // namespace
-
-// Turns the calls of a trace into Python statements (see the file comment).
-class PyScript {
- public:
-  explicit PyScript(const Reader& r) : r_(r) {}
-  void add(const CallView& c);
-  std::string text(uint32_t networks) const;
-  const std::vector<NpyFile>& npys() const { return npys_; }
-  size_t statements() const { return statements_; }
-
- private:
-  [[noreturn]] void fail(const CallView& c, const std::string& why) const {
-    throw Inexpressible(r_.path() + ": call #" + std::to_string(c.seq()) + " (" + apiName(r_, c.apiId()) +
-                        "): cannot be written with the tensorrt_rtx Python API (" + why + ")");
-  }
-  std::string var(const CallView& c, uint64_t h) const;
-  std::string bind(uint64_t h, std::string_view type);  // a variable for handle h, named after its type
-  std::string value(const CallView& c, const api::ApiDesc& d, size_t i, const ValueView& v);
-  std::string weights(const CallView& c, const ValueView& v);
-  std::string args(const CallView& c, const api::ApiDesc& d, size_t from = 0);
-
-  const Reader& r_;
-  std::unordered_map<uint64_t, std::string> vars_;
-  std::unordered_map<std::string, size_t> ordinals_;
-  std::unordered_map<uint64_t, size_t> byPtr_;  // weights pointer identity -> npys_ index
-  std::vector<NpyFile> npys_;
-  std::string body_;
-  size_t statements_ = 0;
-};
-
-std::string PyScript::var(const CallView& c, uint64_t h) const {
-  auto it = vars_.find(h);
-  if (it == vars_.end()) fail(c, "object " + std::to_string(h) + " is not created by any call the script makes");
-  return it->second;
-}
-
-// A new variable for object `h` (0: a null result, not remembered), named by its interface
-// ("handle:ConvolutionLayer") and ordinal.
-std::string PyScript::bind(uint64_t h, std::string_view type) {
-  const std::string base = snakeCase(type);
-  std::string name = base + "_" + std::to_string(ordinals_[base]++);
-  if (h) vars_[h] = name;
-  return name;
-}
-
-std::string PyScript::weights(const CallView& c, const ValueView& v) {
-  const auto type = abi::DataType(int32_t(v.dtype()));
-  const std::string descr(abi::numpyType(type));
-  if (v.count() == 0) return "trt.Weights(trt." + std::string(api::enumName(api::kEnumDataType)) + "." +
-                             std::string(api::enumeratorName(api::kEnumDataType, v.dtype())).substr(1) + ")";
-  if (descr.empty()) fail(c, "weights of a type numpy has no dtype for");
-  if (v.kind() == ValueKind::WeightsRandom) fail(c, "weights the capture marked random (their values are not in the trace)");
-  auto it = v.weightsPtr() ? byPtr_.find(v.weightsPtr()) : byPtr_.end();
-  if (it != byPtr_.end()) {
-    const NpyFile& f = npys_[it->second];
-    if (f.descr != descr || f.count != v.count()) fail(c, "one weights pointer used with another type or count");
-    return "trt.Weights(" + f.name + ")";
-  }
-  NpyFile f{"w" + std::to_string(npys_.size()), descr, v.count(), abi::weightBytes(type, int64_t(v.count())), {}, {}};
-  if (v.kind() == ValueKind::WeightsBlob) f.blob = v.blob();
-  else f.inline_.assign(v.bytes().begin(), v.bytes().end());
-  if ((f.blob ? f.blob->length : f.inline_.size()) < f.bytes) fail(c, "weights shorter than their count");
-  body_ += f.name + " = weights(\"" + f.name + "\")\n";
-  if (v.weightsPtr()) byPtr_[v.weightsPtr()] = npys_.size();
-  npys_.push_back(std::move(f));
-  return "trt.Weights(" + npys_.back().name + ")";
-}
-
-std::string PyScript::value(const CallView& c, const api::ApiDesc& d, size_t i, const ValueView& v) {
-  const bool foreign = i < d.nargs && d.params[i].kind == api::Kind::Foreign;
-  switch (v.kind()) {
-    case ValueKind::Null: return "None";
-    case ValueKind::Bool:
-      if (foreign && v.asBool()) fail(c, "argument " + argName(r_, c.apiId(), i) + ": an application object");
-      return foreign ? "None" : v.asBool() ? "True" : "False";
-    case ValueKind::I64: return std::to_string(v.asI64());
-    case ValueKind::U64: return std::to_string(v.asU64());
-    case ValueKind::F32: return pyFloat(v.asF64(), true);
-    case ValueKind::F64: return pyFloat(v.asF64(), false);
-    case ValueKind::String: return pyString(v.asString());
-    case ValueKind::Enum: {
-      const std::string_view e = api::enumName(v.typeId()), n = api::enumeratorName(v.typeId(), v.asI64());
-      if (e.empty() || n.empty()) fail(c, "argument " + argName(r_, c.apiId(), i) + ": an enumerator this build does not know");
-      return "trt." + std::string(e) + "." + std::string(n.substr(n[0] == 'k' ? 1 : 0));
-    }
-    case ValueKind::Dims: return pyList<int64_t>(v.ints(), true, [](int64_t x) { return std::to_string(x); });
-    case ValueKind::Handle: return v.asU64() ? var(c, v.asU64()) : "None";
-    case ValueKind::HandleArray:
-      return pyList<uint64_t>(v.handles(), false, [&](uint64_t h) { return h ? var(c, h) : std::string("None"); });
-    case ValueKind::I64Array: return pyList<int64_t>(v.ints(), false, [](int64_t x) { return std::to_string(x); });
-    case ValueKind::F32Array: return pyList<float>(v.floats(), false, [](float x) { return pyFloat(x, true); });
-    case ValueKind::WeightsInline:
-    case ValueKind::WeightsBlob:
-    case ValueKind::WeightsRandom: return weights(c, v);
-    case ValueKind::Bytes: break;
-  }
-  fail(c, "argument " + argName(r_, c.apiId(), i) + ": a " + std::string(kindName(v.kind())) + " value");
-}
-
-std::string PyScript::args(const CallView& c, const api::ApiDesc& d, size_t from) {
-  std::string o;
-  for (size_t i = from; i < c.argCount(); ++i) o += (i > from ? ", " : "") + value(c, d, i, c.arg(i));
-  return o;
-}
-
-// One recorded call as one statement (or comment) of the script.
-void PyScript::add(const CallView& c) {
-  const api::ApiDesc* d = api::find(c.apiId());
-  if (!d) fail(c, "an API this build does not know");
-  if (c.status() == CallStatus::Unsupported) fail(c, "recorded as UNSUPPORTED: its arguments are not in the trace");
-  const std::optional<ValueView> ret = c.ret();
-  const uint64_t made = ret && ret->kind() == ValueKind::Handle ? ret->asU64() : 0;
-  const auto known = vars_.find(c.receiver());
-  if (c.receiver() && known == vars_.end() && d->pyForm != api::PyForm::Observe) var(c, c.receiver());  // fails
-  const std::string self = known != vars_.end() ? known->second : "@" + std::to_string(c.receiver());
-  const std::string py(d->pyName);
-  std::string s;
-  switch (d->pyForm) {
-    case api::PyForm::None: fail(c, "no one-statement counterpart in the bindings");
-    case api::PyForm::Observe: {  // a comment: what the app read back (C++ spelling, recorded values)
-      std::string a;
-      for (size_t i = 0; i < c.argCount(); ++i) a += (i ? ", " : "") + c.arg(i).toString();
-      body_ += "# " + self + "." + std::string(d->method) + "(" + a + ")" + (ret ? " -> " + ret->toString() : "") + "\n";
-      return;
-    }
-    case api::PyForm::Delete: s = "del " + self; vars_.erase(c.receiver()); break;
-    case api::PyForm::New: s = "trt." + py + "(logger)"; break;
-    case api::PyForm::Get: s = self + "." + py; break;
-    case api::PyForm::Property: s = self + "." + py + " = " + args(c, *d); break;
-    case api::PyForm::Method: s = self + "." + py + "(" + args(c, *d) + ")"; break;
-  }
-  std::string result;  // a failed build's None is kept too: save() reports it
-  if (made || c.buildResult()) result = bind(made, d->pyForm == api::PyForm::New ? d->pyName : api::ifaceName(d->result.iface));
-  body_ += (result.empty() ? "" : result + " = ") + s + "\n";
-  ++statements_;
-  if (c.buildResult()) body_ += "save(" + result + ", " + std::to_string(c.networkId() - 1) + ")\n";
-}
-
-std::string PyScript::text(uint32_t networks) const {
-  std::string o =
-      "#!/usr/bin/env python3\n"
-      "\"\"\"Rebuilds the engine(s) of " + r_.path() + " with the tensorrt_rtx Python API, without trtrace.\n\n"
-      "Written by `trtrace export`: one statement per recorded call (calls that only read something back\n"
-      "are comments), weights in weights/*.npy beside this file. Edit it to experiment.\n"
-      "    python3 build.py --out ENGINE     (several networks: ENGINE0, ENGINE1, ...)\n\"\"\"\n"
-      "import argparse\nimport pathlib\nimport sys\n\nimport numpy as np\nimport tensorrt_rtx as trt\n\n"
-      "HERE = pathlib.Path(__file__).resolve().parent\n"
-      "NETWORKS = " + std::to_string(networks) + "\n"
-      "parser = argparse.ArgumentParser()\n"
-      "parser.add_argument(\"--out\", default=\"engine\", help=\"engine file (several networks: <out>0, <out>1, ...)\")\n"
-      "cli = parser.parse_args()\n"
-      "logger = trt.Logger(trt.Logger.WARNING)\n"
-      "failed = 0\n\n\n"
-      "def weights(name):\n    return np.load(HERE / \"weights\" / f\"{name}.npy\")\n\n\n"
-      "def save(engine, network):\n"
-      "    global failed\n"
-      "    if engine is None:\n"
-      "        print(f\"network {network}: build failed\", file=sys.stderr)\n"
-      "        failed = 1\n"
-      "        return\n"
-      "    path = cli.out if NETWORKS == 1 else f\"{cli.out}{network}\"\n"
-      "    with open(path, \"wb\") as f:\n"
-      "        f.write(engine)\n"
-      "    print(f\"network {network}: engine {path} ({engine.nbytes} bytes)\")\n\n\n";
-  return o + body_ + "\nsys.exit(failed)\n";
-}
-
-namespace {
-
-// The .npy (format 1.0) header of a flat array.
-std::string npyHeader(const NpyFile& f) {
-  std::string dict = "{'descr': '" + f.descr + "', 'fortran_order': False, 'shape': (" + std::to_string(f.count) + ",), }";
-  const size_t total = 10 + dict.size() + 1;
-  dict.append((64 - total % 64) % 64, ' ');
-  dict += '\n';
-  std::string h = "\x93NUMPY\x01";
-  h += '\0';
-  h += char(dict.size() & 0xff);
-  h += char(dict.size() >> 8);
-  return h + dict;
-}
-
-void writeFile(const std::string& path, const std::string& head, const void* data, size_t n) {
-  FILE* f = std::fopen(path.c_str(), "wxe");
-  bool ok = f && std::fwrite(head.data(), 1, head.size(), f) == head.size() && (!n || std::fwrite(data, 1, n, f) == n);
-  ok = f && std::fclose(f) == 0 && ok;
-  if (!ok) throw Error(Error::Kind::Io, path + ": cannot write (" + std::strerror(errno) + ")");
-}
-
-// DIR must be new or empty: an earlier export (or anything else) is not overwritten.
-void checkDir(const std::string& dir) {
-  DIR* d = opendir(dir.c_str());
-  if (!d) {
-    if (errno == ENOENT) return;
-    throw Error(Error::Kind::Io, dir + ": cannot open (" + std::strerror(errno) + ")");
-  }
-  bool empty = true;
-  while (dirent* e = readdir(d))
-    if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) empty = false;
-  closedir(d);
-  if (!empty) throw Error(Error::Kind::Usage, dir + ": not empty (not overwriting it; name a new folder)");
-}
-
-// Files written under a temporary folder beside DIR, renamed to DIR when all are complete.
-class PendingDir {
- public:
-  explicit PendingDir(const std::string& dir) : dir_(dir) {
-    std::string t = dir + ".tmp-XXXXXX";
-    if (!mkdtemp(t.data())) throw Error(Error::Kind::Io, dir + ": cannot create (" + std::strerror(errno) + ")");
-    temp_ = t;
-  }
-  ~PendingDir() {
-    if (temp_.empty()) return;
-    for (const std::string& f : made_) unlink(f.c_str());
-    rmdir((temp_ + "/weights").c_str());
-    rmdir(temp_.c_str());
-  }
-  std::string path(const std::string& rel) { return made_.emplace_back(temp_ + "/" + rel); }
-  void commit() {
-    if (std::rename(temp_.c_str(), dir_.c_str()) != 0)
-      throw Error(Error::Kind::Io, dir_ + ": cannot create (" + std::strerror(errno) + ")");
-    temp_.clear();
-  }
-  const std::string& temp() const { return temp_; }
-
- private:
-  std::string dir_, temp_;
-  std::vector<std::string> made_;
-};
-
-}  // namespace
-
 static int runExport(const ExportOptions& o) {
   auto r = Reader::open(o.in);
   if (r->truncatedAt()) throw Error(Error::Kind::Truncated, r->truncationMessage() + "; not exporting a truncated trace");
-  checkDir(o.dir);
-  PyScript script(*r);
-  uint32_t networks = 0;
+  ExportResult res;
   try {
-    r->forEachCall([&](const CallView& c) {
-      networks = std::max(networks, c.networkId());
-      script.add(c);
-      return true;
-    });
+    res = exportPython(*r, o.in, o.dir);
   } catch (const Inexpressible& e) {
     std::fprintf(stderr, "trtrace: %s\n", e.what());
     return kInexpressible;
   }
-  if (r->callCount() == 0) throw Error(Error::Kind::Empty, o.in + ": no calls to export");
-  PendingDir out(o.dir);
-  if (!script.npys().empty() && mkdir((out.temp() + "/weights").c_str(), 0755) != 0)
-    throw Error(Error::Kind::Io, o.dir + "/weights: cannot create (" + std::strerror(errno) + ")");
-  uint64_t bytes = 0;
-  for (const NpyFile& f : script.npys()) {
-    BlobView b;
-    if (f.blob) b = r->checkedBlob(*f.blob);
-    writeFile(out.path("weights/" + f.name + ".npy"), npyHeader(f), f.blob ? b.data() : f.inline_.data(), f.bytes);
-    bytes += f.bytes;
-  }
-  const std::string text = script.text(networks);
-  writeFile(out.path("build.py"), text, nullptr, 0);
-  out.commit();
   if (o.json)
     std::printf("{\"output\":%s,\"statements\":%zu,\"weights_files\":%zu,\"weight_bytes\":%llu}\n",
-                jsonString(o.dir + "/build.py").c_str(), script.statements(), script.npys().size(), (unsigned long long)bytes);
+                jsonString(o.dir + "/build.py").c_str(), res.statements, res.weightsFiles,
+                (unsigned long long)res.weightBytes);
   else
     std::printf("%s/build.py: %zu statements, %zu weights files (%s); run: python3 %s/build.py --out ENGINE\n",
-                o.dir.c_str(), script.statements(), script.npys().size(), humanBytes(double(bytes)).c_str(), o.dir.c_str());
+                o.dir.c_str(), res.statements, res.weightsFiles, humanBytes(double(res.weightBytes)).c_str(),
+                o.dir.c_str());
   return kOk;
 }
 

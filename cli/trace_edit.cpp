@@ -116,6 +116,7 @@ std::string apiName(const Reader& r, uint32_t id) {
 std::string argName(const Reader& r, uint32_t id, size_t i) {
   auto* a = r.api(id);
   if (a && i < a->argNames.size()) return std::string(a->argNames[i]);
+  if (auto* d = api::find(id); d && !a && i < d->nargs) return std::string(d->args[i]);  // undescribed: this build's
   return "argument " + std::to_string(i);
 }
 

@@ -46,7 +46,8 @@ void copyBlob(const Reader& r, Writer& w, const BlobRef& ref);
 // "Interface::method" of an API id, from the trace's own descriptors, else this build's table
 // ("api#N" if neither knows it).
 std::string apiName(const Reader& r, uint32_t id);
-// The name of argument `i` of an API id ("argument i" if undescribed).
+// The name of argument `i` of an API id, from the trace's own descriptors, else this build's table
+// ("argument i" if neither knows it).
 std::string argName(const Reader& r, uint32_t id, size_t i);
 
 // Throws Error (Usage) for a --network the trace does not have (networks numbered from 0).

@@ -30,6 +30,7 @@
 #include "trtrace/format.h"
 #include "trtrace/hash.h"
 #include "trtrace/text.h"
+#include "../cli/usage.h"  // the command line of every tool: usage errors, validators
 
 using namespace trtrace;
 using namespace trtrace::replay;
@@ -257,7 +258,7 @@ void printText(const Args& a, const Replayer::Stats& s, double openSeconds, cons
     } else {
       std::printf("network %u: build failed%s%s%s:\n", r.network - 1, r.captured ? ", as at capture" : " (",
                   r.captured ? "" : kOutcomeUnknown, r.captured ? "" : ")");
-      for (const auto& e : r.errors) std::printf("  %s\n", e.c_str());
+      for (const auto& e : r.errors) std::printf("  %s\n", terminalText(e).c_str());  // they name the trace's layers
     }
   }
   if (!a.stats) return;
@@ -319,7 +320,7 @@ int main(int argc, char** argv) {
   app.add_option("--lib", a.opt.libPath, "the real libtensorrt_rtx.so.1 (default: TRT_SHIM_NVINFER_LIB_NAME, then the "
                                          "trace's version from an installed tensorrt_rtx_libs, then the loader path)");
   app.add_option("--network", a.network, "replay only this network: 0, 1, ... in creation order (the <output> suffix)");
-  app.add_option("--seed", a.opt.seed, "seed for weights the capture marked random");
+  app.add_option("--seed", a.opt.seed, "seed for weights the capture marked random")->check(CLI::NonNegativeNumber);
   app.add_flag("--skip-unsupported", a.opt.skipUnsupported, "skip calls the capture marked UNSUPPORTED");
   app.add_flag("--ignore-version", a.opt.ignoreVersion, "replay a capture of another library version");
   app.add_flag("--trust-weights", a.opt.trustWeights,
@@ -335,8 +336,8 @@ int main(int argc, char** argv) {
   app.add_flag("--json", a.json, "machine-readable summary on stdout");
   app.add_flag("-q,--quiet", a.opt.quiet, "hide the library's warnings");
   int heapShift = 0;  // internal: the --check rebuilds (recheck.h)
-  app.add_option("--heap-shift", heapShift)->group("");
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("--heap-shift", heapShift)->group("")->check(CLI::Range(0, 64));
+  if (const int rc = trtrace::cli::parseCommandLine(app, argc, argv, "tensorrt_player"); rc >= 0) return rc;
   if (heapShift > 0) shiftHeap(std::min(heapShift, 64));
   a.check = !check.empty();
   a.checkDepth = check == "thorough" ? CheckDepth::Thorough : CheckDepth::Quick;
@@ -344,10 +345,10 @@ int main(int argc, char** argv) {
   try {
     return play(a);
   } catch (const Divergence& e) {
-    std::fprintf(stderr, "tensorrt_player: %s: divergence at %s\n", a.capture.c_str(), e.what());
+    std::fprintf(stderr, "tensorrt_player: %s\n", terminalText(a.capture + ": divergence at " + e.what()).c_str());
     return kDivergence;
   } catch (const std::exception& e) {  // trtrace::Error and the rest: one line, bad input
-    std::fprintf(stderr, "tensorrt_player: %s\n", describe(e).c_str());
+    std::fprintf(stderr, "tensorrt_player: %s\n", trtrace::cli::topLevelMessage(e, "replaying " + a.capture).c_str());
     return kBadInput;
   }
 }

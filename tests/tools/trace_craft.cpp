@@ -11,6 +11,9 @@
 //                                            HOW = tensor-as-layer: Layer::setName on the tensor;
 //                                            null-reference: markOutput(null); delete-tensor: the
 //                                            tensor's destructor (the library owns tensors)
+//   trace_craft null-receiver OUT            a builder, a network, then Layer::setName on object 0
+//   trace_craft names OUT SET READ           a builder, a network, addInput named SET (any bytes),
+//                                            then Tensor::getName reading back READ
 //   trace_craft array-count OUT N            a builder, a network, two input tensors (handles 3, 4),
 //                                            then addConcatenation of both with nbInputs N
 //   trace_craft api-descriptor OUT           the same with N = 2, its API id described as
@@ -103,6 +106,18 @@ int main(int argc, char** argv) {
     const uint64_t inputs[] = {3, 4};
     const int64_t n = what == "api-descriptor" ? 2 : std::strtoll(argv[3], nullptr, 10);
     w->beginCall(api::kNetworkDefinition_addConcatenation, 2, 1).argHandleArray(inputs).argI64(n).retHandle(5).endCall();
+    w->close();
+  } else if (what == "null-receiver") {
+    auto w = withBuilder(out, abi::kLibraryName, abi::kLibraryVersion);
+    w->beginCall(api::kBuilder_createNetworkV2, 1, 0).argU64(0).retHandle(2).endCall();
+    w->beginCall(api::kLayer_setName, 0, 1).argString("n").endCall();
+    w->close();
+  } else if (what == "names" && argc == 5) {
+    auto w = withBuilder(out, abi::kLibraryName, abi::kLibraryVersion);
+    w->beginCall(api::kBuilder_createNetworkV2, 1, 0).argU64(0).retHandle(2).endCall();
+    const int64_t dims[] = {1, 4};
+    w->beginCall(api::kNetworkDefinition_addInput, 2, 1).argString(argv[3]).argEnum(api::kEnumDataType, 0).argDims(dims).retHandle(3).endCall();
+    w->beginCall(api::kTensor_getName, 3, 1).retString(argv[4]).endCall();
     w->close();
   } else if (what == "major" && argc == 5) {  // a new major starts at minor 0
     std::ifstream in(argv[2], std::ios::binary);
