@@ -16,6 +16,7 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 import types
 
 import pytest
@@ -140,6 +141,19 @@ def test_fifo_at_the_cache_name_is_not_waited_on(tmp, base):
     assert out["decode_cache"]["how"] == "rebuilt" and err == [
         f"tensorrt_player: decode cache: {folder / base.name}: not a regular file (a FIFO): not used; rebuilt"], err
     assert stat.S_ISREG((folder / base.name).lstat().st_mode)
+
+
+def test_python_replay_does_not_wait_on_a_fifo(tmp, base):
+    """trtrace.replay runs the player: a FIFO at the cache's name does not hang it either."""
+    folder = private_folder(tmp / "cache")
+    os.mkfifo(folder / base.name)
+    code = ("import json, sys, trtrace; r = trtrace.replay(sys.argv[1], check=True, lib=sys.argv[2], "
+            "extra=('--decode-cache', sys.argv[3])); print(json.dumps(r['decode_cache']))")
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), PATH=f"{PLAYER.parent}:{os.environ['PATH']}")
+    p = subprocess.run([sys.executable, "-c", code, str(base.trace), str(trt_lib()), str(folder)],
+                       capture_output=True, text=True, env=env, timeout=HANG)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["how"] == "rebuilt"
 
 
 def test_file_size_limit_falls_back_to_memory_and_leaves_no_file(tmp, base):
