@@ -48,6 +48,8 @@ thread_local int tDepth = 0;  // DUMP_API indentation; also guards re-entrant re
 
 }  // namespace
 
+bool callInProgress() noexcept { return tDepth > 0; }
+
 Object::Object(void* realObject, const Iface* i) : real(realObject), iface(i) {}
 
 Object::~Object() {

@@ -4,7 +4,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,7 +17,9 @@
 #include "shim.h"
 #include "trt_values.h"
 #include "trtrace/api_table.h"
+#include "trtrace/capture_names.h"
 #include "trtrace/convert.h"
+#include "trtrace/error.h"
 #include "trtrace/progress.h"
 
 namespace trtrace::capture {
@@ -56,31 +58,42 @@ int64_t envInt(const char* name, int64_t def) {
   return x;
 }
 
-std::string withPidSuffix(const std::string& path) { return path + "." + std::to_string(getpid()); }
+// ---- Output names (docs/design.md, "Output names"; capture_names.h) -------------------------------
+// A capture only ever writes a file it creates: an existing trace (finished, cut short by a crash,
+// or being written by a live process) is never opened, emptied or replaced, so no build it holds is
+// lost and a reader mapping it keeps its bytes. The process takes the first free candidate name.
 
-// The JSON+BIN pair of a process that does not own the configured names: x.json -> x.<pid>.json
-// (so its BIN is x.<pid>.bin, as binPathFor pairs them).
-std::string jsonWithPidSuffix(const std::string& json) {
-  const std::string pid = std::to_string(getpid());
-  if (json.size() > 5 && json.compare(json.size() - 5, 5, ".json") == 0)
-    return json.substr(0, json.size() - 5) + "." + pid + ".json";
-  return json + "." + pid;
+bool nameExists(const std::string& p) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0 || errno != ENOENT;  // unknown: taken
 }
 
-// Ownership of an output name among live processes: an exclusive flock(2) on the trace, held
-// (on an fd of our own, close-on-exec) until the process ends. A file nobody holds is a leftover
-// of an earlier run and is overwritten, as NVIDIA's shim overwrites its JSON; a file another
-// live process holds is not touched. Returns the fd (kept open), or -1 when another process owns
-// the name (or the file cannot be opened: the writer then reports the real error itself).
-int claimOutput(const std::string& path, bool& busy) {
-  busy = false;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return -1;
-  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
-  busy = errno == EWOULDBLOCK;
-  ::close(fd);
-  return -1;
+struct Claimed {
+  int fd = -1;  // the new, empty trace
+  std::string trace, json;
+};
+
+constexpr unsigned kMaxCandidates = 1000;
+
+// Creates the first candidate trace (from `first`: 1 for a forked child) whose JSON and BIN, when
+// exported, are free too. O_EXCL makes taking a name atomic among processes; O_NOFOLLOW with it
+// refuses a link at the name. Throws Error (Io) when a name cannot be created for another reason.
+Claimed claimOutputs(const std::string& trace, const std::string& json, unsigned first) {
+  for (unsigned k = first; k < kMaxCandidates; ++k) {
+    const std::string sfx = capture_names::suffix(k, static_cast<long>(getpid()));
+    Claimed c{-1, trace + sfx, json.empty() ? "" : capture_names::jsonWithSuffix(json, sfx)};
+    if (!c.json.empty() && (nameExists(c.json) || nameExists(convert::binPathFor(c.json)))) continue;
+    c.fd = ::open(c.trace.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (c.fd >= 0) return c;
+    if (errno != EEXIST) throw Error(Error::Kind::Io, c.trace + ": cannot create (" + std::strerror(errno) + ")");
+  }
+  throw Error(Error::Kind::Io, trace + ": " + std::to_string(kMaxCandidates) +
+                                   " names of this process are taken (" + trace + ".<pid>.<n>)");
 }
+
+// The process whose session this memory holds: set when the session starts and in a forked
+// child. A vfork child (no fork handlers run) shares the parent's memory and sees another pid.
+std::atomic<pid_t> gSessionPid{0};
 
 // ---- Test fault injector ------------------------------------------------------------------------
 // TRTRACE_FAULT_KILL_AT_CALL=N (test-only; docs/design.md "Robustness"): the process raises SIGKILL
@@ -198,6 +211,7 @@ Session::Session() {
   {
     std::lock_guard<std::mutex> lk(gApiMu);
     config_ = Config::fromEnv();
+    gSessionPid = getpid();
     gLive = this;
   }
   if (!config_.tacticCache.empty())  // docs/json-bin-layout.md, "TRT_SHIM_SET_TACTIC_CACHE"
@@ -279,23 +293,7 @@ void Session::callStarting() {
   if (n == gKillAtCall.load(std::memory_order_relaxed)) raise(SIGKILL);  // test fault injector (above)
 }
 
-void Session::open() {
-  opened_ = true;
-  path_ = config_.tracePath();
-  // Several live processes configured with the same output (a launcher starting workers with one
-  // environment): the first keeps the name, each other one writes <trace>.<pid> (and its JSON+BIN
-  // x.<pid>.json/.bin), as a forked child does. One line says so.
-  bool busy = false;
-  lockFd_ = claimOutput(path_, busy);
-  if (busy) {
-    const std::string mine = withPidSuffix(path_);
-    std::fprintf(stderr, "trtrace: %s is being written by another process; this one writes %s\n", path_.c_str(),
-                 mine.c_str());
-    path_ = mine;
-    config_.outputFile = mine;
-    if (!config_.outputJson.empty()) config_.outputJson = jsonWithPidSuffix(config_.outputJson);
-    lockFd_ = claimOutput(path_, busy);
-  }
+WriterOptions Session::writerOptions() const {
   WriterOptions o;
   o.path = path_;
   o.zstdLevel = config_.zstdLevel;
@@ -309,6 +307,10 @@ void Session::open() {
   o.flush = config_.flushEveryCall ? FlushPolicy::EveryCall
             : config_.flushOnBuild ? FlushPolicy::OnBuild
                                    : FlushPolicy::AtClose;
+  return o;
+}
+
+HeaderInfo Session::header() const {
   HeaderInfo h;
   h.producer = "trtrace-capture";
   h.producerVersion = TRTRACE_VERSION;
@@ -323,9 +325,30 @@ void Session::open() {
       {"TRT_SHIM_FLUSH_AFTER_EVERY_CALL", config_.flushEveryCall ? "1" : "0"},
       {"TRT_SHIM_FLUSH_ON_BUILD", config_.flushOnBuild ? "1" : "0"},
   };
+  if (!config_.outputJson.empty()) h.settings.emplace_back("TRT_SHIM_OUTPUT_JSON_FILE", config_.outputJson);
+  return h;
+}
+
+void Session::open() {
+  opened_ = true;
+  baseTrace_ = config_.tracePath();
+  baseJson_ = config_.outputJson;
+  int fd = -1;
+  std::string created;
   try {
+    // The configured names when free; else <trace>.<pid> (x.<pid>.json), said in one line
+    // (a forked child's own names need no line: docs/design.md, "Output names").
+    Claimed c = claimOutputs(baseTrace_, baseJson_, forked_ ? 1 : 0);
+    fd = c.fd;
+    created = c.trace;
+    if (!forked_ && c.trace != baseTrace_)
+      std::fprintf(stderr, "trtrace: %s exists (kept); this process writes %s\n", baseTrace_.c_str(), c.trace.c_str());
+    path_ = config_.outputFile = c.trace;
+    config_.outputJson = c.json;
+    WriterOptions o = writerOptions();
+    o.fd = fd;
+    HeaderInfo h = header();
     if (!config_.outputJson.empty()) {
-      h.settings.emplace_back("TRT_SHIM_OUTPUT_JSON_FILE", config_.outputJson);
       json_ = std::make_unique<JsonExport>(path_, h.libraryVersion);
       o.onCall = [json = json_.get()](const CallView& c) { json->add(c); };
     }
@@ -335,8 +358,10 @@ void Session::open() {
     writer_.reset();
     json_.reset();
     disabled_ = true;
+    if (!created.empty()) ::unlink(created.c_str());  // the file this process created, left empty
     std::fprintf(stderr, "trtrace: capture disabled: %s\n", e.what());
   }
+  if (fd >= 0) ::close(fd);  // the writer holds its own descriptor
 }
 
 uint64_t Session::weightsIdentity(const void* values) {
@@ -495,19 +520,49 @@ void Session::forkedChild() {
   // The parent's writer shares the parent's file and its worker threads did not survive the fork:
   // leave it untouched (leaked on purpose) and let the child write its own file.
   new (&mu_) std::mutex();
+  gSessionPid = getpid();
   [[maybe_unused]] static Writer* abandonedAtFork[64];  // reachable, so leak checkers see them as kept, not lost
   [[maybe_unused]] static JsonExport* abandonedJsonAtFork[64];  // the writer's export, likewise
   static unsigned forks;
   abandonedJsonAtFork[forks % 64] = json_.release();
   abandonedAtFork[forks++ % 64] = writer_.release();
+  reopenable();
+  forked_ = true;
+}
+
+void Session::reopenable() {
+  if (opened_) {
+    config_.outputFile = baseTrace_;
+    config_.outputJson = baseJson_;
+  }
   opened_ = false;
   closed_ = false;
-  if (lockFd_ >= 0) ::close(lockFd_);  // the parent keeps its name (its own fd holds the lock)
-  lockFd_ = -1;
-  if (!disabled_) {
-    config_.outputFile = withPidSuffix(config_.tracePath());
-    if (!config_.outputJson.empty()) config_.outputJson = jsonWithPidSuffix(config_.outputJson);
+  jsonWritten_ = false;
+}
+
+// Whether the running process owns the live session (see gSessionPid); nullptr otherwise.
+static Session* ownSession() {
+  Session* s = gLive.load();
+  return s && gSessionPid.load() == getpid() ? s : nullptr;
+}
+
+void Session::processEnding() noexcept {
+  Session* s = ownSession();
+  if (!s) return;
+  // Inside a recorded call on this thread (a logger callback or a signal handler that ends the
+  // process): the call cannot complete, so what is complete is flushed, as for a fatal signal.
+  if (callInProgress()) {
+    s->guarded([](Writer& w) { w.flush(); });
+    return;
   }
+  s->close();
+}
+
+void Session::execFailed() noexcept {
+  Session* s = ownSession();
+  if (!s) return;
+  std::lock_guard<std::mutex> lk(s->mu_);
+  if (s->closed_ && !s->disabled_) s->reopenable();
 }
 
 }  // namespace trtrace::capture

@@ -1,5 +1,6 @@
 // The capture session: configuration from the environment, the trace writer, and the registry of
-// our objects. One per process (a forked child starts its own, writing `<output>.<pid>`).
+// our objects. One per process (a forked child starts its own, writing `<output>.<pid>`). Its
+// trace is a file it creates, never one that exists (docs/design.md, "Output names").
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -85,6 +86,13 @@ class Session {
   void drain() noexcept;      // every enqueued blob consumed
   void close() noexcept;      // flush, footer, summary line (atexit)
   void forkedChild();         // the child abandons the parent's writer and starts its own file
+  // The process is about to exec or to end without exit() (_exit, _Exit: process_end.cpp): the
+  // trace is closed as at exit. Does nothing in a vfork child (it shares the parent's memory, and
+  // so this session, which is not its own) or where no session started.
+  static void processEnding() noexcept;
+  // An exec failed and the process goes on: its later calls go to a new trace (as after a fork,
+  // objects made before are unknown to it).
+  static void execFailed() noexcept;
   void callStarting();        // a call starts being recorded (test fault injector, session.cpp)
   // TRT_SHIM_FORCE_SINGLE_THREAD_API: the lock every Call holds (recursive: calls nest).
   static std::recursive_mutex& apiLock();
@@ -96,6 +104,9 @@ class Session {
  private:
   Session();
   void open();
+  WriterOptions writerOptions() const;
+  HeaderInfo header() const;
+  void reopenable();  // mu_ held: names back to the configured ones, the next call opens a new trace
 
   Config config_;
   std::mutex mu_;
@@ -103,7 +114,8 @@ class Session {
   std::unique_ptr<Writer> writer_;
   bool opened_ = false, disabled_ = false, closed_ = false;
   std::string path_;
-  int lockFd_ = -1;  // flock on path_: this process owns the name (session.cpp, claimOutput)
+  std::string baseTrace_, baseJson_;  // the configured names, before a suffix made them free
+  bool forked_ = false;  // a forked child: its names start at <trace>.<pid> (capture_names.h)
   std::unordered_map<const void*, Object*> byReal_;
   uint64_t nextHandle_ = 0;
   std::atomic<uint32_t> networks_{0};

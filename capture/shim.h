@@ -62,6 +62,8 @@ Object* ours(const void* pub);
 // The real object was destroyed by the library (e.g. removeTensor): drop our mapping.
 void forget(const void* pub);
 
+// Whether this thread is inside a recorded call (objects.cpp: Call).
+bool callInProgress() noexcept;
 // An array of public pointers, unwrapped for the real library.
 template <class T>
 class Unwrapped {

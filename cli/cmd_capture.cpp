@@ -3,6 +3,7 @@
 // The shim is the one installed beside this program (<prefix>/bin/trtrace -> <prefix>/lib/); the
 // TensorRT-RTX library CMD will load is looked up first, in the shared discovery order
 // (libinfo/library.h), so a missing library is said before anything runs.
+#include <dirent.h>
 #include <dlfcn.h>
 #include <signal.h>
 #include <spawn.h>
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +24,7 @@
 #include "library.h"
 #include "summary.h"
 #include "trtrace/convert.h"
+#include "trtrace/capture_names.h"
 #include "trtrace/error.h"
 #include "trtrace/files.h"
 
@@ -163,6 +166,32 @@ std::vector<std::string> captureEnv(const std::string& shim, const std::string& 
       env.push_back(kv);
     }
   }
+// The files in OUT's folder that a capture of OUT may write (trtrace/capture_names.h: OUT,
+// OUT.<pid>, OUT.<pid>.<n>), with their stamps: those new or changed after the run are its traces.
+std::map<std::string, FileStamp> candidateTraces(const std::string& out) {
+  const size_t slash = out.find_last_of('/');
+  const std::string prefix = slash == std::string::npos ? "" : out.substr(0, slash + 1);
+  std::map<std::string, FileStamp> found;
+  if (DIR* d = ::opendir(prefix.empty() ? "." : prefix.c_str())) {
+    while (const dirent* e = ::readdir(d))
+      if (const std::string path = prefix + e->d_name; capture_names::isCandidate(out, path))
+        found.emplace(path, stampOf(path));
+    ::closedir(d);
+  }
+  return found;
+}
+
+// One line per trace the run wrote (and the JSON+BIN with the same suffix, when exported).
+void printWritten(const std::vector<std::string>& traces, const std::string& out, const std::string& jsonPath) {
+  for (const std::string& t : traces) {
+    auto r = Reader::open(t);
+    std::string sfx, json;
+    if (!jsonPath.empty() && capture_names::isCandidate(out, t, &sfx)) json = capture_names::jsonWithSuffix(jsonPath, sfx);
+    std::fprintf(stderr, "trtrace: capture: %s%s: %s%s%s\n", t.c_str(), r->closedCleanly() ? "" : " (not closed)",
+                 summaryLine(summarise(*r)).c_str(), json.empty() ? "" : "; JSON+BIN: ", json.c_str());
+  }
+}
+
   env.push_back("LD_PRELOAD=" + preload);
   env.push_back("TRT_SHIM_OUTPUT_FILE=" + out);
   if (!json.empty()) env.push_back("TRT_SHIM_OUTPUT_JSON_FILE=" + json);
@@ -209,16 +238,17 @@ Command addCapture(CLI::App& app) {
       checkOutputs(*cmd, exe, outs);
       const std::string shim = installedShim();
       std::fprintf(stderr, "trtrace: capture: %s with %s -> %s\n", cmd->front().c_str(), findLibrary(exe).c_str(), out->c_str());
-      const FileStamp before = stampOf(*out);
+      const auto before = candidateTraces(*out);
       const int code = runCommand(exe, *cmd, captureEnv(shim, *out, jsonPath));
-      if (stampOf(*out) == before) {
+      std::vector<std::string> written;  // a trace is never rewritten: new or changed = this run's
+      for (const auto& [path, stamp] : candidateTraces(*out))
+        if (auto it = before.find(path); it == before.end() || !(it->second == stamp)) written.push_back(path);
+      if (written.empty()) {
         std::fprintf(stderr, "trtrace: capture: %s made no TensorRT-RTX call; no trace written to %s\n",
                      cmd->front().c_str(), out->c_str());
         return code ? code : kError;
       }
-      auto r = Reader::open(*out);
-      std::fprintf(stderr, "trtrace: capture: %s%s: %s%s%s\n", out->c_str(), r->closedCleanly() ? "" : " (not closed)",
-                   summaryLine(summarise(*r)).c_str(), *json ? "; JSON+BIN: " : "", jsonPath.c_str());
+      printWritten(written, *out, jsonPath);
       return code;
     } catch (const NotRunnable& e) {
       std::fprintf(stderr, "trtrace: %s\n", e.what());
