@@ -346,10 +346,12 @@ int openCacheFile(int dfd, const std::string& name, const std::string& path, std
     return -1;
   }
   struct stat st {};
-  if (const char* kind = files::specialKind(fd)) why = path + ": not a regular file (" + kind + "): not used";
-  else if (::fstat(fd, &st) != 0) why = path + ": " + errnoText();
-  else if (std::string p = notPrivate(st); !p.empty()) why = path + ": " + p + ": not trusted";
-  if (why.empty()) return fd;
+  std::string bad;
+  if (const char* kind = files::specialKind(fd)) bad = std::string("not a regular file (") + kind + "): not used";
+  else if (::fstat(fd, &st) != 0) bad = errnoText();
+  else if (bad = notPrivate(st); !bad.empty()) bad += ": not trusted";
+  if (bad.empty()) return fd;
+  why = path + ": " + bad;
   ::close(fd);
   return -1;
 }
