@@ -2,6 +2,9 @@
 //   OUTDIR/trace_reader/  closed traces, an unclosed (crashed) one, cut ones
 //   OUTDIR/blob_decoder/  the payload of every blob block of those traces (raw data re-aligned
 //                         for the fuzz_blob_decoder framing)
+//   OUTDIR/replay/        one trace per array/count pair of the spec (addConcatenation, addEinsum,
+//                         setScales, ...), each a call the library accepts, raw call log (fuzz_replay's
+//                         mutator rewrites counts and array lengths in place)
 // The JSON seeds are real NVIDIA captures, committed in tests/fuzz/corpus/json_reader/.
 #include <sys/stat.h>
 
@@ -9,12 +12,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "fuzz_util.h"
 #include "internal.h"
+#include "trtrace/api_abi.h"
+#include "trtrace/api_table.h"
 
 namespace F = trtrace::format;
 using namespace trtrace;
@@ -102,6 +108,57 @@ void writeTrace(const std::string& path, FlushPolicy flush, bool close, int seed
   }
 }
 
+// A builder (1), a network (2) and two inputs "a", "b" of [1, 4] (3, 4), then `calls` (object 5 next).
+void writeReplaySeed(const std::string& path, const std::function<void(Writer&)>& calls) {
+  WriterOptions o;
+  o.path = path;
+  o.workerThreads = 0;
+  o.logZstdLevel = 0;  // raw: the mutator edits the call log in place
+  HeaderInfo h;
+  h.producer = "fuzz_seedgen";
+  h.libraryName = trtrace::abi::kLibraryName;
+  h.libraryVersion = trtrace::abi::kLibraryVersion;
+  auto w = Writer::create(o, h);
+  w->beginCall(api::kentry_createInferBuilder_INTERNAL, 0, 0).argBool(true).argI64(trtrace::abi::kLibraryVersionInt).retHandle(1).endCall();
+  w->beginCall(api::kBuilder_createNetworkV2, 1, 0).argU64(0).retHandle(2).endCall();
+  const int64_t dims[] = {1, 4};
+  w->beginCall(api::kNetworkDefinition_addInput, 2, 1).argString("a").argEnum(api::kEnumDataType, 0).argDims(dims).retHandle(3).endCall();
+  w->beginCall(api::kNetworkDefinition_addInput, 2, 1).argString("b").argEnum(api::kEnumDataType, 0).argDims(dims).retHandle(4).endCall();
+  calls(*w);
+  w->close();
+}
+
+// Seeds for fuzz_replay: a real call of each array/count pair the spec has.
+void writeReplaySeeds(const std::filesystem::path& dir) {
+  const uint64_t two[] = {3, 4};
+  const int64_t ints[] = {1, 4};
+  const float scales[] = {1.f, 2.f};
+  const char plugins[] = "p.so";
+  const std::span<const std::byte> paths(reinterpret_cast<const std::byte*>(plugins), sizeof plugins);
+  using Calls = std::function<void(Writer&)>;
+  const std::pair<const char*, Calls> seeds[] = {
+      {"concatenation", [&](Writer& w) { w.beginCall(api::kNetworkDefinition_addConcatenation, 2, 1).argHandleArray(two).argI64(2).retHandle(5).endCall(); }},
+      {"einsum", [&](Writer& w) { w.beginCall(api::kNetworkDefinition_addEinsum, 2, 1).argHandleArray(two).argI64(2).argString("ij,ij->ij").retHandle(5).endCall(); }},
+      {"scales", [&](Writer& w) {
+         w.beginCall(api::kNetworkDefinition_addResize, 2, 1).argHandle(3).retHandle(5).endCall();
+         w.beginCall(api::kResizeLayer_setScales, 5, 1).argF32Array(scales).argI64(2).endCall();
+       }},
+      {"shape_values", [&](Writer& w) {
+         w.beginCall(api::kBuilder_createOptimizationProfile, 1, 0).retHandle(5).endCall();
+         w.beginCall(api::kOptimizationProfile_setShapeValuesV2, 5, 0).argString("a").argEnum(api::kEnumOptProfileSelector, 0).argI64Array(ints).argI64(2).endCall();
+       }},
+      {"plugins", [&](Writer& w) {
+         w.beginCall(api::kBuilder_createBuilderConfig, 1, 0).retHandle(5).endCall();
+         w.beginCall(api::kBuilderConfig_setPluginsToSerialize, 5, 0).argBytes(paths).argI64(1).endCall();
+       }},
+      {"dist_collective", [&](Writer& w) {
+         w.beginCall(api::kNetworkDefinition_addDistCollective, 2, 1).argHandle(3).argEnum(api::kEnumCollectiveOperation, 0)
+             .argEnum(api::kEnumReduceOperation, 0).argI64(0).argI64Array(ints).argI64(2).retHandle(5).endCall();
+       }},
+  };
+  for (const auto& [name, calls] : seeds) writeReplaySeed((dir / (std::string(name) + ".trtrace")).string(), calls);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -114,6 +171,8 @@ int main(int argc, char** argv) {
   fs::create_directories(out / "trace_reader");
   fs::create_directories(out / "blob_decoder");
   fs::create_directories(out / "json_reader");  // its seeds are real captures: corpus/json_reader
+  fs::create_directories(out / "replay");
+  writeReplaySeeds(out / "replay");
   std::vector<std::string> traces;
   auto t = [&](const char* name) { traces.push_back((out / "trace_reader" / name).string()); return traces.back(); };
   writeTrace(t("closed_atclose.trtrace"), FlushPolicy::AtClose, true, 1);
