@@ -40,6 +40,9 @@ _NUMPY_DTYPES = {"kFLOAT": "float32", "kHALF": "float16", "kINT8": "int8", "kINT
                  "kINT4": "uint8", "kFP4": "uint8"}
 
 
+_SEQ_END = (1 << 64) - 1  # seqs are u64: a range of calls ends here at the latest
+
+
 class TraceError(Exception):
     """A trace cannot be read: ``str(e)`` is the tools' one line; ``kind`` is "io", "corrupt",
     "truncated", "usage" or "empty" (``trtrace verify``'s exit codes 1, 2, 3 follow the same kinds)."""
@@ -260,11 +263,14 @@ class Trace:
         """The calls in order, read `batch` at a time (each batch inflates only its segments)."""
         left, lo, span = len(self), 0, batch
         while left > 0:  # seqs may have gaps (a reduced trace keeps its calls' numbers): widen over them
-            got = json.loads(self._string(self._lib.trtrace_calls_json, lo, lo + span))
+            hi = min(lo + span, _SEQ_END)
+            got = json.loads(self._string(self._lib.trtrace_calls_json, lo, hi))
             for c in got:
                 yield self._call(c)
             left -= len(got)
-            lo, span = (got[-1]["seq"] + 1, batch) if got else (lo + span, span * 2)
+            if not got and hi == _SEQ_END:  # the reader checks each segment's count: only damage gets here
+                raise TraceError(f"{self.path}: holds fewer calls than its index says ({left} missing)", 2)
+            lo, span = (got[-1]["seq"] + 1, batch) if got else (hi, span * 2)
 
     def __iter__(self) -> Iterator[Call]:
         """The calls in order; memory bounded by one batch unless `calls` was read already."""

@@ -218,7 +218,11 @@ TRTRACE_C_EXPORT int trtrace_blob(const trtrace_reader* r, uint64_t hashHi, uint
     *data = view->data();
     *size = view->size();
     *owner = nullptr;
-    if (!view->isZeroCopy()) *owner = view.release();
+    // Bytes outside the reader's mapping (decoded, or a lost blob's zero pages) live as long as the
+    // view: the caller owns it.
+    const std::span<const std::byte> m = r->reader->mapping();
+    const auto* p = static_cast<const std::byte*>(view->data());
+    if (view->size() && (p < m.data() || p + view->size() > m.data() + m.size())) *owner = view.release();
   });
   return ok ? 0 : -1;
 }

@@ -41,8 +41,9 @@ char* trtrace_header_json(const trtrace_reader* r, char** error, int* kind);
 char* trtrace_calls_json(const trtrace_reader* r, uint64_t lo, uint64_t hi, char** error, int* kind);
 
 /* The blob (hash, length): *data and *size point into the mapping for a raw blob (*owner = NULL:
- * valid while the reader is open), or into a decoded buffer (*owner != NULL: release it with
- * trtrace_blob_release). Its content hash is checked first. 0 on success. */
+ * valid while the reader is open), or into memory of their own: a decoded buffer, a lost blob's
+ * zero pages (*owner != NULL: valid until trtrace_blob_release(*owner)). Its content hash is
+ * checked first. 0 on success. */
 int trtrace_blob(const trtrace_reader* r, uint64_t hash_hi, uint64_t hash_lo, uint64_t length,
                  const void** data, uint64_t* size, void** owner, char** error, int* kind);
 void trtrace_blob_release(void* owner);

@@ -16,9 +16,9 @@ namespace F = format;
 
 namespace {
 
-// The writer's chunk size is at most 1 GiB (WriterOptions::chunkBytes); a larger one is damage
-// (and would make the decoder allocate up to 4 GiB per chunk on the word of one record).
-constexpr uint64_t kMaxChunkRawSize = uint64_t(1) << 30;
+// The most raw bytes a zstd frame yields per stored byte: a block of at most 128 KiB costs at least
+// 4 bytes (an RLE block: 3 bytes of header, the byte repeated).
+constexpr uint64_t kMaxZstdRatio = (128 << 10) / 4;
 
 const F::ChunkEntry* chunkTable(const std::byte* base, uint64_t at) {
   return reinterpret_cast<const F::ChunkEntry*>(base + at + sizeof(F::BlockHeader) + sizeof(F::BlobRecord));
@@ -43,16 +43,20 @@ std::string checkRawRecord(const std::byte* base, uint64_t at, const F::BlobReco
 
 std::string checkZstdRecord(const std::byte* base, uint64_t at, const F::BlobRecord& r) {
   if (r.transform > uint16_t(F::BlobTransform::ByteGroup4)) return "blob record: unknown transform";
-  if (r.chunkRawSize == 0 || r.chunkRawSize > kMaxChunkRawSize) return "blob record: chunk size out of range";
+  // The bound sizes the decoder's scratch (format.h): checked before anything is allocated.
+  if (r.chunkRawSize == 0 || r.chunkRawSize > F::kMaxChunkRawSize) return "blob record: chunk size out of range";
   if (r.chunkCount != (r.rawSize + r.chunkRawSize - 1) / r.chunkRawSize)
     return "blob record: chunk count does not match";
+  // Chunks lie back to back and fill the data region, as the writer stores them: no two share
+  // stored bytes, so each decoded byte is paid for by bytes of the file.
   const auto* table = chunkTable(base, at);
+  uint64_t next = 0;
   for (uint32_t c = 0; c < r.chunkCount; ++c) {
     F::ChunkEntry e = chunkAt(table, c);
-    if (e.offset > r.storedSize || e.storedSize > r.storedSize - e.offset)
-      return "chunk " + std::to_string(c) + " out of bounds";
+    if (e.offset != next || e.storedSize > r.storedSize - next) return "chunk " + std::to_string(c) + " out of bounds";
+    next += e.storedSize;
   }
-  return "";
+  return next == r.storedSize ? "" : "blob record: chunks do not fill the data region";
 }
 
 [[noreturn]] void chunkError(const StoredBlob& b, uint32_t c, const char* what) {
@@ -94,7 +98,7 @@ std::string checkBlobPayload(const std::byte* base, uint64_t at, const F::BlockH
   if (r.dataOffset < h.checkedSize || r.dataOffset > h.payloadSize || h.payloadSize - r.dataOffset != r.storedSize)
     return "blob record: data region out of bounds";
   if (F::isRawEncoding(r.encoding)) return checkRawRecord(base, at, r);
-  if (r.encoding == uint16_t(F::BlobEncoding::Lost))
+  if (F::isBytelessEncoding(r.encoding))
     return r.storedSize == 0 && r.chunkCount == 0 && r.transform == 0 ? "" : "lost blob: record holds data";
   if (r.encoding != uint16_t(F::BlobEncoding::Zstd)) return "blob record: unknown encoding";
   return checkZstdRecord(base, at, r);
@@ -110,21 +114,23 @@ void checkChunkSizes(const StoredBlob& b) {
     F::ChunkEntry e = chunkAt(table, c);
     uint64_t n = std::min<uint64_t>(r.chunkRawSize, r.rawSize - uint64_t(c) * r.chunkRawSize);
     bool fits = e.storedSize == n;
-    if (e.flags & 1) {
-      unsigned long long z = ZSTD_getFrameContentSize(data + e.offset, e.storedSize);
-      fits = z == ZSTD_CONTENTSIZE_UNKNOWN || z == n;
-    }
+    if (e.flags & 1)  // the writer's frames declare their size; none decodes to more than its bytes allow
+      fits = ZSTD_getFrameContentSize(data + e.offset, e.storedSize) == n && n / kMaxZstdRatio <= e.storedSize;
     if (!fits) chunkError(b, c, "does not hold the size the record says");
   }
 }
 
 Hash128 decodeBlob(const StoredBlob& b, std::byte* dest, bool hash, const ChunkSink& sink) {
   const F::BlobRecord r = blobRecordAt(b.base, b.info.offset);
+  // The record's sizes bound the scratch below: checked here too, whoever checked the block.
+  if (std::string why = checkZstdRecord(b.base, b.info.offset, r); !why.empty())
+    throw Error(Error::Kind::Corrupt, b.path + ": " + blobName(b.info.ref) + " at offset " + std::to_string(b.info.offset) + ": " + why);
   const std::byte* data = b.base + b.info.offset + sizeof(F::BlockHeader) + r.dataOffset;
   const auto* table = chunkTable(b.base, b.info.offset);
   const unsigned k = transformElementSize(static_cast<F::BlobTransform>(r.transform));
-  // Scratch for one chunk, never larger than the blob (a tiny blob may declare a huge chunk size).
-  const uint64_t chunkMax = std::min<uint64_t>(r.chunkRawSize, r.rawSize);
+  // Scratch for one chunk: at most kMaxChunkRawSize (the record passed checkZstdRecord), never
+  // larger than the blob.
+  const uint64_t chunkMax = std::min({uint64_t(r.chunkRawSize), r.rawSize, F::kMaxChunkRawSize});
   std::unique_ptr<std::byte[]> out, grouped;
   if (!dest) out = std::make_unique_for_overwrite<std::byte[]>(chunkMax);
   if (k > 1) grouped = std::make_unique_for_overwrite<std::byte[]>(chunkMax);

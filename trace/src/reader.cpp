@@ -42,6 +42,11 @@ Reader::Impl::SegmentFb Reader::Impl::segment(size_t i) const {
     s.bytes = BlobView::mapped({base + segs[i].offset + sizeof h, h.payloadSize});
   }
   s.root = flatbuffers::GetRoot<fb::Segment>(s.bytes.data());
+  // The index (a closed trace's footer) said how many calls from which seq: what callCount() and
+  // every caller that pages by seq trusted. Checked on every use (two compares), so each says why.
+  const uint64_t held = detail::callsIn(*s.root);
+  if (std::string why = detail::checkSegmentEntry(segs[i].firstSeq, segs[i].calls, s.root->first_seq(), held); !why.empty())
+    throw Error(Error::Kind::Corrupt, name() + ": " + why);
   return s;
 }
 
@@ -236,9 +241,13 @@ bool Reader::blobLost(const BlobRef& ref) const {
   const BlobInfo* b = impl_->findBlob(ref);
   return b && b->lost;
 }
+bool Reader::blobReplaced(const BlobRef& ref) const {
+  const BlobInfo* b = impl_->findBlob(ref);
+  return b && b->replaced;
+}
 uint64_t Reader::lostBlobs() const {
   uint64_t n = 0;
-  for (const BlobInfo& b : impl_->blobs) n += b.lost && impl_->findBlob(b.ref) == &b;  // no other copy
+  for (const BlobInfo& b : impl_->blobs) n += b.lost && !b.replaced && impl_->findBlob(b.ref) == &b;  // no other copy
   return n;
 }
 BlobView Reader::blob(const Hash128& h, uint64_t len) const { return impl_->blob({h, len}, false); }

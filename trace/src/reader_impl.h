@@ -77,4 +77,15 @@ struct Reader::Impl {
 
 bool blobLess(const BlobInfo& a, const BlobInfo& b);
 
+namespace detail {
+// The footer's index against itself and the file (reader_open.cpp): entries inside the file, segments
+// in file and seq order, total_calls their calls' sum. "" when fine. The reader's open and verify
+// both apply it: a footer that fails it is corruption for every tool.
+std::string checkFooterIndex(const fb::Footer& f, uint64_t footerOffset);
+// A segment against its index entry (first seq, calls): checked wherever a segment is read, so a
+// footer that lies about one segment fails as soon as that segment is used. "" when fine.
+std::string checkSegmentEntry(uint64_t firstSeq, uint64_t calls, uint64_t heldFirstSeq, uint64_t heldCalls);
+inline uint64_t callsIn(const fb::Segment& s) { return s.calls() ? s.calls()->size() : 0; }
+}  // namespace detail
+
 }  // namespace trtrace

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <tuple>
 
@@ -102,13 +103,50 @@ void Reader::Impl::addBlob(uint64_t off) {
   bi.offset = off;
   bi.storedSize = r.storedSize;
   bi.compressed = r.encoding == uint16_t(F::BlobEncoding::Zstd);
-  bi.lost = r.encoding == uint16_t(F::BlobEncoding::Lost);
+  bi.lost = F::isBytelessEncoding(r.encoding);
+  bi.replaced = r.encoding == uint16_t(F::BlobEncoding::Replaced);
   bi.dataOffset = off + sizeof(F::BlockHeader) + r.dataOffset;
   bi.hint = static_cast<BlobHint>(r.elementHint);
   blobs.push_back(bi);
 }
 
-// O(1) path: the footer of a cleanly closed file. False if anything disagrees.
+namespace detail {
+
+std::string checkFooterIndex(const fb::Footer& f, uint64_t footerOffset) {
+  auto inside = [&](uint64_t off) { return off >= sizeof(F::FileHeader) && off < footerOffset; };
+  uint64_t calls = 0, lastOffset = 0, nextSeq = 0;
+  const uint32_t ns = f.segments() ? f.segments()->size() : 0;
+  for (uint32_t i = 0; i < ns; ++i) {
+    const fb::SegmentEntry* e = f.segments()->Get(i);
+    const std::string seg = "footer: segment entry " + std::to_string(i);
+    if (!inside(e->offset()) || (i && e->offset() <= lastOffset))
+      return seg + ": offset " + std::to_string(e->offset()) + " out of order or outside the file";
+    if (e->first_seq() < nextSeq || e->first_seq() > UINT64_MAX - e->calls())
+      return seg + ": first seq " + std::to_string(e->first_seq()) + " overlaps the segment before it";
+    lastOffset = e->offset();
+    nextSeq = e->first_seq() + e->calls();
+    calls += e->calls();  // u32 each: no overflow
+  }
+  if (f.total_calls() != calls)
+    return "footer: total_calls " + std::to_string(f.total_calls()) + " is not the sum of its segment entries' calls (" + std::to_string(calls) + ")";
+  if (f.blobs())
+    for (const fb::BlobEntry* e : *f.blobs())
+      if (!inside(e->offset()) || e->data_offset() <= e->offset() || e->data_offset() > footerOffset ||
+          e->stored() > footerOffset - e->data_offset())
+        return "footer: blob entry at offset " + std::to_string(e->offset()) + " lies outside the file";
+  return "";
+}
+
+std::string checkSegmentEntry(uint64_t firstSeq, uint64_t calls, uint64_t heldFirstSeq, uint64_t heldCalls) {
+  if (heldFirstSeq == firstSeq && heldCalls == calls) return "";
+  return "the index says " + std::to_string(calls) + " calls from seq " + std::to_string(firstSeq) + ", the segment holds " +
+         std::to_string(heldCalls) + " from seq " + std::to_string(heldFirstSeq);
+}
+
+}  // namespace detail
+
+// O(1) path: the footer of a cleanly closed file. False if the footer is not there (a cut file, or
+// one whose close did not finish); a footer that is there but lies is corruption.
 bool Reader::Impl::openFromFooter() {
   if (fh.fileLength != size || fh.footerOffset < sizeof fh || fh.footerOffset >= size) return false;
   auto fc = detail::checkBlock(base, size, fh.footerOffset);
@@ -117,22 +155,20 @@ bool Reader::Impl::openFromFooter() {
   if (hc.status != BlockCheck::Ok || hc.h.type != uint16_t(F::BlockType::Header)) return false;
   readHeaderBlock(sizeof fh);
   auto* f = flatbuffers::GetRoot<fb::Footer>(base + fh.footerOffset + sizeof(F::BlockHeader));
-  auto inside = [&](uint64_t off) { return off >= sizeof fh && off < fh.footerOffset; };
+  if (std::string why = detail::checkFooterIndex(*f, fh.footerOffset); !why.empty())
+    throw Error(Error::Kind::Corrupt, path + ": offset " + std::to_string(fh.footerOffset) + ": " + why);
   if (f->segments())
-    for (auto* e : *f->segments()) {
-      if (!inside(e->offset())) return false;
-      segs.push_back({e->offset(), e->first_seq(), e->calls()});
-    }
+    for (auto* e : *f->segments()) segs.push_back({e->offset(), e->first_seq(), e->calls()});
   if (f->blobs())
     for (auto* e : *f->blobs()) {
-      if (!inside(e->offset())) return false;
       BlobInfo bi;
       bi.ref = {{e->hash_lo(), e->hash_hi()}, e->length()};
       bi.offset = e->offset();
       bi.storedSize = e->stored();
       bi.dataOffset = e->data_offset();
       bi.compressed = e->encoding() == uint16_t(F::BlobEncoding::Zstd);
-      bi.lost = e->encoding() == uint16_t(F::BlobEncoding::Lost);
+      bi.lost = F::isBytelessEncoding(e->encoding());
+      bi.replaced = e->encoding() == uint16_t(F::BlobEncoding::Replaced);
       bi.hint = static_cast<BlobHint>(e->hint());
       blobs.push_back(bi);
     }

@@ -46,7 +46,7 @@ class Verifier {
   const bool spec_;  // the trace names the spec's library: its API ids are this build's
   VerifyReport rep_;
   std::set<BlobKey> blobKeys_, lostKeys_;  // stored with bytes / stored Lost
-  std::set<uint64_t> segOffsets_;
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> segOffsets_;  // offset -> first seq, calls
   std::map<uint64_t, std::tuple<uint64_t, uint16_t, uint16_t>> blobOffsets_;  // data offset, encoding, transform
   std::vector<std::pair<uint64_t, BlobRef>> refs_;  // (seq, blob) referenced by calls
   uint64_t expectSeq_ = 0, footerAt_ = 0;
@@ -104,7 +104,7 @@ bool Verifier::block(uint64_t pos, const BlockCheck& bc) {
 // bc holds the segment (inflated if compressed) until the next block.
 void Verifier::segment(uint64_t pos, const BlockCheck& bc, const std::string& name) {
   auto* s = flatbuffers::GetRoot<fb::Segment>(bc.fbuf);
-  segOffsets_.insert(pos);
+  segOffsets_[pos] = {s->first_seq(), detail::callsIn(*s)};
   if (s->first_seq() != expectSeq_)
     issue(P::Corrupt, pos, name + ": first seq " + std::to_string(s->first_seq()) + ", expected " + std::to_string(expectSeq_));
   if (s->calls())
@@ -181,14 +181,20 @@ void Verifier::footer(uint64_t pos) {
   if (closedHeader_ && m_.fh.footerOffset != pos) issue(P::Corrupt, pos, "footer: not where the file header says");
   auto* f = flatbuffers::GetRoot<fb::Footer>(m_.base + pos + sizeof(F::BlockHeader));
   size_t ns = f->segments() ? f->segments()->size() : 0, nb = f->blobs() ? f->blobs()->size() : 0;
+  if (std::string why = detail::checkFooterIndex(*f, pos); !why.empty()) issue(P::Corrupt, pos, why);
   if (ns != segOffsets_.size() || nb != blobOffsets_.size() || f->total_calls() != rep_.calls)
     issue(P::Corrupt, pos, "footer: index counts disagree with the blocks");
   if (f->segments())
-    for (auto* e : *f->segments())
-      if (!segOffsets_.count(e->offset())) {
-        issue(P::Corrupt, pos, "footer: segment entry points at no segment");
+    for (auto* e : *f->segments()) {
+      auto at = segOffsets_.find(e->offset());
+      std::string why = at == segOffsets_.end() ? "points at no segment"
+                                                : detail::checkSegmentEntry(e->first_seq(), e->calls(), at->second.first,
+                                                                            at->second.second);
+      if (!why.empty()) {
+        issue(P::Corrupt, pos, "footer: segment entry at offset " + std::to_string(e->offset()) + ": " + why);
         break;
       }
+    }
   if (f->blobs())
     for (auto* e : *f->blobs()) {
       auto at = blobOffsets_.find(e->offset());

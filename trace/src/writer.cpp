@@ -39,8 +39,8 @@ void buildHeader(flatbuffers::FlatBufferBuilder& b, const HeaderInfo& info) {
 Writer::Writer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 std::unique_ptr<Writer> Writer::create(const WriterOptions& options, const HeaderInfo& info) {
-  if (options.chunkBytes < 4096 || options.chunkBytes > (1u << 30))
-    throw Error(Error::Kind::Usage, options.path + ": chunkBytes must be in [4 KiB, 1 GiB]");
+  if (options.chunkBytes < 4096 || options.chunkBytes > F::kMaxChunkRawSize)
+    throw Error(Error::Kind::Usage, options.path + ": chunkBytes must be in [4 KiB, 4 MiB]");
   auto impl = std::make_unique<Impl>(options);  // file created, fixed header written, workers started
   flatbuffers::FlatBufferBuilder b;
   buildHeader(b, info);

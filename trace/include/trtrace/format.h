@@ -60,8 +60,9 @@ enum BlockFlags : uint16_t {
 inline constexpr uint16_t kKnownSegmentFlags = kSegmentZstd;  // other block types: no flags
 
 // Decompressed size cap of a compressed segment: a reader allocates no more than this for one
-// segment; the writer stores a larger segment raw (FlatBuffers' own limit is 2 GiB).
-inline constexpr uint64_t kMaxSegmentRawSize = uint64_t(256) << 20;
+// segment, so a few KiB of zstd cannot make it hold more (the writer cuts segments at 1 MiB and
+// stores a larger one raw: FlatBuffers' own limit is 2 GiB; a raw segment is read in place).
+inline constexpr uint64_t kMaxSegmentRawSize = uint64_t(16) << 20;
 
 // Leads the payload of a Segment block with kSegmentZstd; the zstd frame follows it directly.
 // The block's payloadCheck covers this header and the compressed frame.
@@ -108,6 +109,11 @@ struct BlobRecord {
   uint64_t reserved;       // zero
 };
 static_assert(sizeof(BlobRecord) == 64);
+
+// Raw bytes per chunk of a Zstd blob, at most (the writer's WriterOptions::chunkBytes is 4 KiB ..
+// this; 4 MiB is its default): a reader decodes one chunk at a time into scratch of this size, so
+// a blob's declarations cannot make it allocate more per thread. Larger chunks are damage.
+inline constexpr uint64_t kMaxChunkRawSize = uint64_t(4) << 20;
 
 struct ChunkEntry {
   uint64_t offset;         // chunk start, from the data region start
