@@ -53,6 +53,8 @@ int runBench(const std::vector<std::string>& args) {
   const char* old = std::getenv("PYTHONPATH");
   const std::string path = parent + (old && *old ? ":" + std::string(old) : "");
   ::setenv("PYTHONPATH", path.c_str(), 1);
+  const char* oldPath = std::getenv("PATH");  // the package's C interface is found beside this trtrace
+  ::setenv("PATH", (bin + (oldPath && *oldPath ? ":" + std::string(oldPath) : "")).c_str(), 1);
   const std::string py = python();
   std::vector<std::string> argv = {py, "-m", "trtrace.bench", "--player", bin + "/tensorrt_player"};
   argv.insert(argv.end(), args.begin(), args.end());

@@ -58,7 +58,9 @@ bool post_Builder_buildSerializedNetwork(Replayer& x, abi::IHostMemory* engine) 
   }
   // No recorded outcome (a converted NVIDIA capture: its JSON never says whether a build
   // succeeded): the replay's outcome is taken as the app's, so a failure is reproduced, not a divergence.
-  if (res.captured && res.ok != res.captured->ok) {
+  // Under --set the build is not the captured one: its outcome is the replay's, not a divergence.
+  const bool outcomeDiffers = res.captured && res.ok != res.captured->ok;
+  if (outcomeDiffers && !x.hasSettings()) {
     std::string msg = res.ok ? "the build succeeded, but it failed at capture"
                              : "the build failed, but it succeeded at capture";
     for (const auto& e : res.errors) msg += "\n  " + e;
@@ -66,8 +68,8 @@ bool post_Builder_buildSerializedNetwork(Replayer& x, abi::IHostMemory* engine) 
   }
   x.buildDone(res, bytes);
   // Without a recorded outcome the converter still gave the engine a handle (it cannot know there
-  // was none): a failed build leaves that handle unbound instead of diverging.
-  return engine || res.captured;
+  // was none), and a build --set made fail has one too: a failed build leaves it unbound.
+  return engine || (res.captured && !outcomeDiffers);
 }
 
 }  // namespace trtrace::replay

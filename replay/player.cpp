@@ -85,7 +85,21 @@ struct Args {
   CheckDepth checkDepth = CheckDepth::Quick;  // --check=thorough: more rebuilds before "differs"
   std::string decodeCache;         // --decode-cache: a folder, temp or off ("" = TRTRACE_DECODE_CACHE)
   std::optional<int64_t> network;  // --network, 0-based as given
+  std::vector<std::string> sets;   // --set Interface::method=VALUE (settings.h)
+  bool validateSet = false;        // --validate-set: read the --set values, replay nothing
 };
+
+// When each phase ended, on CLOCK_MONOTONIC (one clock for every process of the machine, so
+// `trtrace bench` places the player's phases between its own fork and wait): --json's "phases".
+struct Phases {
+  static int64_t now() {
+    timespec t{};
+    ::clock_gettime(CLOCK_MONOTONIC, &t);
+    return int64_t{t.tv_sec} * 1000000000 + t.tv_nsec;
+  }
+  int64_t main = now(), opened = 0, library = 0, decoded = 0, replayed = 0, checked = 0;
+};
+Phases gPhases;  // main: as the process reaches static initialisation, before main()
 
 // The library for this trace (library_select.h: the documented search order, its version against
 // the trace's, calls it has no method for); the choice is said unless -q or named by --lib.
@@ -226,8 +240,28 @@ std::string cacheJson(const DecodeCacheReport& r) {
   return "{" + std::string(b) + ", \"path\": " + jsonString(r.path) + ", \"note\": " + jsonString(r.note) + "}";
 }
 
+// The phases as --json gives them: the monotonic time each ended at (ns), the build and engine-write
+// seconds inside the replay, and what each --set did.
+std::string phasesJson(const Replayer::Stats& s, const std::vector<Setting>& settings) {
+  const Phases& p = gPhases;
+  char b[512];
+  std::snprintf(b, sizeof b, "{\"start_ns\": %lld, \"opened_ns\": %lld, \"library_ns\": %lld, \"decoded_ns\": %lld, "
+                "\"replayed_ns\": %lld, \"checked_ns\": %lld, \"end_ns\": %lld, \"build_s\": %.6f, \"write_s\": %.6f}",
+                (long long)p.main, (long long)p.opened, (long long)p.library, (long long)p.decoded, (long long)p.replayed,
+                (long long)p.checked, (long long)Phases::now(), s.buildSeconds, s.outputSeconds);
+  std::string out = std::string(", \"phases\": ") + b + ", \"settings\": [";
+  for (size_t i = 0; i < settings.size(); ++i) {
+    const Setting& t = settings[i];
+    std::snprintf(b, sizeof b, "\"replaced\": %llu, \"added\": %llu, \"rejected\": %llu}", (unsigned long long)t.replaced,
+                  (unsigned long long)t.added, (unsigned long long)t.rejected);
+    out += (i ? ", {\"set\": " : "{\"set\": ") + jsonString(t.text) + ", " + b;
+  }
+  return out + "]";
+}
+
 void printJson(const Args& a, const Replayer::Stats& s, double openSeconds, const DecodeCacheReport& cache,
-               const std::vector<NetworkResult>& results, const Verdicts& verdicts, const ChosenLibrary& lib) {
+               const std::vector<NetworkResult>& results, const Verdicts& verdicts, const ChosenLibrary& lib,
+               const std::vector<Setting>& settings) {
   std::printf("{\"capture\": %s, \"calls\": %llu, \"skipped\": %llu, \"open_s\": %.6f, \"dispatch_s\": %.6f, "
               "\"build_s\": %.6f, \"scalar_mismatches\": %llu, %s, \"decode_cache\": %s, \"networks\": [",
               jsonString(a.capture).c_str(), (unsigned long long)s.calls, (unsigned long long)s.skipped, openSeconds,
@@ -242,7 +276,7 @@ void printJson(const Args& a, const Replayer::Stats& s, double openSeconds, cons
                 i ? ", " : "", r.network - 1, r.ok ? "true" : "false", jsonString(r.path).c_str(),
                 (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), r.buildSeconds, same);
   }
-  std::printf("]}\n");
+  std::printf("]%s}\n", phasesJson(s, settings).c_str());
 }
 
 void printText(const Args& a, const Replayer::Stats& s, double openSeconds, const std::vector<NetworkResult>& results,
@@ -275,18 +309,26 @@ int play(const Args& a) {
   auto t0 = Clock::now();
   isJson(a.capture);                                // the capture is an input: opened (and checked) first,
   if (!a.output.empty()) files::checkOutput(a.output);  // so that an output over it fails before any work
+  std::vector<Setting> settings;
+  for (const std::string& text : a.sets) settings.push_back(parseSetting(text));
+  if (a.validateSet) return kOk;
   std::unique_ptr<Reader> reader = openCapture(a.capture);
   const double openSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  gPhases.opened = Phases::now();
   checkCapture(*reader, a);
   const ChosenLibrary chosen = openLibrary(*reader, a);
+  gPhases.library = Phases::now();
   const std::string lib = chosen.info.path;
   void* create = dlsym(chosen.handle, "createInferBuilder_INTERNAL");
   const std::map<uint32_t, std::string> outputs = plannedOutputs(*reader, a);
   const DecodeCacheReport cache = decodeWeights(*reader, a);
+  gPhases.decoded = Phases::now();
+  Options opt = a.opt;
+  opt.settings = &settings;
 
   std::vector<NetworkResult> results;
   bool failureReproduced = false;
-  Replayer player(*reader, a.opt, create);
+  Replayer player(*reader, opt, create);
   player.run([&](const NetworkResult& r0, const void* engine) {
     NetworkResult r = r0;
     if (auto it = outputs.find(r.network); r.ok && it != outputs.end() && !it->second.empty()) {
@@ -298,8 +340,10 @@ int play(const Args& a) {
   });
   const auto& s = player.stats();
   if (s.calls == 0) throw Error(Error::Kind::Empty, a.capture + ": no call was replayed (nothing to do)");
+  gPhases.replayed = Phases::now();
   const Verdicts verdicts = compareWithCapture(a, lib, results);
-  if (a.json) printJson(a, s, openSeconds, cache, results, verdicts, chosen);
+  gPhases.checked = Phases::now();
+  if (a.json) printJson(a, s, openSeconds, cache, results, verdicts, chosen, settings);
   else printText(a, s, openSeconds, results, verdicts);
   auto any = [&](const char* v) {
     return std::any_of(verdicts.begin(), verdicts.end(), [&](const auto& kv) { return kv.second == v; });
@@ -335,6 +379,10 @@ int main(int argc, char** argv) {
   app.add_flag("--stats", a.stats, "print open/dispatch/build times per network");
   app.add_flag("--json", a.json, "machine-readable summary on stdout");
   app.add_flag("-q,--quiet", a.opt.quiet, "hide the library's warnings");
+  app.add_option("--set", a.sets, "Interface::method=VALUE: a builder setting for this replay (a one-scalar method of the "
+                                  "API spec; enums by name): replaces the recorded call's value, or is made before the "
+                                  "build on its BuilderConfig; may be given more than once")->allow_extra_args(false);
+  app.add_flag("--validate-set", a.validateSet)->group("");  // trtrace bench: the --set values, before any run
   int heapShift = 0;  // internal: the --check rebuilds (recheck.h)
   app.add_option("--heap-shift", heapShift)->group("")->check(CLI::Range(0, 64));
   if (const int rc = trtrace::cli::parseCommandLine(app, argc, argv, "tensorrt_player"); rc >= 0) return rc;

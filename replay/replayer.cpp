@@ -116,6 +116,9 @@ void Replayer::run(const std::function<void(const NetworkResult&, const void*)>&
 bool Replayer::skips(const CallView& c, const Dispatch* play) {
   const uint32_t net = c.networkId();
   if (options_.network >= 0 && net != 0 && int64_t{net} != options_.network && !(play && play->destroys)) return true;
+  // A build --set made fail bound no engine: the calls on it cannot change a build.
+  if (hasSettings() && c.receiver() && !objects_.count(c.receiver()))
+    if (const api::ApiDesc* d = api::find(c.apiId()); d && d->has(api::flag::kBuildIrrelevant)) return true;
   if (c.status() == CallStatus::Unsupported) {
     if (options_.skipUnsupported) return true;
     diverge("the capture marked this call UNSUPPORTED (" + std::string(c.unsupportedInterface()) + " slot " +

@@ -130,6 +130,7 @@ class Replayer {
 
   // ---- used by the hand-written overrides and hooks (replay/overrides.cpp) -----------------------
   const CallView& call() const { return *call_; }
+  bool hasSettings() const { return options_.settings && !options_.settings->empty(); }  // --set given
   Logger& logger() { return logger_; }
   void* createBuilderFn() const { return createBuilder_; }
   void buildDone(NetworkResult result, const void* engine);  // reports and releases build buffers

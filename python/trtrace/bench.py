@@ -316,6 +316,9 @@ def _write(path: str, data: bytes, inputs: Sequence[str]) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.fchmod(f.fileno(), 0o666 & ~umask)  # as an ordinary output, not mkstemp's 0600
         os.replace(tmp, target)
     except BaseException:
         os.unlink(tmp)

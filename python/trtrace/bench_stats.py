@@ -56,6 +56,8 @@ def outliers(a: np.ndarray) -> list[int]:
 def compare(base: Sequence[float], other: Sequence[float], seed: int = 0) -> dict[str, Any]:
     """other against base: ratio of medians, its 95% bootstrap interval, Mann-Whitney p (unadjusted)."""
     b, o = np.asarray(base, dtype=float), np.asarray(other, dtype=float)
+    if len(b) == 0 or len(o) == 0:
+        return {"ratio": None, "ci95": None, "p": None}
     mb, mo = float(np.median(b)), float(np.median(o))
     if len(b) < 2 or len(o) < 2 or mb <= 0:
         return {"ratio": (mo / mb) if mb > 0 else None, "ci95": None, "p": None}
