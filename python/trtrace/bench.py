@@ -283,8 +283,16 @@ def _positive(kind: type) -> Any:
     return parse
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as every trtrace tool gives them: one line with the tool's prefix, exit 1."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        sys.stderr.write(f"trtrace: bench: {message} (trtrace bench --help)\n")
+        sys.exit(EXIT_USAGE)
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="trtrace bench", description="Repeated replays of captured builds, timed per phase, "
+    p = _Parser(prog="trtrace bench", description="Repeated replays of captured builds, timed per phase, "
                                 "across library versions and builder settings (docs/bench.md).")
     p.add_argument("traces", nargs="+", metavar="TRACE", help="traces or NVIDIA JSON captures; a folder: every capture in it")
     p.add_argument("--lib", action="append", default=[], help="a libtensorrt_rtx.so.1 to replay with (a variant; repeatable)")
