@@ -128,6 +128,9 @@ def inputs(tmp_path_factory):
                       ("delete_owned", "delete-tensor")):
         c[case] = craft("misuse", d / f"{case}.trtrace", how)
     c["random_count_invalid"] = craft("random-count", d / "random_invalid.trtrace", (1 << 64) - 1)
+    for case, how, n in (("footer_calls", "footer-calls", 1 << 62), ("footer_segment", "footer-segment", 7)):
+        c[case] = d / f"{case}.trtrace"   # footers that lie (tests/tools/trace_lies)
+        subprocess.run([str(BIN / "trace_lies"), how, str(c[case]), str(good), str(n)], check=True)
     c["array_count"] = craft("array-count", d / "array_count.trtrace", 5)
     c["api_descriptor"] = craft("api-descriptor", d / "api_descriptor.trtrace")
     put("array_count.bin", b"")
@@ -251,7 +254,7 @@ def test_every_case_has_rows_for_what_it_claims():
     traces = {"missing", "empty", "wrong_magic", "newer_major", "truncated", "unclosed", "corrupt_log", "hash_mismatch",
               "library_version", "unknown_api", "trailing_garbage", "no_calls", "random_count",
               "object_type", "null_reference", "delete_owned", "version_newer_trace", "version_older_trace",
-              "array_count", "api_descriptor"}
+              "array_count", "api_descriptor", "footer_calls", "footer_segment"}
     others = {"malformed_json", "missing_bin", "short_bin", "library_abi", "library_missing", "library_fifo",
               "unwritable_output",
               "unwritable_output_json", "output_is_input", "bin_output_is_input", "output_is_bin", "output_folder",

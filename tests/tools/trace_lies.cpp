@@ -8,6 +8,8 @@
 //                                           repeated: a few KiB of file for RAW = 1 GiB)
 //   trace_lies zero-segment OUT RAW         a builder, then a compressed segment declaring RAW bytes
 //                                           (a frame of RAW zeros: not a FlatBuffer)
+//   trace_lies lost-blob OUT N              a builder, a network, then addConstant of N FLOAT
+//                                           weights whose blob is stored Lost (reads as zeros)
 //   trace_lies footer-calls OUT IN N        IN with the footer's total_calls set to N
 //   trace_lies footer-segment OUT IN N      IN with segment entry 0 claiming N more calls than it
 //                                           holds, total_calls raised to match
@@ -229,8 +231,30 @@ void footerLie(const std::string& out, const std::string& in, uint64_t more, uin
   writeAll(out, kept);
 }
 
+void lostBlob(const std::string& out, uint64_t n) {
+  WriterOptions o;
+  o.path = out;
+  HeaderInfo h;
+  h.producer = "trace_lies";
+  h.libraryName = abi::kLibraryName;
+  h.libraryVersion = abi::kLibraryVersion;
+  auto w = Writer::create(o, h);
+  w->beginCall(api::kentry_createInferBuilder_INTERNAL, 0, 0).argBool(true).argI64(abi::kLibraryVersionInt).retHandle(1).endCall();
+  w->beginCall(api::kBuilder_createNetworkV2, 1, 0).argU64(0).retHandle(2).endCall();
+  const XXH128_hash_t k = XXH3_128bits("gone", 4);  // the key of bytes the capture never read
+  const BlobRef ref{{k.low64, k.high64}, n * 4};
+  w->putLostBlob(ref);
+  const int64_t dims[] = {int64_t(n)};
+  w->beginCall(api::kNetworkDefinition_addConstant, 2, 1)
+      .argDims(dims)
+      .argWeightsBlob(uint32_t(abi::DataType::kFLOAT), n, ref)
+      .retHandle(3)
+      .endCall();
+  w->close();
+}
+
 int usage() {
-  std::fprintf(stderr, "usage: trace_lies zero-blob|zero-segment|footer-calls|footer-segment ... (see the source)\n");
+  std::fprintf(stderr, "usage: trace_lies zero-blob|zero-segment|lost-blob|footer-calls|footer-segment ... (see the source)\n");
   return 2;
 }
 
@@ -242,6 +266,7 @@ int main(int argc, char** argv) {
   auto num = [&](int i) { return std::strtoull(argv[i], nullptr, 0); };
   if (what == "zero-blob" && argc == 5) zeroBlob(out, num(3), num(4));
   else if (what == "zero-segment" && argc == 4) zeroSegment(out, num(3));
+  else if (what == "lost-blob" && argc == 4) lostBlob(out, num(3));
   else if (what == "footer-calls" && argc == 5) footerLie(out, argv[3], 0, num(4));
   else if (what == "footer-segment" && argc == 5) footerLie(out, argv[3], num(4), 0);
   else return usage();
