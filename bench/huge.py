@@ -86,6 +86,7 @@ def main():
                               work / "alone")
     res["alone"] = {"wall_s": wall, "peak": peak, "app": json.loads(out.strip().splitlines()[-1])}
     log(f"capture under the shim -> {trace}")
+    trace.unlink(missing_ok=True)  # an earlier run's: the shim never replaces a trace
     shim = {"LD_PRELOAD": str(build / "lib" / "libtensorrt_shim.so"), "TRT_SHIM_OUTPUT_FILE": str(trace),
             "TRTRACE_PROGRESS": "1"}
     wall, out, peak = sampled([python, str(APP), "--weights", str(weights)], shim, work / "capture")

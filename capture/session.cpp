@@ -334,13 +334,11 @@ void Session::open() {
   baseTrace_ = config_.tracePath();
   baseJson_ = config_.outputJson;
   int fd = -1;
-  std::string created;
   try {
     // The configured names when free; else <trace>.<pid> (x.<pid>.json), said in one line
     // (a forked child's own names need no line: docs/design.md, "Output names").
     Claimed c = claimOutputs(baseTrace_, baseJson_, forked_ ? 1 : 0);
     fd = c.fd;
-    created = c.trace;
     if (!forked_ && c.trace != baseTrace_)
       std::fprintf(stderr, "trtrace: %s exists (kept); this process writes %s\n", baseTrace_.c_str(), c.trace.c_str());
     path_ = config_.outputFile = c.trace;
@@ -357,8 +355,7 @@ void Session::open() {
   } catch (const std::exception& e) {
     writer_.reset();
     json_.reset();
-    disabled_ = true;
-    if (!created.empty()) ::unlink(created.c_str());  // the file this process created, left empty
+    disabled_ = true;  // the file stays as written (empty, or its header), as after any failed write
     std::fprintf(stderr, "trtrace: capture disabled: %s\n", e.what());
   }
   if (fd >= 0) ::close(fd);  // the writer holds its own descriptor
