@@ -1,13 +1,23 @@
 // trtrace rewrite IN OUT --raw|--compress: re-stores every blob raw (fastest zero-copy replay) or
 // compressed (smallest). The call log's segments are copied one by one, each stored zstd-compressed
-// when that pays (--log-level 0: raw). OUT appears only when complete, never over IN (trtrace/files.h).
+// when that pays (--log-level 0: raw). --compress never stores a blob or a segment larger than IN
+// does: where re-encoding (another level, say) is not smaller, IN's encoded form is copied as is;
+// and never makes the whole larger (keepInputIfSmaller). OUT appears only when complete, never over
+// IN (trtrace/files.h).
 // Damage is never laundered: every blob's content hash is checked (Reader::checkedBlob) before it
 // is copied, and a damaged or missing blob stops the rewrite (exit 2) unless --salvage, which
 // drops the damaged blobs and keeps the calls before the first call that uses one (a clean prefix,
 // like a truncated trace's), and says what it dropped.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -15,6 +25,7 @@
 #include "trace_edit.h"
 #include "trtrace/error.h"
 #include "trtrace/files.h"
+#include "trtrace/format.h"
 #include "trtrace/reader.h"
 #include "trtrace/writer.h"
 
@@ -49,23 +60,90 @@ uint64_t firstCallUsing(const Reader& r, const std::unordered_set<BlobRef, BlobR
   return cut;
 }
 
+// The payload of the block at `offset` (its header skipped), `end` its end: a view into r's mapping.
+std::span<const std::byte> blockPayload(const Reader& r, uint64_t offset, uint64_t end) {
+  const uint64_t at = offset + sizeof(format::BlockHeader);
+  return r.mapping().subspan(at, end - at);
+}
+
 // Copies the call log up to (not including) call `cut`: whole segments, then the cut one's prefix.
-void copyCalls(const Reader& r, Writer& w, uint64_t cut) {
+// keepSmaller: a whole segment keeps its stored form where the writer's is not smaller.
+void copyCalls(const Reader& r, Writer& w, uint64_t cut, bool keepSmaller) {
   for (size_t i = 0; i < r.segmentCount(); ++i) {
     const SegmentInfo si = r.segmentInfo(i);
     if (si.firstSeq >= cut) break;
-    if (cut - si.firstSeq >= si.calls) w.appendSegment(r.segmentBytes(i).bytes());
-    else w.appendSegment(r.segmentPrefix(i, static_cast<uint32_t>(cut - si.firstSeq)).bytes());
+    if (cut - si.firstSeq < si.calls) {
+      w.appendSegment(r.segmentPrefix(i, static_cast<uint32_t>(cut - si.firstSeq)).bytes());
+    } else if (keepSmaller) {
+      const uint16_t flags = si.compressed ? format::kSegmentZstd : 0;
+      w.appendSegment(r.segmentBytes(i).bytes(), blockPayload(r, si.offset, si.offset + sizeof(format::BlockHeader) + si.storedSize), flags);
+    } else {
+      w.appendSegment(r.segmentBytes(i).bytes());
+    }
   }
+}
+
+// How this rewrite encodes each of IN's compressed blobs (--compress): they are re-encoded into a
+// scratch trace with no name, and the smaller of the two forms is kept. Damaged blobs are left out
+// (copyBlobs refuses or drops them).
+struct Trial {
+  std::unique_ptr<Reader> reader;
+  std::unordered_map<BlobRef, const BlobInfo*, BlobRefHasher> blobs;
+};
+
+std::unique_ptr<Trial> reencodeCompressed(const Reader& r, const WriterOptions& wo) {
+  struct Fd {
+    int fd = files::anonymousFile();
+    ~Fd() { ::close(fd); }
+  } scratch;
+  WriterOptions to = wo;
+  to.fd = scratch.fd, to.path = wo.path + " (scratch encoding)", to.durable = false;
+  auto w = Writer::create(to, headerOf(r));
+  std::vector<BlobView> held;
+  uint64_t heldBytes = 0;
+  for (const BlobInfo& b : r.blobs()) {
+    if (b.lost || !b.compressed) continue;
+    BlobView v;
+    try {
+      v = r.checkedBlob(b.ref);
+    } catch (const Error&) {
+      continue;
+    }
+    w->putBlob(v.data(), v.size(), b.hint);
+    heldBytes += v.size();
+    held.push_back(std::move(v));
+    if (heldBytes > wo.queueBytes) { w->drainBlobs(); held.clear(); heldBytes = 0; }
+  }
+  w->close();
+  auto t = std::make_unique<Trial>();
+  t->reader = Reader::open(scratch.fd, to.path);
+  for (const BlobInfo& b : t->reader->blobs())
+    if (!b.lost) t->blobs.emplace(b.ref, &b);
+  return t;
+}
+
+// IN's compressed blob `b`, or this rewrite's encoding of it where that is smaller (both were
+// checked against the hash by reencodeCompressed). False: the smaller one is raw, to be put again.
+bool copySmaller(const Reader& r, const Trial& t, const BlobInfo& b, Writer& w) {
+  auto it = t.blobs.find(b.ref);
+  if (it == t.blobs.end()) return false;
+  const BlobInfo& mine = *it->second;
+  const auto ours = blockPayload(*t.reader, mine.offset, mine.dataOffset + mine.storedSize);
+  const auto theirs = blockPayload(r, b.offset, b.dataOffset + b.storedSize);
+  if (ours.size() < theirs.size() && !mine.compressed) return false;
+  w.copyEncodedBlob(ours.size() < theirs.size() ? ours : theirs);
+  return true;
 }
 
 // Copies every blob, content-checked; damaged ones are refused, or with --salvage dropped and
 // returned. Decompressed buffers stay alive until the workers consumed them (bounded). In the
 // input's file order: read sequentially, and written in the order the capture used them, which
 // the player's reads then follow too.
-std::unordered_set<BlobRef, BlobRefHasher> copyBlobs(const Reader& r, Writer& w, const RewriteOptions& o, uint64_t queueBytes) {
+std::unordered_set<BlobRef, BlobRefHasher> copyBlobs(const Reader& r, Writer& w, const RewriteOptions& o, uint64_t queueBytes,
+                                                     const Trial* trial) {
   std::vector<BlobView> held;
   uint64_t heldBytes = 0, total = 0, done = 0;
+  bool putSinceDrain = false;
   std::vector<const BlobInfo*> inFileOrder;
   for (auto& b : r.blobs()) total += b.ref.length, inFileOrder.push_back(&b);
   std::sort(inFileOrder.begin(), inFileOrder.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
@@ -79,6 +157,12 @@ std::unordered_set<BlobRef, BlobRefHasher> copyBlobs(const Reader& r, Writer& w,
       w.putLostBlob(b.ref, b.hint);
       continue;
     }
+    if (trial && b.compressed) {
+      // Blobs put before it are written first: the output keeps IN's order, so that no raw blob's
+      // 4 KiB alignment padding grows where a copied block moved ahead of it.
+      if (putSinceDrain) { w.drainBlobs(); held.clear(); heldBytes = 0; putSinceDrain = false; }
+      if (copySmaller(r, *trial, b, w)) continue;
+    }
     BlobView v;
     try {
       v = r.checkedBlob(b.ref);
@@ -89,11 +173,29 @@ std::unordered_set<BlobRef, BlobRefHasher> copyBlobs(const Reader& r, Writer& w,
       continue;
     }
     w.putBlob(v.data(), v.size(), b.hint);
+    putSinceDrain = true;
     if (!v.isZeroCopy()) { heldBytes += v.size(); held.push_back(std::move(v)); }
     if (heldBytes > queueBytes) { w.drainBlobs(); held.clear(); heldBytes = 0; }
   }
   w.drainBlobs();
   return damaged;
+}
+
+// --compress after the blobs and segments each kept their smaller form: the raw blobs' 4 KiB
+// alignment padding can still make the whole larger where segments moved (IN interleaves them
+// with blobs; OUT writes them last). Then OUT becomes a copy of IN (every blob and segment of IN
+// was checked on the way). True when it did.
+bool keepInputIfSmaller(const Reader& r, int fd) {
+  struct stat st {};
+  const auto in = r.mapping();
+  if (::fstat(fd, &st) != 0 || uint64_t(st.st_size) <= in.size()) return false;
+  if (::ftruncate(fd, 0) != 0) throw Error(Error::Kind::Io, r.path() + ": rewrite: cannot truncate the output");
+  for (uint64_t off = 0; off < in.size();) {
+    const ssize_t n = ::pwrite(fd, in.data() + off, in.size() - off, static_cast<off_t>(off));
+    if (n <= 0) throw Error(Error::Kind::Io, "rewrite: cannot write the output (" + std::string(std::strerror(errno)) + ")");
+    off += static_cast<uint64_t>(n);
+  }
+  return true;
 }
 
 }  // namespace
@@ -116,7 +218,8 @@ static int runRewrite(const RewriteOptions& o) {
   wo.durable = o.sync;
   if (o.compress) wo.minCompressBytes = 0;  // asked for: every blob where zstd pays, small ones too
   auto w = Writer::create(wo, headerOf(*r));
-  const auto damaged = copyBlobs(*r, *w, o, wo.queueBytes);
+  const auto trial = o.compress ? reencodeCompressed(*r, wo) : nullptr;
+  const auto damaged = copyBlobs(*r, *w, o, wo.queueBytes, trial.get());
   std::string which;
   const uint64_t cut = firstCallUsing(*r, damaged, which);
   if (cut != UINT64_MAX && !o.salvage)
@@ -127,9 +230,15 @@ static int runRewrite(const RewriteOptions& o) {
                  o.in.c_str(), (unsigned long long)cut, which.c_str(), (unsigned long long)cut,
                  (unsigned long long)(r->callCount() - cut));
   if (cut == 0) throw Error(Error::Kind::Empty, o.in + ": no call before the first damaged one (nothing to rewrite)");
-  copyCalls(*r, *w, cut);
+  copyCalls(*r, *w, cut, o.compress);
   w->close();
+  const bool asIs = o.compress && cut == UINT64_MAX && damaged.empty() && !r->truncatedAt() && keepInputIfSmaller(*r, wo.fd);
   outputs.commit(o.sync);
+  if (asIs) {
+    std::printf("%s: a copy of %s (its layout is smaller than the rewrite's), %llu calls\n", o.out.c_str(),
+                o.in.c_str(), (unsigned long long)r->callCount());
+    return kOk;
+  }
   auto st = w->stats();
   std::printf("%s: %llu blobs, %s stored (%llu compressed), %llu calls\n", o.out.c_str(),
               (unsigned long long)st.uniqueBlobs, humanBytes(double(st.storedBytes)).c_str(),

@@ -80,10 +80,15 @@ uint16_t CallLog::compressLocked(const void* fbuf, uint64_t n, const void*& payl
 
 // Writes one segment FlatBuffer as a block: zstd-compressed (SegmentZstdHeader + frame) when that
 // saves at least minSaving, else raw. Holds mu_ (segOut_, cctx_).
-void CallLog::writeSegmentLocked(const void* fbuf, uint64_t n, uint64_t firstSeq, uint32_t calls, uint32_t index) {
+void CallLog::writeSegmentLocked(const void* fbuf, uint64_t n, uint64_t firstSeq, uint32_t calls, uint32_t index,
+                                 std::span<const std::byte> stored, uint16_t storedFlags) {
   const void* payload;
   uint64_t payloadN;
-  const uint16_t flags = compressLocked(fbuf, n, payload, payloadN);
+  uint16_t flags = compressLocked(fbuf, n, payload, payloadN);
+  if (!stored.empty() && stored.size() < payloadN) {
+    if (storedFlags & ~F::kKnownSegmentFlags) throw Error(Error::Kind::Usage, file_.path() + ": appendSegment: unknown flags");
+    payload = stored.data(), payloadN = stored.size(), flags = storedFlags;
+  }
   {
     std::lock_guard g(file_.mu);
     uint64_t at = file_.appendBlock(F::BlockType::Segment, payload, payloadN, flags);
@@ -223,7 +228,7 @@ uint64_t CallLog::append(CallEncoder::Impl& e) {
   return seq;
 }
 
-void CallLog::appendSegment(std::span<const std::byte> bytes) {
+void CallLog::appendSegment(std::span<const std::byte> bytes, std::span<const std::byte> stored, uint16_t storedFlags) {
   flatbuffers::Verifier v(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   if (!v.VerifyBuffer<fb::Segment>(nullptr))
     throw Error(Error::Kind::Corrupt, file_.path() + ": appendSegment: not a valid segment");
@@ -231,7 +236,7 @@ void CallLog::appendSegment(std::span<const std::byte> bytes) {
   uint32_t n = s->calls() ? s->calls()->size() : 0;
   std::lock_guard g(mu_);
   waitBackgroundLocked();
-  writeSegmentLocked(bytes.data(), bytes.size(), s->first_seq(), n, s->index());
+  writeSegmentLocked(bytes.data(), bytes.size(), s->first_seq(), n, s->index(), stored, storedFlags);
   calls_.fetch_add(n, std::memory_order_relaxed);
 }
 

@@ -35,7 +35,8 @@ class CallLog {
                 std::span<const std::string_view> argNames);
   // Seq number, append to the open segment, flush per policy (CallEncoder::endCall).
   uint64_t append(CallEncoder::Impl& e);
-  void appendSegment(std::span<const std::byte> segmentFlatBuffer);  // Writer::appendSegment
+  void appendSegment(std::span<const std::byte> segmentFlatBuffer, std::span<const std::byte> stored,
+                     uint16_t storedFlags);  // Writer::appendSegment
   // Writes the open segment (after the blobs it references when drainFirst).
   void flush(bool drainFirst);
   // No call is appended after this; the returned lock keeps appends out while the file is closed.
@@ -43,7 +44,9 @@ class CallLog {
   Writer::Stats stats() const;  // its counters: calls .. compressedSegments (the others 0)
 
  private:
-  void writeSegmentLocked(const void* fbuf, uint64_t n, uint64_t firstSeq, uint32_t calls, uint32_t index);
+  // `stored` (with its block flags): the segment as another trace stores it, kept when smaller.
+  void writeSegmentLocked(const void* fbuf, uint64_t n, uint64_t firstSeq, uint32_t calls, uint32_t index,
+                          std::span<const std::byte> stored = {}, uint16_t storedFlags = 0);
   // The payload to store for a segment FlatBuffer: segOut_ (compressed) when that pays, else fbuf.
   uint16_t compressLocked(const void* fbuf, uint64_t n, const void*& payload, uint64_t& payloadN);
   void flushLocked();

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 
 #include "writer_impl.h"
 
@@ -75,7 +76,31 @@ CallEncoder& Writer::beginCall(uint32_t apiId, uint64_t receiver, uint32_t netwo
   return e;  // used by the caller until endCall() returns it to the pool
 }
 
-void Writer::appendSegment(std::span<const std::byte> bytes) { impl_->log.appendSegment(bytes); }
+void Writer::appendSegment(std::span<const std::byte> bytes, std::span<const std::byte> stored, uint16_t storedFlags) {
+  impl_->log.appendSegment(bytes, stored, storedFlags);
+}
+
+void Writer::copyEncodedBlob(std::span<const std::byte> p) {
+  F::BlobRecord r{};
+  if (p.size() >= sizeof r) std::memcpy(&r, p.data(), sizeof r);
+  const bool zstd = p.size() >= sizeof r && r.encoding == uint16_t(F::BlobEncoding::Zstd) &&
+                    r.dataOffset >= sizeof r && r.dataOffset <= p.size() && p.size() - r.dataOffset == r.storedSize;
+  if (!zstd) throw Error(Error::Kind::Usage, impl_->file.path() + ": copyEncodedBlob: not a Zstd blob's block payload");
+  auto& f = impl_->file;
+  const auto h = detail::makeBlockHeader(F::BlockType::Blob, p.size(), r.dataOffset, detail::check32(p.data(), r.dataOffset));
+  {
+    std::lock_guard g(f.mu);
+    const uint64_t at = f.end;
+    const std::span<const std::byte> pieces[] = {p};
+    f.writeBlock(at, h, pieces);
+    f.blobEntries.emplace_back(r.hashLo, r.hashHi, r.rawSize, at, r.storedSize,
+                               at + sizeof(F::BlockHeader) + r.dataOffset, r.encoding, r.transform, r.elementHint);
+  }
+  std::lock_guard g(impl_->copiedMu);
+  Stats& s = impl_->copied;
+  s.blobPuts++, s.uniqueBlobs++, s.compressedBlobs++;
+  s.blobPutBytes += r.rawSize, s.uniqueBytes += r.rawSize, s.storedBytes += r.storedSize;
+}
 
 void Writer::flush() { impl_->log.flush(true); }
 
@@ -93,6 +118,12 @@ void Writer::close() {
 
 Writer::Stats Writer::stats() const {
   Stats a = impl_->log.stats(), b = impl_->blobs.stats();  // each counts its own fields only
+  {
+    std::lock_guard g(impl_->copiedMu);
+    const Stats& c = impl_->copied;
+    b.blobPuts += c.blobPuts, b.blobPutBytes += c.blobPutBytes, b.uniqueBlobs += c.uniqueBlobs;
+    b.uniqueBytes += c.uniqueBytes, b.storedBytes += c.storedBytes, b.compressedBlobs += c.compressedBlobs;
+  }
   return {a.calls + b.calls, a.segments + b.segments, a.segmentRawBytes + b.segmentRawBytes,
           a.segmentStoredBytes + b.segmentStoredBytes, a.compressedSegments + b.compressedSegments,
           a.blobPuts + b.blobPuts, a.blobPutBytes + b.blobPutBytes, a.uniqueBlobs + b.uniqueBlobs,

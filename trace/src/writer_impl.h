@@ -17,6 +17,8 @@ struct Writer::Impl {
   detail::CallLog log;
   detail::EncoderPool encoders;
   bool closed = false;
+  std::mutex copiedMu;
+  Writer::Stats copied;  // blobs written by copyEncodedBlob (its blob counters)
 };
 
 }  // namespace trtrace

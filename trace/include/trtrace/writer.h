@@ -175,8 +175,16 @@ class Writer {
 
   // Writes a complete call-log segment FlatBuffer (verified first; stored compressed or raw per
   // logZstdLevel, like the writer's own segments), for tools that copy a trace (e.g. rewrite).
-  // Must not be mixed with beginCall/endCall in one writer.
-  void appendSegment(std::span<const std::byte> segmentFlatBuffer);
+  // Must not be mixed with beginCall/endCall in one writer. Given the payload and block flags that
+  // store this same segment in its input trace, that form is kept where it is smaller than this
+  // writer's (a rewrite never grows a segment).
+  void appendSegment(std::span<const std::byte> segmentFlatBuffer, std::span<const std::byte> storedPayload = {},
+                     uint16_t storedFlags = 0);
+  // A Zstd blob's block payload as another trace stores it (BlobRecord, chunk table, data), written
+  // as is and indexed: `trtrace rewrite` keeps an input's encoding where re-encoding is not smaller.
+  // The caller has checked the blob's content against its hash; anything but a Zstd blob's
+  // payload is refused (Usage).
+  void copyEncodedBlob(std::span<const std::byte> blockPayload);
 
   void flush();  // writes the pending segment and waits for pending blobs
   void close();  // flush, footer index, file_length patch; idempotent
