@@ -59,7 +59,10 @@ Object::~Object() {
   {
     Call c(this, iface->destroyApi, false, network);
   }
-  if (iface == &kIfaceNetworkDefinition) Session::get().drain();
+  if (iface == &kIfaceNetworkDefinition) {
+    forgetWeights(network);
+    Session::get().drain();
+  }
   Session::get().unregister(this);
   delete static_cast<abi::PublicRoot*>(real);
 }
@@ -125,6 +128,7 @@ Call::~Call() {
   if (enc_) {
     record([](CallEncoder& e) { e.endCall(); });
     s.afterCall();
+    if (!passed_.empty()) weightsBound(api_, self_, created_, passed_);
   }
   if (tDepth == 0) JsonExport::forgetBlobs();  // the thread's outermost call is over
   if (s.config().dumpApi) {
@@ -158,12 +162,20 @@ void Call::argDims(const abi::Dims64& d) {
   });
 }
 
+void Call::synthesized() {
+  record([](CallEncoder& e) {
+    e.synthesized().message("synthesized by the capture: the application changed these weights in place after "
+                            "passing them, and the library reads them at build");
+  });
+}
+
 void Call::argWeights(const abi::Weights& w) {
   Session& s = Session::get();
   const uint32_t dtype = static_cast<uint32_t>(w.type);
   const uint64_t count = w.count > 0 ? static_cast<uint64_t>(w.count) : 0;
   const uint64_t bytes = abi::weightBytes(w.type, w.count);
   record([&](CallEncoder& e) {
+    PassedWeights& passed = passed_.emplace_back(PassedWeights{w, bytes, {}, false, false});  // one per weights argument
     if (!w.values || count == 0) {
       e.argWeightsInline(dtype, count, {});
       return;
@@ -173,6 +185,8 @@ void Call::argWeights(const abi::Weights& w) {
     const uint64_t ptr = s.weightsIdentity(w.values);
     if (w.count <= s.config().inlineMax) {
       e.argWeightsInline(dtype, count, {static_cast<const std::byte*>(w.values), bytes}, ptr);
+      passed.hash = hash128(w.values, bytes);
+      passed.watched = true;
     } else if (w.count >= s.config().randomMin) {
       e.argWeightsRandom(dtype, count, s.nextRandomSeed(), ptr);
     } else {
@@ -181,6 +195,7 @@ void Call::argWeights(const abi::Weights& w) {
       const BlobRef ref = wr ? wr->putBlob(w.values, bytes, lib::blobHint(w.type)) : BlobRef{};
       if (wr && s.jsonExport()) JsonExport::noteBlob(ref, w.values);  // its BIN bytes, when the call ends
       e.argWeightsBlob(dtype, count, ref, ptr);
+      passed = {w, bytes, ref.hash, wr != nullptr, true};
     }
   });
 }
@@ -255,7 +270,7 @@ void* Call::retHandle(const void* real, const Iface& iface) {
     uint32_t net = network_;
     if (&iface == &kIfaceNetworkDefinition && !s.find(real)) net = s.newNetworkId();
     Object* o = s.wrap(real, iface, self_, net);
-    result = o;
+    result = created_ = o;
     return o->handle;
   };
   if (enc_) {

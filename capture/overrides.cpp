@@ -171,8 +171,11 @@ void* realSymbol(const char* name) {
 }
 
 // ---- Builder.buildSerializedNetwork hooks: the outcome (engine size + XXH3-128, or errors) ---------
-void pre_Builder_buildSerializedNetwork(Call&, Object* self, abi::INetworkDefinition&, abi::IBuilderConfig&) {
+void pre_Builder_buildSerializedNetwork(Call& c, Object* self, abi::INetworkDefinition&, abi::IBuilderConfig&) {
   if (ShimLogger* logger = loggerOf(self)) logger->clearErrors();
+  // The library reads the weights now: those the app changed since it passed them are recorded
+  // again, in synthesized setter calls that come before this build in the log.
+  recheckWeights(c.network());
 }
 
 void post_Builder_buildSerializedNetwork(Call& c, Object* self, abi::IHostMemory* engine, abi::INetworkDefinition&,

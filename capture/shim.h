@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,9 +62,9 @@ void* unwrap(const void* pub);
 Object* ours(const void* pub);
 // The real object was destroyed by the library (e.g. removeTensor): drop our mapping.
 void forget(const void* pub);
-
 // Whether this thread is inside a recorded call (objects.cpp: Call).
 bool callInProgress() noexcept;
+
 // An array of public pointers, unwrapped for the real library.
 template <class T>
 class Unwrapped {
@@ -92,6 +93,23 @@ uint32_t netHint(const void* p, Rest... rest) {
 // When capture is off (writer failed, or after close) every method is a cheap no-op. No method
 // lets an exception out: a failure while recording (a failed write, out of memory) stops the
 // capture with one line (Session::disable) and the application's call goes on unrecorded.
+// One weights argument as a call passed it: where the application's bytes are, and what they held.
+struct PassedWeights {
+  abi::Weights w;
+  uint64_t bytes = 0;
+  Hash128 hash;          // of the bytes at the call
+  bool watched = false;  // recorded by content (inline or blob): compared again before the build
+  bool blob = false;     // recorded as a blob (hash + bytes is its key)
+};
+
+// Weights a network's layers hold, watched until its build (capture/weights_watch.cpp; docs/design.md,
+// "Weights"): TensorRT reads them at build, so an application may change them in place before.
+// A recorded call passed `passed` (its weights arguments, in order) to `api` on `self`, returning `created`.
+void weightsBound(uint32_t api, Object* self, Object* created, std::span<const PassedWeights> passed) noexcept;
+// Before a build of `network`: for each weight whose bytes changed, a synthesized setter call.
+void recheckWeights(uint32_t network) noexcept;
+void forgetWeights(uint32_t network) noexcept;  // the network was deleted
+
 class Call {
  public:
   Call(Object* self, uint32_t apiId, bool unsupported, uint32_t networkHint = 0);
@@ -148,6 +166,8 @@ class Call {
   }
   Object* self() { return self_; }
   uint32_t network() const { return network_; }
+  // The capture makes this call, not the application (recorded as such; never forwarded).
+  void synthesized();
 
  private:
   void argHandleList(const void* const* a, int64_t n);
@@ -158,6 +178,8 @@ class Call {
   uint32_t network_;
   CallEncoder* enc_ = nullptr;
   bool serialized_ = false;  // holds Session::apiLock (TRT_SHIM_FORCE_SINGLE_THREAD_API)
+  std::vector<PassedWeights> passed_;  // its weights arguments, in order (weightsBound)
+  Object* created_ = nullptr;          // the object it returned, wrapped
 };
 
 template <class T>

@@ -154,7 +154,7 @@ std::unordered_set<BlobRef, BlobRefHasher> copyBlobs(const Reader& r, Writer& w,
     progress.update(done);
     done += b.ref.length;
     if (b.lost) {  // kept as the input has it (a Lost copy beside a stored one too)
-      w.putLostBlob(b.ref, b.hint);
+      w.putLostBlob(b.ref, b.hint, b.replaced);
       continue;
     }
     if (trial && b.compressed) {

@@ -25,8 +25,10 @@ Command addVerify(CLI::App& app) {
     // Truncated only: what is there is sound, and replays (tensorrt_player) up to the cut.
     const std::string prefix = rep.truncated() ? " (a clean prefix)" : "";
     // Lost blobs are not damage: the app released them before the capture read them (format.h).
-    const std::string lost = rep.lostBlobs ? ", " + std::to_string(rep.lostBlobs) + " lost at capture (" +
-                                                 humanBytes(double(rep.lostBytes)) + ", read as zeros)" : "";
+    std::string lost = rep.lostBlobs ? ", " + std::to_string(rep.lostBlobs) + " lost at capture (" +
+                                           humanBytes(double(rep.lostBytes)) + ", read as zeros)" : "";
+    // Nor are Replaced ones: changed in place before any build read them, rebound before it (format.h).
+    if (rep.replacedBlobs) lost += ", " + std::to_string(rep.replacedBlobs) + " replaced before the build";
     if (!*quiet || !rep.ok())
       std::printf("%s: %s%s: %llu segments, %llu calls, %llu blobs (%s%s)\n", path->c_str(),
                   rep.ok() ? "OK" : rep.corrupt() ? "CORRUPT" : "TRUNCATED", prefix.c_str(),

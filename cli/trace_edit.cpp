@@ -43,7 +43,7 @@ bool isWeights(const ValueView& v) {
 }
 
 void copyBlob(const Reader& r, Writer& w, const BlobRef& ref) {
-  if (r.blobLost(ref)) return w.putLostBlob(ref);
+  if (r.blobLost(ref)) return w.putLostBlob(ref, BlobHint::None, r.blobReplaced(ref));
   BlobView b = r.checkedBlob(ref);
   w.putBlob(b.data(), b.size());
   w.drainBlobs();  // b's bytes are used until the writer consumed them

@@ -46,14 +46,17 @@ bool safeReadsWork() {
   iovec local{&to, 1}, remote{&from, 1};
   return ::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0) == 1 && to == 1;
 }
+bool safeReads() {
+  static const bool safe = safeReadsWork();
+  return safe;
+}
 
 // n of the caller's bytes at src into dst. A worker reads them after putBlob returned, and an app
 // may have unmapped them by then (TensorRT reads weights only at build: those of a network never
 // built may go at any time). process_vm_readv on ourselves fails with EFAULT where a plain read
 // would crash the app; false then.
 bool readCaller(const std::byte* src, uint64_t n, std::byte* dst) {
-  static const bool safe = safeReadsWork();
-  if (!safe) {
+  if (!safeReads()) {
     std::memcpy(dst, src, n);
     return true;
   }
@@ -95,6 +98,26 @@ class CallerBytes {
 constexpr uint64_t kRawPiece = 4 << 20;
 
 }  // namespace
+}  // namespace trtrace::detail
+
+namespace trtrace {
+std::optional<Hash128> hashReadable(const void* data, uint64_t bytes) {
+  if (!detail::safeReads()) return std::nullopt;  // a plain read of released memory would crash
+  XXH3_state_t st;
+  XXH3_INITSTATE(&st);
+  XXH3_128bits_reset(&st);
+  std::vector<std::byte> buf(std::min(bytes, detail::kRawPiece));
+  for (uint64_t off = 0; off < bytes; off += buf.size()) {
+    const uint64_t n = std::min<uint64_t>(buf.size(), bytes - off);
+    if (!detail::readCaller(static_cast<const std::byte*>(data) + off, n, buf.data())) return std::nullopt;
+    XXH3_128bits_update(&st, buf.data(), n);
+  }
+  const XXH128_hash_t h = XXH3_128bits_digest(&st);
+  return Hash128{h.low64, h.high64};
+}
+}  // namespace trtrace
+
+namespace trtrace::detail {
 
 struct BlobStore::Scratch {
   ZSTD_CCtx* cctx = ZSTD_createCCtx();
@@ -135,6 +158,7 @@ void BlobStore::stop() {
   for (auto& t : workers_) t.join();
   workers_.clear();
   rethrowWorkerError();
+  settle();
 }
 
 BlobRef BlobStore::put(const void* data, uint64_t bytes, BlobHint hint) {
@@ -166,6 +190,7 @@ BlobRef BlobStore::put(const void* data, uint64_t bytes, BlobHint hint) {
       static thread_local Scratch scratch;
       consume(job, scratch);
       rethrowWorkerError();
+      settle();  // read on the caller's thread, at the call: nothing to wait for
       return ref;
     }
     // Bounded queue: wait while it is over budget (a single oversize blob still goes through).
@@ -184,10 +209,37 @@ BlobRef BlobStore::put(const void* data, uint64_t bytes, BlobHint hint) {
   return ref;
 }
 
-void BlobStore::putLost(const BlobRef& ref, BlobHint hint) {
+void BlobStore::putLost(const BlobRef& ref, BlobHint hint, bool replaced) {
   rethrowWorkerError();
   std::lock_guard g(file_.mu);
-  writeLostLocked({nullptr, ref.length, hint, ref.hash});
+  writeLostLocked({nullptr, ref.length, hint, ref.hash}, replaced);
+}
+
+void BlobStore::supersede(const BlobRef& ref) {
+  std::lock_guard g(mu_);
+  auto it = seen_.find(ref);
+  if ((it != seen_.end() && it->second) || failed_.count(ref)) superseded_.insert(ref);  // still undecided
+}
+
+// The keys no source held any more get their record, now that the capture had its say (supersede).
+void BlobStore::settle() {
+  struct Todo {
+    BlobRef key;
+    BlobHint hint;
+    bool replaced;
+  };
+  std::vector<Todo> todo;
+  {
+    std::lock_guard g(mu_);
+    for (const auto& [key, hint] : failed_) {
+      if (seen_.count(key)) continue;  // passed again since: that put stores it, or fails and comes back
+      todo.push_back({key, hint, superseded_.erase(key) > 0});
+    }
+    failed_.clear();
+  }
+  if (todo.empty()) return;
+  std::lock_guard g(file_.mu);
+  for (const Todo& t : todo) writeLostLocked({nullptr, t.key.length, t.hint, t.key.hash}, t.replaced);
 }
 
 uint64_t BlobStore::pendingBytes() const {
@@ -217,25 +269,26 @@ void BlobStore::workerLoop(Scratch& s) {
 }
 
 void BlobStore::consume(const Job& j, Scratch& s) {
+  bool stored = true;
   try {
     // After a failed write the caller's bytes are not even read: the capture may have let the
     // application free them already (capture/session.cpp, Session::disable).
     if (file_.failed()) file_.throwFailed();
-    write(j, s);
+    stored = write(j, s);
   } catch (...) {
     std::lock_guard g(mu_);
     if (!workerError_) workerError_ = std::current_exception();
   }
   std::lock_guard g(mu_);
   const BlobRef key{j.hash, j.bytes};
-  if (auto it = seen_.find(key); it != seen_.end()) it->second = false;  // consumed: no more sources
-  if (!others_.empty()) others_.erase(key);
-  {
-    // A lost blob's key is forgotten: the same bytes passed again later are stored normally.
-    std::lock_guard st(statsMu_);
-    for (const BlobRef& k : lostKeys_) seen_.erase(k);
-    lostKeys_.clear();
+  if (!stored) {  // forgotten (the same bytes passed again are stored normally); recorded at settle()
+    seen_.erase(key);
+    failed_.try_emplace(key, j.hint);
+  } else {
+    if (auto it = seen_.find(key); it != seen_.end()) it->second = false;  // consumed: no more sources
+    if (!superseded_.empty()) superseded_.erase(key);
   }
+  if (!others_.empty()) others_.erase(key);
   pendingBytes_ -= j.bytes;
   pendingJobs_--;
   // Waiters are woken when the queue is empty or half the budget is free, not per job (a small
@@ -279,17 +332,19 @@ void BlobStore::drain(const std::function<void(uint64_t)>& onWait, bool byCaller
     }
   }
   rethrowWorkerError();
+  // The log's own thread waits only to order a segment after its blobs: a caller's drain (a build's,
+  // a network's deletion, close) comes after the capture's check before a build (supersede).
+  if (byCaller) settle();
 }
 
 // ---- encoding ---------------------------------------------------------------------------------
-// The first caller's bytes, else those of a later put with the same key, else a Lost record.
-void BlobStore::write(const Job& j, Scratch& s) {
+// The first caller's bytes, else those of a later put with the same key; false when none held them.
+bool BlobStore::write(const Job& j, Scratch& s) {
   Job from = j;
   do {
-    if (writeFrom(from, s)) return;
+    if (writeFrom(from, s)) return true;
   } while ((from.data = nextSource(j)) != nullptr);
-  std::lock_guard g(file_.mu);
-  writeLostLocked(j);
+  return false;
 }
 
 const std::byte* BlobStore::nextSource(const Job& j) {
@@ -309,17 +364,20 @@ bool BlobStore::writeFrom(const Job& j, Scratch& s) {
   return writeRawLocked(j, s);
 }
 
-// A Lost blob at `end` (format.h): the record alone. Holds file_.mu.
-void BlobStore::writeLostLocked(const Job& j) {
+// A Lost or Replaced blob at `end` (format.h): the record alone. Holds file_.mu.
+void BlobStore::writeLostLocked(const Job& j, bool replaced) {
   const uint64_t at = file_.end;
-  F::BlobRecord r = recordFor(j, F::BlobEncoding::Lost, 0, sizeof(F::BlobRecord));
+  F::BlobRecord r = recordFor(j, replaced ? F::BlobEncoding::Replaced : F::BlobEncoding::Lost, 0, sizeof(F::BlobRecord));
   file_.pwriteAll(&r, sizeof r, at + sizeof(F::BlockHeader));
   file_.finishBlock(at, makeBlockHeader(F::BlockType::Blob, sizeof r, sizeof r, check32(&r, sizeof r)));
   indexLocked(j, at, 0, at + sizeof(F::BlockHeader) + sizeof r, r);
   std::lock_guard g(statsMu_);
+  if (replaced) {
+    stats_.replacedBlobs++;
+    return;
+  }
   stats_.lostBlobs++;
   stats_.lostBytes += j.bytes;
-  if (j.data) lostKeys_.push_back({j.hash, j.bytes});  // a caller's blob (not putLost's): forget its key
 }
 
 // Raw blob at `end`: record, zero padding, data at the next 4 KiB boundary (a small blob: the next

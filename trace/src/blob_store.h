@@ -3,7 +3,10 @@
 // the worker threads, which encode it (chunked zstd after byte grouping, kept only when it pays)
 // and append it as a blob block. Workers read the caller's bytes fault-safely and hash them again:
 // bytes released or changed by then are read from another caller buffer that was passed with the
-// same key while the blob was queued, else stored as a Lost blob (format.h), never read past a crash.
+// same key while the blob was queued, else stored without bytes (format.h), never read past a crash:
+// Replaced when the capture said the app changed them in place (supersede), else Lost. That choice
+// waits for the next drain by a caller (a build's, or a network's deletion), which comes after the
+// capture's check before a build; a put of the same bytes meanwhile stores them instead.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -15,6 +18,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "block_file.h"
@@ -28,7 +32,8 @@ class BlobStore {
   ~BlobStore();  // stops and joins the workers (a failed close may have left them running)
 
   BlobRef put(const void* data, uint64_t bytes, BlobHint hint);
-  void putLost(const BlobRef& ref, BlobHint hint);  // a Lost record, written now
+  void putLost(const BlobRef& ref, BlobHint hint, bool replaced);  // a Lost/Replaced record, written now
+  void supersede(const BlobRef& ref);  // Writer::supersedeBlob
   // Returns once every queued blob is consumed; rethrows a worker's error (writer.h, drainBlobs).
   // byCaller false: the call log's own thread waits (nobody's time is lost: no rawWhenWaitedOn).
   void drain(const std::function<void(uint64_t)>& onWait = {}, bool byCaller = true);
@@ -49,13 +54,14 @@ class BlobStore {
  private:
   void workerLoop(Scratch& s);
   void consume(const Job& j, Scratch& s);
-  void write(const Job& j, Scratch& s);
+  bool write(const Job& j, Scratch& s);  // false: no source still held the bytes (nothing written)
+  void settle();  // the byteless records of failed_, written now (Lost, or Replaced when superseded)
   // The writes from one source: false when its bytes changed or went away (nothing was kept).
   bool writeFrom(const Job& j, Scratch& s);
   bool writeCompressed(const Job& j, Scratch& s);
   bool writeRawLocked(const Job& j, Scratch& s);
   const std::byte* nextSource(const Job& j);  // another caller buffer with j's key, or nullptr
-  void writeLostLocked(const Job& j);
+  void writeLostLocked(const Job& j, bool replaced);
   void indexLocked(const Job& j, uint64_t at, uint64_t stored, uint64_t dataAt, const format::BlobRecord& r);
   void rethrowWorkerError();
   void signalStop();
@@ -88,7 +94,10 @@ class BlobStore {
   std::vector<std::thread> workers_;
   mutable std::mutex statsMu_;
   Writer::Stats stats_;  // only the blob counters are used
-  std::vector<BlobRef> lostKeys_;  // stored Lost, not yet forgotten by seen_ (statsMu_)
+  // Keys no source still held when a worker read them, waiting for settle() (mu_); their seen_
+  // entry is gone, so the same bytes passed again are stored normally.
+  std::unordered_map<BlobRef, BlobHint, BlobRefHasher> failed_;
+  std::unordered_set<BlobRef, BlobRefHasher> superseded_;  // pending or failed keys the app changed (mu_)
 };
 
 }  // namespace trtrace::detail

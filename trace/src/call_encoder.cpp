@@ -14,6 +14,7 @@ void CallEncoder::Impl::reset(uint32_t a, uint64_t r, uint32_t n) {
   ret = 0; unsupIface = 0; msg = 0; build = 0;
   slot = 0; api = a; receiver = r; network = n;
   status = CallStatus::Ok;
+  synthesized = false;
 }
 
 Offset<fb::Value> CallEncoder::Impl::value(fb::ValueKind kind, int64_t i, uint64_t u, double f, std::string_view str,
@@ -82,6 +83,10 @@ CallEncoder& CallEncoder::unsupported(std::string_view iface, uint32_t slot) {
 }
 CallEncoder& CallEncoder::message(std::string_view text) {
   impl_->msg = impl_->b.CreateString(text.data(), text.size());
+  return *this;
+}
+CallEncoder& CallEncoder::synthesized() {
+  impl_->synthesized = true;
   return *this;
 }
 CallEncoder& CallEncoder::buildResult(bool ok, uint64_t engineSize, const Hash128& h,

@@ -22,6 +22,7 @@ struct CallEncoder::Impl {
   uint32_t slot = 0, api = 0, network = 0;
   uint64_t receiver = 0;
   CallStatus status = CallStatus::Ok;
+  bool synthesized = false;
 
   void reset(uint32_t a, uint64_t r, uint32_t n);
   // One place that creates a Value; arguments in schema field order (defaults are not stored).

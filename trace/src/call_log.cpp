@@ -204,7 +204,7 @@ uint64_t CallLog::append(CallEncoder::Impl& e) {
     if (closed_) throw Error(Error::Kind::Usage, file_.path() + ": endCall after close");
     seq = nextSeq_++;
     e.b.Finish(fb::CreateCall(e.b, seq, osThreadId(), e.network, e.api, e.receiver, args, e.ret,
-                              static_cast<fb::CallStatus>(e.status), e.unsupIface, e.slot, e.build, e.msg));
+                              static_cast<fb::CallStatus>(e.status), e.unsupIface, e.slot, e.build, e.msg, e.synthesized));
     describeLocked(e.api);
     // The call is its own FlatBuffer, nested: 8-byte aligned so its fields stay aligned.
     seg_.ForceVectorAlignment(e.b.GetSize(), 1, 8);

@@ -155,7 +155,8 @@ void Verifier::blob(uint64_t pos, const std::string& name) {
   bi.ref = {{r.hashLo, r.hashHi}, r.rawSize};
   bi.offset = pos;
   bi.dataOffset = pos + sizeof(F::BlockHeader) + r.dataOffset;
-  const bool lost = r.encoding == uint16_t(F::BlobEncoding::Lost);  // no bytes to check (format.h)
+  const bool lost = F::isBytelessEncoding(r.encoding);  // no bytes to check (format.h: Lost, Replaced)
+  const bool replaced = r.encoding == uint16_t(F::BlobEncoding::Replaced);
   if (!lost) try {
     const Hash128 h = F::isRawEncoding(r.encoding)
                           ? hash128(m_.base + bi.dataOffset, r.rawSize)
@@ -167,8 +168,9 @@ void Verifier::blob(uint64_t pos, const std::string& name) {
   // A key is stored at most once with bytes and at most once Lost.
   const BlobKey key{r.hashHi, r.hashLo, r.rawSize};
   if (!(lost ? lostKeys_ : blobKeys_).insert(key).second) issue(P::Corrupt, pos, name + ": stored twice");
-  rep_.lostBlobs += lost;
-  rep_.lostBytes += lost ? r.rawSize : 0;
+  rep_.lostBlobs += lost && !replaced;
+  rep_.lostBytes += lost && !replaced ? r.rawSize : 0;
+  rep_.replacedBlobs += replaced;
   blobOffsets_[pos] = {bi.dataOffset, r.encoding, r.transform};
   rep_.blobs++;
   rep_.blobBytes += r.rawSize;

@@ -98,6 +98,7 @@ CallStatus CallView::status() const { return static_cast<CallStatus>(c_->status(
 std::string_view CallView::unsupportedInterface() const { return sv(c_->unsupported_interface()); }
 uint32_t CallView::unsupportedSlot() const { return c_->unsupported_slot(); }
 std::string_view CallView::message() const { return sv(c_->message()); }
+bool CallView::synthesized() const { return c_->synthesized(); }
 std::optional<BuildResultView> CallView::buildResult() const {
   auto* b = c_->build();
   if (!b) return std::nullopt;

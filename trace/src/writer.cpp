@@ -66,7 +66,8 @@ void Writer::describeApi(uint32_t apiId, std::string_view iface, std::string_vie
 }
 
 BlobRef Writer::putBlob(const void* data, uint64_t bytes, BlobHint hint) { return impl_->blobs.put(data, bytes, hint); }
-void Writer::putLostBlob(const BlobRef& ref, BlobHint hint) { impl_->blobs.putLost(ref, hint); }
+void Writer::putLostBlob(const BlobRef& ref, BlobHint hint, bool replaced) { impl_->blobs.putLost(ref, hint, replaced); }
+void Writer::supersedeBlob(const BlobRef& ref) { impl_->blobs.supersede(ref); }
 void Writer::drainBlobs(const std::function<void(uint64_t)>& onWait) { impl_->blobs.drain(onWait); }
 uint64_t Writer::pendingBlobBytes() const { return impl_->blobs.pendingBytes(); }
 
@@ -128,7 +129,7 @@ Writer::Stats Writer::stats() const {
           a.segmentStoredBytes + b.segmentStoredBytes, a.compressedSegments + b.compressedSegments,
           a.blobPuts + b.blobPuts, a.blobPutBytes + b.blobPutBytes, a.uniqueBlobs + b.uniqueBlobs,
           a.uniqueBytes + b.uniqueBytes, a.storedBytes + b.storedBytes, a.compressedBlobs + b.compressedBlobs,
-          a.lostBlobs + b.lostBlobs, a.lostBytes + b.lostBytes};
+          a.lostBlobs + b.lostBlobs, a.lostBytes + b.lostBytes, a.replacedBlobs + b.replacedBlobs};
 }
 
 }  // namespace trtrace

@@ -13,7 +13,7 @@ inline constexpr char kFileMagic[8] = {'T', 'R', 'T', 'R', 'A', 'C', 'E', 0};
 // The first bytes of a file are a trace's.
 inline bool hasFileMagic(std::string_view head) { return head.substr(0, 8) == std::string_view(kFileMagic, 8); }
 inline constexpr uint16_t kVersionMajor = 2;  // incompatible layout change: readers refuse others
-inline constexpr uint16_t kVersionMinor = 4;  // compatible additions: readers accept newer minors
+inline constexpr uint16_t kVersionMinor = 5;  // compatible additions: readers accept newer minors
 inline constexpr uint16_t kOldestMajor = 1;   // oldest major this reader still reads (1.x: no flags)
 inline constexpr uint32_t kBlockMagic = 0x4B425254;  // "TRBK"
 inline constexpr uint64_t kBlockAlign = 8;           // every block starts 8-byte aligned
@@ -84,7 +84,16 @@ enum class BlobEncoding : uint16_t {
   // bytes. The same key may also be stored once more, normally, when the app passed those bytes
   // again later; readers prefer that copy. Since 2.4.
   Lost = 3,
+  // No data, as Lost: the app changed the bytes in place after the call that passed them, before the
+  // capture read them and before any build read them; the capture recorded the new bytes in a
+  // synthesized setter call before the build (docs/design.md, "Weights"), so no build reads these.
+  // Readers hand rawSize zero bytes and do not count it as lost. Since 2.5.
+  Replaced = 4,
 };
+// A blob stored without its bytes (Lost or Replaced): readers hand rawSize zero bytes.
+inline constexpr bool isBytelessEncoding(uint16_t e) {
+  return e == uint16_t(BlobEncoding::Lost) || e == uint16_t(BlobEncoding::Replaced);
+}
 // The blob's bytes are stored as they are (a view into the mapping reads them).
 inline constexpr bool isRawEncoding(uint16_t e) {
   return e == uint16_t(BlobEncoding::Raw) || e == uint16_t(BlobEncoding::RawSmall);

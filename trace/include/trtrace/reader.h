@@ -89,6 +89,7 @@ class CallView {
   std::string_view unsupportedInterface() const;
   uint32_t unsupportedSlot() const;
   std::string_view message() const;
+  bool synthesized() const;  // written by the capture, not made by the app (format 2.5)
   std::optional<BuildResultView> buildResult() const;
 
  private:
@@ -130,6 +131,7 @@ struct BlobInfo {
   uint64_t storedSize = 0;  // data region bytes
   bool compressed = false;
   bool lost = false;        // released by the app before the capture read it (format.h, Lost): reads as zeros
+  bool replaced = false;    // lost is set too: changed in place and rebound before any build read it (Replaced)
   uint64_t dataOffset = 0;  // file offset of the data region
   BlobHint hint = BlobHint::None;  // element type given to putBlob
 };
@@ -160,6 +162,7 @@ struct VerifyReport {
   std::vector<Issue> issues;
   uint64_t segments = 0, calls = 0, blobs = 0, blobBytes = 0;
   uint64_t lostBlobs = 0, lostBytes = 0;  // stored Lost (format.h): not damage, said beside the verdict
+  uint64_t replacedBlobs = 0;             // stored Replaced (format.h): not damage, and not lost either
   bool ok() const { return issues.empty(); }
   bool corrupt() const;    // any Corrupt issue
   bool truncated() const;  // a Truncated issue and no Corrupt one
@@ -212,8 +215,9 @@ class Reader {
   // (damaged weights)".
   BlobView checkedBlob(const BlobRef& ref) const;
   const std::vector<BlobInfo>& blobs() const;  // sorted by (hash.hi, hash.lo, length), a Lost copy last
-  uint64_t lostBlobs() const;                  // blobs stored Lost with no other copy (they read as zeros)
-  bool blobLost(const BlobRef& ref) const;     // `ref` is stored Lost only
+  uint64_t lostBlobs() const;                  // blobs stored Lost with no other copy (they read as zeros; not Replaced)
+  bool blobLost(const BlobRef& ref) const;     // `ref` is stored Lost (or Replaced) only
+  bool blobReplaced(const BlobRef& ref) const;  // `ref` is stored Replaced only
 
   std::span<const std::byte> mapping() const;  // the whole mapped file
   // The pages of this trace's mapping that reading the blob `v` views brought in (its block, and

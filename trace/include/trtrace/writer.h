@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -89,6 +90,11 @@ enum class CallStatus : uint8_t { Ok = 0, Failed = 1, Unsupported = 2, Exception
 
 class Writer;
 
+// XXH3-128 of `bytes` bytes of this process's memory at `data`, read fault-safely as the blob workers
+// read (process_vm_readv, 4 MiB at a time): nullopt when any of them is unmapped, or where this
+// process may not read itself that way (a seccomp profile; then nothing is read at all).
+std::optional<Hash128> hashReadable(const void* data, uint64_t bytes);
+
 // Builds one call record. Obtained from Writer::beginCall; arguments are positional, in order.
 class CallEncoder {
  public:
@@ -133,6 +139,8 @@ class CallEncoder {
   // Unsupported entry point: the interface name and vtable slot (sets status Unsupported).
   CallEncoder& unsupported(std::string_view interfaceName, uint32_t vtableSlot);
   CallEncoder& message(std::string_view text);
+  // The capture made this call, not the application (format 2.5; docs/design.md, "Weights").
+  CallEncoder& synthesized();
   // Engine build outcome: on success the engine's size and XXH3-128; else the error messages.
   CallEncoder& buildResult(bool ok, uint64_t engineSize, const Hash128& engineHash,
                            std::span<const std::string> errors = {});
@@ -162,8 +170,12 @@ class Writer {
   // Hashes the bytes now; a blob not seen before is enqueued (zero-copy) for compression/writing.
   // Blocks only while the queue holds more than queueBytes. Keep the bytes alive until drainBlobs().
   BlobRef putBlob(const void* data, uint64_t bytes, BlobHint hint = BlobHint::None);
-  // Stores `ref` as Lost (format.h): a derived trace keeps its input's lost blob as it was.
-  void putLostBlob(const BlobRef& ref, BlobHint hint = BlobHint::None);
+  // Stores `ref` as Lost, or Replaced (format.h): a derived trace keeps its input's byteless blob as it was.
+  void putLostBlob(const BlobRef& ref, BlobHint hint = BlobHint::None, bool replaced = false);
+  // The application changed in place the bytes it passed as `ref`, and no build has read them since
+  // (the capture records the new ones, docs/design.md "Weights"): if `ref` is still pending and no
+  // source of it still holds its bytes, it is stored Replaced instead of Lost. No effect otherwise.
+  void supersedeBlob(const BlobRef& ref);
   // Returns once every enqueued blob's bytes have been consumed (written or compressed). With
   // onWait, it is called with the bytes still pending each time a blob completes (or every 100 ms)
   // while waiting: the capture's progress report at exit.
@@ -197,6 +209,7 @@ class Writer {
     uint64_t uniqueBlobs = 0, uniqueBytes = 0;   // written once
     uint64_t storedBytes = 0, compressedBlobs = 0;
     uint64_t lostBlobs = 0, lostBytes = 0;       // released by the app before they were read (format.h, Lost)
+    uint64_t replacedBlobs = 0;                  // changed by the app before they were read (format.h, Replaced)
   };
   Stats stats() const;
 
