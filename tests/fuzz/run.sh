@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the libFuzzer targets (fuzz_replay: the player's replay against the real library) of a TRTRACE_FUZZ=ON tree for SECONDS each (all targets at once,
+# Runs the libFuzzer targets (fuzz_replay: the player's replay against the real library; fuzz_export:
+# trtrace export's build.py of mutated traces) of a TRTRACE_FUZZ=ON tree for SECONDS each (all targets at once,
 # JOBS processes per target), seeded from fuzz_seedgen + corpus/ + regressions/. New corpus
 # entries are kept in <tree>/fuzz-corpus/<target>, crash inputs in <tree>/fuzz-artifacts/.
 # Prints the executions per target and in total; exits 1 if any target found a crash.
@@ -10,7 +11,7 @@ secs=${2:-60}
 jobs=${3:-1}
 here=$(cd "$(dirname "$0")" && pwd)
 tree=$(cd "$tree" && pwd)
-targets=(trace_reader blob_decoder json_reader replay)
+targets=(trace_reader blob_decoder json_reader replay export)
 # fuzz_replay loads the real library: the project's (tools/setup.sh writes build/env.sh).
 if [ -z "${TRTRACE_TRT_LIB:-}" ] && [ -f "$here/../../build/env.sh" ]; then . "$here/../../build/env.sh"; fi
 "$tree/bin/fuzz_seedgen" "$tree/fuzz-seeds" >/dev/null || exit 1
