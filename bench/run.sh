@@ -9,7 +9,8 @@
 # bench/report.py renders the sections between the <!-- bench:... --> markers of BENCHMARKS.md.
 # Outputs go to $TRTRACE_BENCH_DIR (default BUILD_DIR/bench-out); big files are deleted as soon
 # as they are measured. Then (full run only) bench/huge.py: weights bigger than RAM, captured and
-# replayed (writes about 2 x RAM to the disk; TRTRACE_BENCH_HUGE=0 leaves it out).
+# replayed (writes about 2 x RAM to the disk; TRTRACE_BENCH_HUGE=0 leaves it out), and
+# bench/replay_bench.py: trtrace bench on real captures, and its own cost per run.
 # Environment: TRTRACE_BENCH_REPS (default 3), TRTRACE_BENCH_ONLY (model names), TRTRACE_BENCH_HUGE.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -58,6 +59,9 @@ if [ $smoke = 1 ]; then
 else
   "$TRTRACE_PYTHON" "$root/bench/report.py" --micro "$out/micro.json" --e2e "$out/e2e.json" \
       --md "$root/BENCHMARKS.md" --command "$cmd"
+  log "replay benchmarking (bench/replay_bench.py: trtrace bench, issue 25) -> BENCHMARKS.md"
+  "$TRTRACE_PYTHON" "$root/bench/replay_bench.py" --build "$build" --work "$out/replay" --md "$root/BENCHMARKS.md" > /dev/null
+  rm -rf "$out/replay"
   if [ "${TRTRACE_BENCH_HUGE:-1}" != 0 ]; then
     log "bigger than RAM (bench/huge.py) -> BENCHMARKS.md"
     "$TRTRACE_PYTHON" "$root/bench/huge.py" --build "$build" --work "$out/huge" --md "$root/BENCHMARKS.md" > /dev/null

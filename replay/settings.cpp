@@ -79,17 +79,17 @@ fb::ValueKind valueKind(api::Kind k) {
 
 }  // namespace
 
-Setting parseSetting(const std::string& text) {
+Setting parseSetting(const std::string& given) {
   Setting s;
-  s.text = text;
-  const size_t eq = text.find('=');
-  if (eq == std::string::npos) bad(text, "expected Interface::method=VALUE");
-  const std::string name = text.substr(0, eq);
-  s.value = text.substr(eq + 1);
+  s.text = given;
+  const size_t eq = given.find('=');
+  if (eq == std::string::npos) bad(given, "expected Interface::method=VALUE");
+  const std::string name = given.substr(0, eq);
+  s.value = given.substr(eq + 1);
   s.api = findMethod(name);
-  if (!s.api) bad(text, "no method " + name + " in the API spec (names are Interface::method, e.g. BuilderConfig::setBuilderOptimizationLevel)");
+  if (!s.api) bad(given, "no method " + name + " in the API spec (names are Interface::method, e.g. BuilderConfig::setBuilderOptimizationLevel)");
   if (s.api->nargs != 1 || !isScalar(s.api->params[0].kind))
-    bad(text, name + " does not take one scalar (bool, integer, float or enum): it takes (" +
+    bad(given, name + " does not take one scalar (bool, integer, float or enum): it takes (" +
                   [&] {
                     std::string t;
                     for (uint32_t i = 0; i < s.api->nargs; ++i) t += (i ? ", " : "") + std::string(s.api->params[i].text);

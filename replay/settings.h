@@ -28,7 +28,7 @@ struct Setting {
 // Parses `Interface::method=VALUE`; an unknown method, a method that is not a one-scalar setter, a
 // value not of the parameter's type or an enumerator the enum does not have is one Error (Usage)
 // line naming the setting.
-Setting parseSetting(const std::string& text);
+Setting parseSetting(const std::string& given);
 
 // The setting's call on `receiver`, as a call record the generated dispatch replays like any other
 // (in place of a recorded call of its method, or added before the build at `seq`). It records no
