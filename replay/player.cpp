@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -50,6 +51,20 @@ enum Exit : int {
 // A build call without a recorded outcome (converted NVIDIA captures: docs/format.md, "Build
 // outcomes"): whatever the replay gives is taken as what the app got.
 constexpr char kOutcomeUnknown[] = "outcome not recorded in the capture: the replay's is taken as the app's";
+
+// A capture that does not exist, where the other default name does beside it (NVIDIA's shim writes
+// capture.json, ours capture.trtrace): the error names the file that exists.
+void checkCaptureExists(const std::string& capture) {
+  static const std::pair<std::string_view, std::string_view> kOther[] = {{".json", ".trtrace"}, {".trtrace", ".json"}};
+  if (::access(capture.c_str(), F_OK) == 0 || errno != ENOENT) return;
+  for (auto [ext, other] : kOther) {
+    if (capture.size() <= ext.size() || capture.compare(capture.size() - ext.size(), ext.size(), ext) != 0) continue;
+    const std::string beside = capture.substr(0, capture.size() - ext.size()) + std::string(other);
+    if (::access(beside.c_str(), F_OK) != 0) return;
+    throw Error(Error::Kind::Io, capture + ": cannot open (No such file or directory); " + beside + " is beside it (the " +
+                                     (other == ".json" ? "NVIDIA shim's" : "trtrace") + " name of a capture): tensorrt_player -j " + beside);
+  }
+}
 
 // A capture that is not a trace and not JSON is opened as a trace, whose reader names what is
 // wrong with it (magic, version, ...).
@@ -307,6 +322,7 @@ int play(const Args& a) {
   if (a.network && *a.network < 0)
     throw Error(Error::Kind::Usage, "--network " + std::to_string(*a.network) + ": networks are numbered from 0");
   auto t0 = Clock::now();
+  checkCaptureExists(a.capture);
   isJson(a.capture);                                // the capture is an input: opened (and checked) first,
   if (!a.output.empty()) files::checkOutput(a.output);  // so that an output over it fails before any work
   std::vector<Setting> settings;

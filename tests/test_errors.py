@@ -145,6 +145,14 @@ def inputs(tmp_path_factory):
     c["capture_not_found"] = d / "no_such_program"
     c["capture_output_is_input"] = put("capture_app.py", b"print('an application')\n")
     c["capture_no_library"] = pathlib.Path("/bin/true")   # run where no TensorRT-RTX can be found
+    # The player asked for one default capture name (NVIDIA's capture.json, our capture.trtrace)
+    # that is absent, the other beside it.
+    (d / "names").mkdir()
+    shutil.copy(good, d / "names" / "capture.trtrace")
+    c["json_missing_trace_beside"] = d / "names" / "capture.json"
+    (d / "names2").mkdir()
+    shutil.copy(d / "good.json", d / "names2" / "capture.json")
+    c["trace_missing_json_beside"] = d / "names2" / "capture.trtrace"
     libs = {"library_abi": next(p for p in map(pathlib.Path, ["/lib/x86_64-linux-gnu/libz.so.1",
                                                               "/usr/lib/x86_64-linux-gnu/libz.so.1"]) if p.exists()),
             "library_missing": d / "nope.so", "library_fifo": d / "lib.fifo"}
@@ -263,7 +271,7 @@ def test_every_case_has_rows_for_what_it_claims():
               "array_count_json",
               "disk_full", "no_counterpart", "not_failing", "fail_regex_invalid", "artifacts_not_empty",
               "export_dir_not_empty", "capture_no_command", "capture_not_found", "capture_output_is_input",
-              "capture_no_library"}
+              "capture_no_library", "json_missing_trace_beside", "trace_missing_json_beside"}
     assert cases == traces | others
     # Every trace input is documented for the player and verify at least.
     for case in traces:

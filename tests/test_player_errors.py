@@ -20,6 +20,22 @@ def test_missing_capture_file(tmp):
     assert not (tmp / "out.engine").exists()
 
 
+def test_missing_capture_names_the_other_default_name_beside_it(tmp):
+    """NVIDIA's shim names its capture capture.json, ours capture.trtrace: asked for one that is not
+    there, the player names the other when it is beside it (either way), and only then."""
+    (tmp / "capture.trtrace").write_bytes(good_trace(tmp))
+    for asked, there in (("capture.json", "capture.trtrace"), ("capture.trtrace", "capture.json")):
+        if there == "capture.json":
+            (tmp / "capture.trtrace").rename(tmp / "capture.json")
+        proc = play(tmp / asked, tmp / "out.engine", check=False)
+        assert proc.returncode == 1 and len(proc.stderr.splitlines()) == 1, proc.stderr
+        assert f"{tmp / asked}: cannot open (No such file or directory); {tmp / there} is beside it" in proc.stderr
+        assert proc.stderr.rstrip().endswith(f"tensorrt_player -j {tmp / there}")
+        assert not (tmp / "out.engine").exists()
+    proc = play(tmp / "other.trtrace", tmp / "out.engine", check=False)   # nothing beside it: the plain line
+    assert proc.returncode == 1 and "beside" not in proc.stderr
+
+
 def test_wrong_magic(tmp):
     proc = replay_of(tmp, b"GARBAGE!" + bytes(100))
     assert proc.returncode == 1
