@@ -25,6 +25,7 @@
 #include "common.h"
 #include "id_maps.h"
 #include "trtrace/api_abi.h"
+#include "trtrace/call_check.h"
 #include "trtrace/convert.h"
 #include "trtrace/files.h"
 #include "trtrace/writer.h"
@@ -198,6 +199,7 @@ class Converter {
   }
   void open(Scanner& s);
   void convertCalls(Scanner& s);
+  void checkCalls();
   void convertOne(Scanner& s);
   size_t batchEnd(const Scanner& s) const;
   bool convertBatch(Scanner& s, size_t end);
@@ -323,6 +325,7 @@ Stats Converter::run() {
     std::fprintf(stderr, "trtrace: warning: %s: %llu null number(s) (NVIDIA writes non-finite values as null; first: %s); "
                  "converted to NaN\n", jsonPath_.c_str(), static_cast<unsigned long long>(st_.nullNumbers), firstNull_.c_str());
   writer_->close();
+  if (!opt_.inPlace) checkCalls();  // in place (the player, openCapture): each reader checks each call
   auto ws = writer_->stats();
   st_.blobPuts = ws.blobPuts;
   st_.uniqueBlobs = ws.uniqueBlobs;
@@ -333,6 +336,21 @@ Stats Converter::run() {
   outputs_.commit(opt_.durable);
   st_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return st_;
+}
+
+// The spec's checks of each converted call (trtrace/call_check.h), the ones `trtrace verify` and the
+// player run, so that no trace they refuse is written: an array and the count that names it (a
+// JSON may write "nbInputs" beside "inputs"; NVIDIA omits counts) must agree. Reads the written
+// call log back (no weights are read); call i is api_calls[i].
+void Converter::checkCalls() {
+  const auto reader = Reader::open(traceFd_, tracePath_);
+  reader->forEachCall([&](const CallView& c) {
+    const std::string bad = arrayCountProblem(c);
+    if (bad.empty()) return true;
+    const api::ApiDesc* d = api::find(c.apiId());
+    index_ = static_cast<size_t>(c.seq()), apiIndex_ = -1;
+    fail(std::string(d->interface) + "::" + std::string(d->method) + ": " + bad);
+  });
 }
 
 // At the api_calls array: resolve the BIN and the library version, create the writer.
