@@ -52,10 +52,13 @@ demo: build
 bench: build
 	@bash bench/run.sh $(BUILD)
 
-# The whole corpus (tests/corpus/run_corpus.py): one line per network as it finishes; the table
-# goes to docs/corpus.md, every result to $(BUILD)/corpus/results.json. Exit 1 on any defect.
+# The whole corpus (tests/corpus/run_corpus.py): both capture paths and every tool, one line per
+# network as it finishes, on 1.6 (docs/corpus.md, $(BUILD)/corpus/results.json) then on 1.7
+# (docs/corpus-1.7.md, $(BUILD)/corpus-1.7/) when .deps/venv-1.7 exists. Exit 1 on any defect.
 corpus: build
-	@.deps/venv/bin/python tests/corpus/run_corpus.py --jobs $(JOBS) --out $(BUILD)/corpus --md docs/corpus.md
+	@.deps/venv/bin/python tests/corpus/run_corpus.py --jobs $(JOBS) --out $(BUILD)/corpus --md docs/corpus.md; rc=$$?; \
+	  if [ -x .deps/venv-1.7/bin/python ]; then .deps/venv-1.7/bin/python tests/corpus/run_corpus.py --jobs $(JOBS) \
+	    --out $(BUILD)/corpus-1.7 --md docs/corpus-1.7.md || rc=1; fi; exit $$rc
 
 wheel: setup
 	@bash tools/wheel.sh

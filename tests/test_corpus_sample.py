@@ -1,7 +1,10 @@
 """The corpus's stratified sample (tests/corpus/sample.txt: networks from every source folder,
 chosen to cover scalars and empty dims, RNN/GRU/LSTM, LayerNorm, convolution nets, failed builds
-and our own transformer exports) through both capture paths. Fails on any defect outcome
-(run_corpus.OUTCOMES_OK are not defects); `make corpus` runs the whole corpus."""
+and our own transformer exports) through both capture paths, and every tool (export, strip,
+extract, diff, the Python API, reduce; tests/corpus/corpus_tools.py) on the handful of them that
+tests/corpus/tools-sample.txt lists. Runs with each library version's Python (CTest corpus_sample
+and corpus_sample_1.7). Fails on any defect outcome (run_corpus.ok_outcomes are not defects);
+`make corpus` runs the whole corpus."""
 import os
 import pathlib
 import sys
@@ -10,18 +13,52 @@ import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent / "corpus"
 sys.path.insert(0, str(HERE))
-import exports  # noqa: E402  (tests/corpus/)
+import corpus_tools  # noqa: E402  (tests/corpus/)
+import exports  # noqa: E402
 import run_corpus as rc  # noqa: E402
 
 
-def test_sample_replays_on_both_paths(tmp_path):
+def sample_lines(name):
+    return {l.split("#")[0].strip() for l in (HERE / name).read_text().splitlines()} - {""}
+
+
+def test_tools_sample_is_part_of_the_sample():
+    assert sample_lines("tools-sample.txt") <= sample_lines("sample.txt")
+
+
+def test_export_md_list_needs_a_call_and_a_reason(tmp_path):
+    md = tmp_path / "export.md"
+    md.write_text("| call | reason |\n|---|---|\n| `Builder::foo` | the bindings lack it |\n| `Builder::bar` |  |\n"
+                  "| Builder::baz | no backticks |\n")
+    assert corpus_tools.listed_cannot_express(md) == {"Builder::foo": "the bindings lack it"}
+    assert corpus_tools.listed_cannot_express(tmp_path / "missing.md") == {}
+
+
+def test_tables_per_tool_count_defects():
+    def res(export):
+        return {"source": "node", "name": "x", "model": "m", "ours": {"outcome": "replay-identical"},
+                "export": {"outcome": export, "reason": "call #3 (A::b): cannot be written"}}
+    results = [res("identical"), res("cannot-express"), res("cannot-express-listed")]
+    meta = {"networks": 3, "jobs": 1, "seconds": 1.0, "commit": "c", "build": "b", "library": "l", "date": "d"}
+    md = rc.markdown(results, ("ours", "export"), meta)
+    assert "Defects: ours 0, export 1." in md and "## Tool `export`" in md and "## Path `ours`" in md
+    assert "| **all** | 1 | 1 | 1 | 3 | 1 |" in md   # cannot-express-listed, identical, cannot-express; total; defects
+    assert [rc.is_defect(r, "export") for r in results] == [False, True, False]
+
+
+def test_sample_replays_on_both_paths_and_every_tool_holds(tmp_path):
     data = rc.data_dir()
     if not (data / "node").is_dir():
         pytest.skip(f"{data}: no onnx backend test data (tools/setup.sh could not fetch onnx==1.17.0)")
-    nets = rc.select(rc.discover(data, exports.write_all(tmp_path / "own-models")), HERE / "sample.txt")
+    nets = rc.discover(data, exports.write_all(tmp_path / "own-models"))
+    sample, with_tools = rc.select(nets, HERE / "sample.txt"), rc.select(nets, HERE / "tools-sample.txt")
     paths = ("ours", "nvidia") if rc.nv.available() else ("ours",)
     lines = []
-    results = rc.run(nets, tmp_path, os.cpu_count() or 2, paths, progress=lines.append)
-    defects = [f"{r['source']}/{r['name']} [{p}] {r[p]['outcome']}: {r[p].get('reason', '')}\n    repro: {rc.repro(r, p, tmp_path)}"
-               for r in results for p in paths if rc.is_defect(r, p)]
-    assert not defects, f"{len(defects)} defect outcomes in {len(nets)} networks:\n" + "\n".join(defects)
+    results = rc.run(sample, tmp_path, os.cpu_count() or 2, paths, progress=lines.append, tools=corpus_tools.TOOLS,
+                     tools_on={(s, n) for s, n, _ in with_tools})
+    columns = paths + corpus_tools.TOOLS
+    ran = {c for r in results for c in columns if c in r}
+    assert ran == set(columns), f"never ran: {set(columns) - ran}"
+    defects = [f"{r['source']}/{r['name']} [{c}] {r[c]['outcome']}: {r[c].get('reason', '')}\n    repro: {rc.repro(r, c, tmp_path)}"
+               for r in results for c in columns if c in r and rc.is_defect(r, c)]
+    assert not defects, f"{len(defects)} defect outcomes in {len(sample)} networks:\n" + "\n".join(defects)

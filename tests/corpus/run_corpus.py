@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Corpus runner: captures and replays every ONNX network of the corpus on both paths and says,
-per network and path, whether replay reproduced the application.
+"""Corpus runner: captures and replays every ONNX network of the corpus on both paths, then runs
+every trtrace tool on our capture, and says per network, path and tool whether the result
+reproduced the application.
 
 For each network (tests/corpus/onnx_app.py parses and builds it on the CPU):
   app alone                      -> engine E_app (or a build failure, exit 2)
@@ -19,23 +20,31 @@ Engines are compared byte for byte. Outcomes (OUTCOMES_OK are not defects):
   app-crash           the app alone crashed or failed other than by a build failure (the library's
                       or the network's problem; neither path can be judged)
   anything else       a named defect of ours, with the first error line
-Each step is a child process with a timeout; networks run in parallel on a thread pool.
+Tools (--tools, default all; tests/corpus/corpus_tools.py defines each check and its outcomes):
+export, strip, extract, diff, api, reduce, each on our capture (made when the ours path did not run).
+Each step is a child process with a timeout; networks run in parallel on a thread pool. Exit 1 when
+any path or tool has a defect outcome; the markdown has one table per path and tool, rows by source.
 
   run_corpus.py [--sample tests/corpus/sample.txt] [--jobs N] [--out DIR] [--md docs/corpus.md]
+                [--paths ours,nvidia] [--tools all|none|export,strip,...] [--reduce-timeout S]
 """
 import argparse
 import concurrent.futures
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 import nvidia_capture as nv  # noqa: E402  (tests/nvidia_capture.py: settings, NVIDIA shim environment)
+import corpus_tools  # noqa: E402  (tests/corpus/: the tool checks)
+from steps import Step, defect, read  # noqa: E402,F401  (tests/corpus/: child processes)
 
 ROOT = nv.ROOT
 BUILD = nv.BUILD
@@ -49,6 +58,8 @@ PADS = (1, 9, 100, 1000, 4000)  # extra bytes of environment or argv in the seco
 # The app's second builds also hold a malloc'd block of these sizes (onnx_app.py --heap-shift): the
 # environment lives on the stack, so only a heap block moves the library's allocations as a shim does.
 HEAP_SHIFTS = (640, 8000, 24576, 65536, 98304)
+PATHS = ("ours", "nvidia")
+REDUCE_TIMEOUT = 120  # seconds one network's `trtrace reduce` may search (then "reduce-timeout")
 
 
 def python():
@@ -63,8 +74,10 @@ def discover(data, own=None):
     """[(source, name, model path)] for every .onnx under data/<source>/ and own/, sorted."""
     nets = []
     for source in SOURCES:
+        if source == "own" and own is None:
+            continue
         base = pathlib.Path(own) if source == "own" else data / source
-        if source == "own" and own is None or not base.is_dir():
+        if not base.is_dir():
             continue
         for model in sorted(base.rglob("*.onnx")):
             rel = model.relative_to(base)
@@ -73,64 +86,34 @@ def discover(data, own=None):
     return nets
 
 
-class Step:
-    """One child process: rc (negative: killed by that signal; None: timed out), output, seconds."""
-
-    def __init__(self, cmd, env=None, timeout=300):
-        t0 = time.monotonic()
-        full = dict(os.environ)
-        full.update(env or {})
-        try:
-            p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, errors="replace",
-                               env=full, timeout=timeout)
-            self.rc, self.out, self.err = p.returncode, p.stdout, p.stderr
-        except subprocess.TimeoutExpired as e:
-            self.rc, self.out, self.err = None, "", f"timed out after {timeout} s"
-        self.seconds = time.monotonic() - t0
-        self.cmd = cmd
-
-    def first_error(self):
-        lines = [l.strip() for l in self.err.splitlines() if l.strip()]
-        for prefix in ("tensorrt_player:", "trtrace:", "Traceback", "parse error:"):
-            for l in lines:
-                if l.startswith(prefix):
-                    return lines[-1] if prefix == "Traceback" else l
-        return lines[0] if lines else f"exit {self.rc}, nothing on stderr"
-
-    def crashed(self):
-        return self.rc is None or self.rc < 0
-
-
-def read(path):
-    try:
-        return pathlib.Path(path).read_bytes()
-    except OSError:
-        return None
-
-
-def defect(name, step, what=""):
-    """A defect outcome from a failed step (timeout and crash are named as such)."""
-    if step.rc is None:
-        return {"outcome": "timeout", "reason": f"{what or name}: {step.first_error()}"}
-    if step.rc < 0:
-        return {"outcome": "crash", "reason": f"{what or name}: killed by signal {-step.rc}; {step.first_error()}"}
-    return {"outcome": name, "reason": f"exit {step.rc}: {step.first_error()}"}
-
-
 class Network:
     """The work and results of one network; files live in `work` (kept only when something failed)."""
 
-    def __init__(self, source, name, model, work, timeout):
+    def __init__(self, source, name, model, work, timeout, reduce_timeout=REDUCE_TIMEOUT):
         self.source, self.name, self.model, self.timeout = source, name, model, timeout
-        self.work = work
+        self.work, self.reduce_timeout = work, reduce_timeout
+        self.trtrace, self.python, self.lib = BIN / "trtrace", python(), nv.setting("TRTRACE_TRT_LIB")
         self.alone = None  # Step of the app alone
         self._confirmed = None
+        self._capture = None
+
+    def tool(self, *args, env=None, timeout=None):
+        return Step(list(args), env, timeout or self.timeout)
+
+    def api_env(self):
+        """The environment of a Python child using this checkout's trtrace package and build."""
+        path = os.pathsep.join(p for p in (str(ROOT / "python"), os.environ.get("PYTHONPATH")) if p)
+        return {"PYTHONPATH": path, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+    def capture(self):
+        """The app under our shim (once): work/ours.trtrace and work/ours-app.engine."""
+        if self._capture is None:
+            self._capture = self.app(self.work / "ours-app.engine",
+                                     {"LD_PRELOAD": str(SHIM), "TRT_SHIM_OUTPUT_FILE": str(self.work / "ours.trtrace")})
+        return self._capture
 
     def app(self, engine, env=None, heap_shift=0):
         return Step([python(), APP, self.model, "--out", engine, "--heap-shift", str(heap_shift)], env, self.timeout)
-
-    def tool(self, *args, env=None):
-        return Step(list(args), env, self.timeout)
 
     def player(self, trace, engine, *extra, env=None):
         return self.tool(BIN / "tensorrt_player", "-j", trace, "-o", engine, "--lib", nv.setting("TRTRACE_TRT_LIB"),
@@ -218,7 +201,7 @@ class Network:
 
     def ours(self):
         trace, cap_engine, play_engine = self.work / "ours.trtrace", self.work / "ours-app.engine", self.work / "ours-play.engine"
-        cap = self.app(cap_engine, {"LD_PRELOAD": str(SHIM), "TRT_SHIM_OUTPUT_FILE": str(trace)})
+        cap = self.capture()
         if cap.crashed() or cap.rc != self.alone.rc:
             return defect("capture-changes-app", cap, "app under our shim") | {
                 "reason": f"app alone exit {self.alone.rc}, under our shim exit {cap.rc}: {cap.first_error()}"}
@@ -252,96 +235,138 @@ class Network:
         play = self.player(conv, play_engine)
         return self.judge_replay(play, conv, play_engine, read(nv_engine), "the engine under NVIDIA's shim")
 
-    def run(self, paths):
+    def run(self, paths, tools=()):
         t0 = time.monotonic()
         self.work.mkdir(parents=True, exist_ok=True)
         self.alone = self.app(self.work / "app.engine")
         res = {"source": self.source, "name": self.name, "model": str(self.model), "app_exit": self.alone.rc}
         if self.alone.crashed() or self.alone.rc not in (0, 2):
             bad = {"outcome": "app-crash", "reason": f"app alone: {defect('app', self.alone)['reason']}"}
-            res.update({p: bad for p in paths})
+            res.update({p: bad for p in paths + tuple(tools)})
         else:
             for p in paths:
                 try:
                     res[p] = getattr(self, p)()
                 except Exception as e:  # a runner bug must not hide the other networks
                     res[p] = {"outcome": "runner-error", "reason": f"{type(e).__name__}: {e}"}
+            res.update(corpus_tools.run_tools(self, tools))
         res["seconds"] = round(time.monotonic() - t0, 2)
         return res
 
 
-def is_defect(result, path):
-    return result[path]["outcome"] not in OUTCOMES_OK
+def ok_outcomes(column):
+    """The outcomes of a path or tool column that are not defects."""
+    return corpus_tools.OK_OUTCOMES.get(column, OUTCOMES_OK)
 
 
-def repro(result, path, out):
-    """Commands that reproduce one network's path by hand (for docs/corpus.md and findings)."""
+def is_defect(result, column):
+    return result[column]["outcome"] not in ok_outcomes(column)
+
+
+def is_clean(result, column):
+    return result[column]["outcome"] in (CLEAN + corpus_tools.CLEAN)
+
+
+TOOL_REPRO = {
+    "export": "trtrace export t.trtrace --python py && python py/build.py --out x.engine && cmp x.engine e.engine",
+    "strip": "trtrace strip t.trtrace -o s.trtrace && tensorrt_player -j s.trtrace -o s.engine",
+    "extract": "trtrace extract t.trtrace --network 0 -o x.trtrace && tensorrt_player -j x.trtrace -o x.engine && cmp x.engine e.engine",
+    "diff": "trtrace convert t.trtrace r.json && trtrace convert r.json r.trtrace && trtrace diff t.trtrace r.trtrace",
+    "api": "PYTHONPATH=python python tests/corpus/api_check.py t.trtrace; trtrace verify t.trtrace",
+    "reduce": "trtrace reduce t.trtrace -o r.trtrace --json && tensorrt_player -j r.trtrace -o r.engine",
+}
+
+
+def repro(result, column, out):
+    """Commands that reproduce one network's path or tool by hand (for docs/corpus.md and findings)."""
     w = pathlib.Path(out) / "work" / result["source"] / result["name"]
-    if path == "ours":
-        return (f"LD_PRELOAD=build/lib/libtensorrt_shim.so TRT_SHIM_OUTPUT_FILE=t.trtrace python tests/corpus/onnx_app.py "
-                f"{result['model']} --out e.engine && trtrace verify t.trtrace && tensorrt_player -j t.trtrace -o p.engine --check  # kept: {w}")
+    capture = (f"LD_PRELOAD=build/lib/libtensorrt_shim.so TRT_SHIM_OUTPUT_FILE=t.trtrace python tests/corpus/onnx_app.py "
+               f"{result['model']} --out e.engine")
+    if column == "ours":
+        return f"{capture} && trtrace verify t.trtrace && tensorrt_player -j t.trtrace -o p.engine --check  # kept: {w}"
+    if column in TOOL_REPRO:
+        return f"{capture}; {TOOL_REPRO[column]}  # kept: {w}"
     return (f"python tests/nvidia_capture.py --out nv.json -- tests/corpus/onnx_app.py {result['model']} --out e.engine && "
             f"trtrace convert nv.json nv.trtrace && tensorrt_player -j nv.trtrace -o p.engine  # kept: {w}")
 
 
-def summary_table(results, path):
-    outcomes = sorted({r[path]["outcome"] for r in results}, key=lambda o: (o not in OUTCOMES_OK, o))
+def summary_table(results, column):
+    ok = ok_outcomes(column)
+    outcomes = sorted({r[column]["outcome"] for r in results}, key=lambda o: (o not in ok, o))
     sources = [s for s in SOURCES if any(r["source"] == s for r in results)]
-    rows = [f"| {path} | " + " | ".join(outcomes) + " | total |", "|---" * (len(outcomes) + 2) + "|"]
+    rows = [f"| {column} | " + " | ".join(outcomes) + " | total | defects |", "|---" * (len(outcomes) + 3) + "|"]
     for s in sources + ["all"]:
         sel = [r for r in results if s in ("all", r["source"])]
-        counts = [sum(r[path]["outcome"] == o for r in sel) for o in outcomes]
-        rows.append(f"| {'**all**' if s == 'all' else s} | " + " | ".join(str(c) for c in counts) + f" | {len(sel)} |")
+        counts = [sum(r[column]["outcome"] == o for r in sel) for o in outcomes]
+        bad = sum(is_defect(r, column) for r in sel)
+        rows.append(f"| {'**all**' if s == 'all' else s} | " + " | ".join(str(c) for c in counts) + f" | {len(sel)} | {bad} |")
     return rows
 
 
-def markdown(results, paths, meta):
-    lines = ["# Corpus: capture and replay of real ONNX networks", "",
-             "Generated by `make corpus` (tests/corpus/run_corpus.py, whose docstring defines the outcomes). "
-             "Each network is parsed and built on the CPU by tests/corpus/onnx_app.py: alone, under our shim "
-             "(then `trtrace verify`, UNSUPPORTED records counted, `tensorrt_player --check`) and under NVIDIA's "
-             "shim (then `trtrace convert`, `verify`, `tensorrt_player`); engines are compared byte for byte. "
-             "When parsing fails the app still builds what the parser left, so the capture ends in a build "
-             "whose outcome the replay must reproduce. Not defects: " + ", ".join(OUTCOMES_OK) + ".", "",
+INTRO = ("Generated by `make corpus` (tests/corpus/run_corpus.py and tests/corpus/corpus_tools.py, whose docstrings "
+         "define the outcomes). Each network is parsed and built on the CPU by tests/corpus/onnx_app.py: alone, under our "
+         "shim (then `trtrace verify`, UNSUPPORTED records counted, `tensorrt_player --check`) and under NVIDIA's "
+         "shim (then `trtrace convert`, `verify`, `tensorrt_player`); engines are compared byte for byte. "
+         "When parsing fails the app still builds what the parser left, so the capture ends in a build "
+         "whose outcome the replay must reproduce. Then every tool runs on our capture: export (build.py "
+         "rebuilds the app's engine or its failure), strip (replays), extract (each network's engine), diff "
+         "(equivalent to the trace's NVIDIA JSON round trip and to NVIDIA's capture converted), the Python API "
+         "(agrees with `trtrace verify`, reads every weight) and reduce (where the build fails: the same failure, "
+         "no more layers).")
+
+
+def markdown(results, columns, meta):
+    bad = {c: sum(is_defect(r, c) for r in results) for c in columns}
+    lines = ["# Corpus: capture, replay and every tool on real ONNX networks", "", INTRO, "",
              f"{meta['networks']} networks, {meta['jobs']} workers, {meta['seconds']:.0f} s wall; "
-             f"trtrace {meta['commit']} ({meta['build']}), library {meta['library']}; {meta['date']}.", ""]
-    for p in paths:
-        lines += [f"## Path `{p}`", ""] + summary_table(results, p) + [""]
-    lines += ["## Networks not OK", "", "| network | path | outcome | reason |", "|---|---|---|---|"]
+             f"trtrace {meta['commit']} ({meta['build']}), library {meta['library']}; {meta['date']}.", "",
+             "Defects: " + ", ".join(f"{c} {bad[c]}" for c in columns) + ".", ""]
+    for c in columns:
+        kind = "Path" if c in PATHS else "Tool"
+        lines += [f"## {kind} `{c}`", "", "Not defects: " + ", ".join(ok_outcomes(c)) + ".", ""]
+        lines += summary_table(results, c) + [""]
+    lines += ["## Networks not OK", "", "| network | path or tool | outcome | reason |", "|---|---|---|---|"]
     for r in results:
-        for p in paths:
-            o = r[p]
-            if o["outcome"] not in CLEAN:
+        for c in columns:
+            o = r[c]
+            if not is_clean(r, c):
                 reason = o.get("reason", "").replace("|", "\\|").replace("\n", " ")
-                lines.append(f"| {r['source']}/{r['name']} | {p} | {o['outcome']} | {reason[:300]} |")
+                lines.append(f"| {r['source']}/{r['name']} | {c} | {o['outcome']} | {reason[:300]} |")
     return "\n".join(lines) + "\n"
 
 
 def write_atomic(path, text):
+    """Writes path whole or not at all: an unguessable temp file beside it, then renamed."""
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
-def run(nets, out, jobs, paths=("ours", "nvidia"), timeout=300, keep=False, progress=print, on_result=None):
-    """Runs every network; returns the results in `nets` order."""
+def run(nets, out, jobs, paths=PATHS, timeout=300, keep=False, progress=print, on_result=None, tools=(),
+        reduce_timeout=REDUCE_TIMEOUT, tools_on=None):
+    """Runs every network (the tools only on those in `tools_on`, a set of (source, name); None: all);
+    returns the results in `nets` order."""
     out = pathlib.Path(out)
     results, lock, done = {}, threading.Lock(), [0]
 
     def one(net):
         source, name, model = net
-        n = Network(source, name, model, out / "work" / source / name, timeout)
-        r = n.run(paths)
-        if not keep and all(r[p]["outcome"] in CLEAN for p in paths):
-            for f in n.work.iterdir():
-                f.unlink()
-            n.work.rmdir()
+        n = Network(source, name, model, out / "work" / source / name, timeout, reduce_timeout)
+        r = n.run(tuple(paths), tools if tools_on is None or (source, name) in tools_on else ())
+        columns = [c for c in (*paths, *tools) if c in r]
+        if not keep and all(is_clean(r, c) for c in columns):
+            shutil.rmtree(n.work, ignore_errors=True)
         with lock:
             done[0] += 1
             results[(source, name)] = r
-            progress(f"[{done[0]:4d}/{len(nets)}] {source}/{name}: " + ", ".join(f"{p} {r[p]['outcome']}" for p in paths)
+            progress(f"[{done[0]:4d}/{len(nets)}] {source}/{name}: " + ", ".join(f"{c} {r[c]['outcome']}" for c in columns)
                      + f" ({r['seconds']:.1f} s)")
             if on_result:
                 on_result([results[(s, nm)] for s, nm, _ in nets if (s, nm) in results])
@@ -362,31 +387,62 @@ def select(nets, sample_file):
     return [have[w] for w in wanted]
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=pathlib.Path, default=None, help="onnx backend test data (default: $TRTRACE_ONNX_DATA)")
     ap.add_argument("--out", type=pathlib.Path, default=BUILD / "corpus", help="work folder and results.json")
     ap.add_argument("--jobs", type=int, default=os.cpu_count())
     ap.add_argument("--sample", help="only the networks listed in this file (source/name per line)")
     ap.add_argument("--match", help="only networks whose source/name contains this text")
-    ap.add_argument("--paths", default="ours,nvidia", help="ours, nvidia or both (comma-separated)")
+    ap.add_argument("--paths", default=",".join(PATHS), help="ours, nvidia, both (comma-separated) or none")
+    ap.add_argument("--tools", default="all", help="the tools run on our capture: all, none, or some of "
+                    + ",".join(corpus_tools.TOOLS) + " (comma-separated)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per step")
+    ap.add_argument("--reduce-timeout", type=int, default=REDUCE_TIMEOUT,
+                    help="seconds one network's `trtrace reduce` may search (then outcome reduce-timeout)")
     ap.add_argument("--keep", action="store_true", help="keep every network's files, not only failed ones")
     ap.add_argument("--md", help="also write the markdown table here (e.g. docs/corpus.md)")
     ap.add_argument("--retry", type=pathlib.Path, help="a results.json: run again only its networks that were not "
-                    "replay-identical or failure-reproduced on every path, keep the others' results")
+                    "clean (e.g. replay-identical, failure-reproduced) on every path and tool, keep the others' results")
     ap.add_argument("--outcomes", help="with --retry: only networks with one of these outcomes (comma-separated)")
     args = ap.parse_args()
+    args.paths = choose(ap, args.paths, PATHS, "--paths")
+    args.tools = choose(ap, args.tools, corpus_tools.TOOLS, "--tools")
+    return args
 
+
+def choose(ap, text, allowed, option):
+    """The names of a comma-separated option, in `allowed` order ("all" and "none" as said)."""
+    names = {"all": set(allowed), "none": set()}.get(text, set(filter(None, text.split(","))))
+    unknown = names - set(allowed)
+    if unknown:
+        ap.error(f"{option}: unknown {', '.join(sorted(unknown))} (choose from {', '.join(allowed)}, all, none)")
+    return tuple(n for n in allowed if n in names)
+
+
+def retry_split(nets, results_json, columns, outcomes):
+    """(networks to run again, {(source, name): kept result}) for --retry."""
+    prev = json.loads(results_json.read_text())["results"]
+    want = set(outcomes.split(",")) if outcomes else None
+    clean = {(r["source"], r["name"]) for r in prev
+             if all(c in r and (is_clean(r, c) or want and r[c]["outcome"] not in want) for c in columns)}
+    nets = [n for n in nets if (n[0], n[1]) not in clean]
+    rerun = {(n[0], n[1]) for n in nets}
+    return nets, {(r["source"], r["name"]): r for r in prev if (r["source"], r["name"]) not in rerun}
+
+
+def main():
+    args = parse_args()
     import exports  # tests/corpus/exports.py: our own transformer-style networks
     data = args.data or data_dir()
     if not (data / "node").is_dir():
         print(f"run_corpus: {data}: no onnx backend test data (run tools/setup.sh)", file=sys.stderr)
         return 77
-    paths = tuple(args.paths.split(","))
+    paths = args.paths
     if "nvidia" in paths and not nv.available():
         print(f"run_corpus: {nv.unavailable_reason()}; only our path runs", file=sys.stderr)
         paths = tuple(p for p in paths if p != "nvidia")
+    columns = paths + args.tools
     own = exports.write_all(args.out / "own-models")
     nets = discover(data, own)
     if args.sample:
@@ -395,17 +451,11 @@ def main():
         nets = [n for n in nets if args.match in f"{n[0]}/{n[1]}"]
     kept = {}
     if args.retry:
-        prev = json.loads(args.retry.read_text())["results"]
-        want = set(args.outcomes.split(",")) if args.outcomes else None
-        clean = {(r["source"], r["name"]) for r in prev
-                 if all(r.get(p, {}).get("outcome") in CLEAN or want and r[p]["outcome"] not in want for p in paths)}
-        nets = [n for n in nets if (n[0], n[1]) not in clean]
-        rerun = {(n[0], n[1]) for n in nets}
-        kept = {(r["source"], r["name"]): r for r in prev if (r["source"], r["name"]) not in rerun}
+        nets, kept = retry_split(nets, args.retry, columns, args.outcomes)
     t0 = time.time()
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     meta = {"networks": len(nets), "jobs": args.jobs, "library": nv.setting("TRTRACE_TRT_LIB"),
-            "build": str(BUILD), "commit": commit or "unknown",
+            "build": str(BUILD), "commit": commit or "unknown", "paths": paths, "tools": args.tools,
             "date": time.strftime("%Y-%m-%d"), "seconds": 0.0}
 
     order = {(s, n): i for i, (s, n, _) in enumerate(discover(data, own))}
@@ -417,15 +467,17 @@ def main():
         meta["seconds"] = time.time() - t0
         write_atomic(args.out / "results.json", json.dumps({"meta": meta | {"done": len(results)}, "results": merged(results)}, indent=1))
 
-    fresh = run(nets, args.out, args.jobs, paths, args.timeout, args.keep, on_result=save)
+    fresh = run(nets, args.out, args.jobs, paths, args.timeout, args.keep, on_result=save, tools=args.tools,
+                reduce_timeout=args.reduce_timeout)
     results = merged(fresh)
     meta["networks"] = len(results)
     save(fresh)
     if args.md:
-        write_atomic(args.md, markdown(results, paths, meta))
-    defects = [(r, p) for r in results for p in paths if is_defect(r, p)]
-    print(f"run_corpus: {len(results)} networks, {len(defects)} defect outcomes; {args.out / 'results.json'}")
-    return 1 if defects else 0
+        write_atomic(args.md, markdown(results, columns, meta))
+    defects = {c: sum(is_defect(r, c) for r in results) for c in columns}
+    print(f"run_corpus: {len(results)} networks, {sum(defects.values())} defect outcomes ("
+          + ", ".join(f"{c} {n}" for c, n in defects.items()) + f"); {args.out / 'results.json'}")
+    return 1 if any(defects.values()) else 0
 
 
 if __name__ == "__main__":
