@@ -28,6 +28,7 @@
 #include "trace_edit.h"
 #include "trtrace/api_abi.h"
 #include "trtrace/api_table.h"
+#include "trtrace/call_check.h"
 #include "trtrace/error.h"
 
 namespace trtrace::cli {
@@ -166,6 +167,7 @@ class PyScript {
   std::string string(const CallView& c, size_t i, std::string_view s) const;
   std::string enumerator(const CallView& c, size_t i, uint32_t type, int64_t value) const;
   std::string weights(const CallView& c, const ValueView& v);
+  std::string structValue(const CallView& c, const api::ApiDesc& d, size_t i, const ValueView& v) const;
   std::string args(const CallView& c, const api::ApiDesc& d, size_t from = 0);
 
   const Reader& r_;
@@ -269,14 +271,29 @@ std::string PyScript::value(const CallView& c, const api::ApiDesc& d, size_t i, 
     case ValueKind::WeightsInline:
     case ValueKind::WeightsBlob:
     case ValueKind::WeightsRandom: return weights(c, v);
-    case ValueKind::Bytes: break;
+    case ValueKind::Bytes: return structValue(c, d, i, v);
   }
   fail(c, argLabel(c, i) + ": a " + std::string(kindName(v.kind())) + " value");
 }
 
+// A struct the trace holds as its bytes, in the bindings' spelling of that struct (the spec says
+// which struct the parameter is). A Permutation is written whole: trt.Permutation([...]) pads a
+// shorter list with zeros, so all eight entries give the library the recorded bytes.
+std::string PyScript::structValue(const CallView& c, const api::ApiDesc& d, size_t i, const ValueView& v) const {
+  const bool permutation = i < d.nargs && d.params[i].kind == api::Kind::Struct && d.params[i].structId == api::StructId::Permutation;
+  if (!permutation || v.bytes().size() != sizeof(abi::Permutation)) fail(c, argLabel(c, i) + ": a bytes value");
+  abi::Permutation perm;
+  std::memcpy(&perm, v.bytes().data(), sizeof perm);
+  return "trt.Permutation(" + pyList<int32_t>(perm.order, false, [](int32_t x) { return std::to_string(x); }) + ")";
+}
+
+// The arguments in the bindings' order. A count the spec pairs with an array ([len=]/[bytes=]:
+// ParamDesc::lengthOf) is not written: the bindings take the sequence alone (add_concatenation(inputs),
+// add_einsum(inputs, equation)); add() has checked that it is the sequence's length.
 std::string PyScript::args(const CallView& c, const api::ApiDesc& d, size_t from) {
   std::string o;
-  for (size_t i = from; i < c.argCount(); ++i) o += (i > from ? ", " : "") + value(c, d, i, c.arg(i));
+  for (size_t i = from; i < c.argCount(); ++i)
+    if (i >= d.nargs || d.params[i].lengthOf < 0) o += (o.empty() ? "" : ", ") + value(c, d, i, c.arg(i));
   return o;
 }
 
@@ -285,6 +302,8 @@ void PyScript::add(const CallView& c) {
   const api::ApiDesc* d = api::find(c.apiId());
   if (!d) fail(c, "an API this build does not know");
   if (c.status() == CallStatus::Unsupported) fail(c, "recorded as UNSUPPORTED: its arguments are not in the trace");
+  if (const std::string bad = callProblem(r_, c); !bad.empty())  // verify's and the player's check
+    throw Error(Error::Kind::Corrupt, r_.path() + ": call #" + std::to_string(c.seq()) + " (" + apiName(r_, c.apiId()) + "): " + bad);
   const std::string self = receiver(c, *d), py(d->pyName);
   std::string s;
   switch (d->pyForm) {
@@ -298,11 +317,14 @@ void PyScript::add(const CallView& c) {
   }
   const std::optional<ValueView> ret = c.ret();
   const uint64_t made = ret && ret->kind() == ValueKind::Handle ? ret->asU64() : 0;
-  std::string result;  // a failed build's None is kept too: save() reports it
-  if (made || c.buildResult()) result = bind(made, d->pyForm == api::PyForm::New ? d->pyName : api::ifaceName(d->result.iface));
+  // A build (the spec's role, recorded outcome or not) is saved; a failed build's None is kept too:
+  // save() reports it.
+  const bool build = d->has(api::flag::kBuild);
+  std::string result;
+  if (made || build) result = bind(made, d->pyForm == api::PyForm::New ? d->pyName : api::ifaceName(d->result.iface));
   body_ += (result.empty() ? "" : result + " = ") + s + "\n";
   ++statements_;
-  if (c.buildResult()) body_ += "save(" + result + ", " + std::to_string(c.networkId() - 1) + ")\n";
+  if (build) body_ += "save(" + result + ", " + std::to_string(c.networkId() - 1) + ")\n";
 }
 
 std::string PyScript::text(std::string_view source, uint32_t networks) const {

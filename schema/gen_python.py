@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from apimodel import DESTROY, K, all_methods, classify
+from apimodel import DESTROY, K, all_methods, classify, params_info
 
 def snake(name):
     """addConvolutionNd -> add_convolution_nd, setNbGroups -> set_num_groups (the bindings' `num_`)."""
@@ -14,15 +14,25 @@ def snake(name):
     return re.sub(r"(^|_)nb_", r"\1num_", out)
 
 
+def bound_params(spec, m):
+    """The parameters of `m` the bindings take: a count the spec pairs with an array ([len=] or
+    [bytes=], ParamDesc::lengthOf) is not one -- the bindings take the sequence alone
+    (add_concatenation(inputs)) -- nor is an output the library fills or the count of one."""
+    infos = params_info(spec, m)
+    counts = {p.ann.get("len") or p.ann.get("bytes") for p in m.params}
+    return [p for p, info in zip(m.params, infos)
+            if info.length_of < 0 and info.kind != "Out" and p.name not in counts]
+
+
 def py_spelling(spec, m):
     """(form, name): how export writes a call of `m` in Python (api::PyForm). The rule: a method is
-    its snake_case name; a one-argument setX whose interface has an argument-less getX or isX is the
-    property x; an argument-less getX returning an object is the property x; a const method that
-    returns a value (not an object) only observes (a comment); the destroy is `del`. `python` lines
-    of the overrides list rename (the form stays), make it a method (`name()`), a comment
-    (`(comment)`: an application callback that does not change the build) or, with `-`, not
-    expressible; entry points are expressible only there (form New: the class built from the
-    script's logger)."""
+    its snake_case name; a setX of one bound parameter (bound_params) whose interface has a getX or
+    isX of none is the property x; an argument-less getX returning an object is the property x; a
+    const method that returns a value (not an object) only observes (a comment); the destroy is
+    `del`. `python` lines of the overrides list rename (the form stays), make it a method
+    (`name()`), a comment (`(comment)`: an application callback that does not change the build) or,
+    with `-`, not expressible; entry points are expressible only there (form New: the class built
+    from the script's logger)."""
     name = spec.python.get(f"{m.interface}.{m.name}")
     if name == "-":
         return "None", ""
@@ -37,7 +47,7 @@ def py_spelling(spec, m):
     names = {x.name: x for x in spec.interfaces[m.interface].methods}
     k = classify(spec, m.ret, m.ret_ann)
     getter = next((names.get(p + m.name[3:]) for p in ("get", "is") if names.get(p + m.name[3:])), None)
-    if m.name.startswith("set") and len(m.params) == 1 and getter and not getter.params:
+    if m.name.startswith("set") and len(bound_params(spec, m)) == 1 and getter and not bound_params(spec, getter):
         return "Property", name or snake(m.name[3:])
     if m.name.startswith("get") and not m.params and k in (K.HANDLE, K.HANDLES):
         return "Get", name or snake(m.name[3:])

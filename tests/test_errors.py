@@ -128,6 +128,8 @@ def inputs(tmp_path_factory):
                       ("delete_owned", "delete-tensor")):
         c[case] = craft("misuse", d / f"{case}.trtrace", how)
     c["random_count_invalid"] = craft("random-count", d / "random_invalid.trtrace", (1 << 64) - 1)
+    c["export_null_receiver"] = craft("null-receiver", d / "null_receiver.trtrace")
+    c["export_not_utf8"] = craft("names", d / "not_utf8.trtrace", os.fsdecode(b"in\xffput"), "x")
     for case, how, n in (("footer_calls", "footer-calls", 1 << 62), ("footer_segment", "footer-segment", 7)):
         c[case] = d / f"{case}.trtrace"   # footers that lie (tests/tools/trace_lies)
         subprocess.run([str(BIN / "trace_lies"), how, str(c[case]), str(good), str(n)], check=True)
@@ -270,7 +272,8 @@ def test_every_case_has_rows_for_what_it_claims():
               "network_missing", "network_negative", "network_wraps", "random_count_invalid", "huge_json_ids",
               "array_count_json",
               "disk_full", "no_counterpart", "not_failing", "fail_regex_invalid", "artifacts_not_empty",
-              "export_dir_not_empty", "capture_no_command", "capture_not_found", "capture_output_is_input",
+              "export_dir_not_empty", "export_null_receiver", "export_not_utf8",
+              "capture_no_command", "capture_not_found", "capture_output_is_input",
               "capture_no_library", "json_missing_trace_beside", "trace_missing_json_beside"}
     assert cases == traces | others
     # Every trace input is documented for the player and verify at least.

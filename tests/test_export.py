@@ -13,7 +13,8 @@ import pytest
 from conftest import APPS, capture, cpp_app, drop_in_dir, play, trtrace
 from test_capture_replay import APP_CASES, engines
 
-CASES = dict(APP_CASES, squeeze=("squeeze_app.py", []))
+# python_forms: arrays whose count the bindings drop, Permutation properties, scales (issue 24)
+CASES = dict(APP_CASES, squeeze=("squeeze_app.py", []), python_forms=("python_forms_app.py", []))
 
 
 def export_and_rebuild(trace, tmp, networks):
