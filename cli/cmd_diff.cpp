@@ -26,6 +26,7 @@
 #include "diff_model.h"
 #include "trace_edit.h"
 #include "trtrace/api_table.h"
+#include "trtrace/convert.h"
 #include "trtrace/error.h"
 #include "trtrace/reader.h"
 
@@ -150,8 +151,8 @@ CallDiff compareCalls(const Reader& a, const Reader& b, const DiffOptions& o) {
     compareCall(a, *x, *y, ptrs, r.diffs);
   }
   std::set<std::pair<std::pair<uint64_t, uint64_t>, uint64_t>> ba, bb;
-  for (auto& i : a.blobs()) ba.insert({{i.ref.hash.hi, i.ref.hash.lo}, i.ref.length});
-  for (auto& i : b.blobs()) bb.insert({{i.ref.hash.hi, i.ref.hash.lo}, i.ref.length});
+  for (const BlobRef& k : blobKeys(a)) ba.insert({{k.hash.hi, k.hash.lo}, k.length});
+  for (const BlobRef& k : blobKeys(b)) bb.insert({{k.hash.hi, k.hash.lo}, k.length});
   r.blobsA = ba.size(), r.blobsB = bb.size(), r.blobSetsDiffer = ba != bb;
   return r;
 }
@@ -193,8 +194,8 @@ void printJson(const CallDiff& c, const std::vector<NetworkDiff>& nets) {
 static int runDiff(const DiffOptions& o) {
   std::unique_ptr<Reader> a, b;
   try {
-    a = Reader::open(o.a);
-    b = Reader::open(o.b);
+    a = convert::openCapture(o.a);
+    b = convert::openCapture(o.b);
     for (auto* r : {a.get(), b.get()})
       if (r->truncatedAt()) std::fprintf(stderr, "trtrace: warning: %s; comparing its prefix\n", r->truncationMessage().c_str());
     const CallDiff calls = compareCalls(*a, *b, o);

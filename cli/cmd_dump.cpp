@@ -12,6 +12,7 @@
 #include "trace_edit.h"
 #include "trtrace/api_abi.h"
 #include "trtrace/api_table.h"
+#include "trtrace/convert.h"
 #include "trtrace/error.h"
 #include "trtrace/reader.h"
 
@@ -62,6 +63,8 @@ std::string callLine(const Reader& r, const CallView& c) {
     if (b->ok) s += " engine " + std::to_string(b->engineSize) + " B xxh3 " + toHex(b->engineHash);
     else s += " build failed";
     for (auto e : b->errors) s += " | " + std::string(e);
+  } else if (isBuild(c)) {
+    s += " build outcome not recorded";
   }
   if (!c.message().empty()) s += " \"" + std::string(c.message()) + "\"";
   return s;
@@ -89,7 +92,7 @@ Command addDump(CLI::App& app) {
         throw Error(Error::Kind::Usage, "--range " + *range + ": expected A:B");
       }
     }
-    auto r = Reader::open(*path);
+    auto r = convert::openCapture(*path);
     if (*network) checkNetwork(*r, **network);
     r->forEachCall([&](const CallView& c) {
       if (c.seq() >= hi) return false;

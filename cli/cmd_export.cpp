@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "export_python.h"
 #include "trace_edit.h"
+#include "trtrace/convert.h"
 #include "trtrace/error.h"
 #include "trtrace/reader.h"
 
@@ -21,7 +22,7 @@ struct ExportOptions {
 };
 
 static int runExport(const ExportOptions& o) {
-  auto r = Reader::open(o.in);
+  auto r = convert::openCapture(o.in);
   if (r->truncatedAt()) throw Error(Error::Kind::Truncated, r->truncationMessage() + "; not exporting a truncated trace");
   ExportResult res;
   try {

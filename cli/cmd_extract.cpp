@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "trace_edit.h"
 #include "trtrace/api_table.h"
+#include "trtrace/convert.h"
 #include "trtrace/error.h"
 #include "trtrace/files.h"
 #include "trtrace/reader.h"
@@ -98,7 +99,7 @@ std::vector<bool> neededCalls(const Reader& r, uint32_t id) {
 }  // namespace
 
 static int runExtract(const ExtractOptions& o) {
-  auto r = Reader::open(o.in);
+  auto r = convert::openCapture(o.in);
   if (r->truncatedAt()) throw Error(Error::Kind::Truncated, r->truncationMessage() + "; not extracting from a truncated trace");
   checkNetwork(*r, o.network);
   files::PendingOutputs outputs;  // OUT is never IN, and appears complete or not at all

@@ -27,6 +27,7 @@
 #include "commands.h"
 #include "reduce_graph.h"
 #include "trace_edit.h"
+#include "trtrace/convert.h"
 #include "trtrace/error.h"
 #include "trtrace/files.h"
 #include "trtrace/reader.h"
@@ -372,7 +373,7 @@ const std::vector<size_t>& Reducer::run() {
 }  // namespace
 
 static int runReduce(const ReduceOptions& o) {
-  auto r = Reader::open(o.in);
+  auto r = convert::openCapture(o.in);
   if (r->truncatedAt()) throw Error(Error::Kind::Truncated, r->truncationMessage() + "; not reducing a truncated trace");
   files::PendingOutputs outputs;  // MIN is never IN, and appears complete or not at all
   const int outFd = outputs.add(o.out);

@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "trace_edit.h"
 #include "trtrace/api_abi.h"
+#include "trtrace/convert.h"
 #include "trtrace/error.h"
 #include "trtrace/files.h"
 #include "trtrace/reader.h"
@@ -124,7 +125,7 @@ class Stripper {
 }  // namespace
 
 static int runStrip(const StripOptions& o) {
-  auto r = Reader::open(o.in);
+  auto r = convert::openCapture(o.in);
   if (r->truncatedAt()) throw Error(Error::Kind::Truncated, r->truncationMessage() + "; not stripping a truncated trace");
   if (r->callCount() == 0) throw Error(Error::Kind::Empty, o.in + ": holds no calls (nothing to strip)");
   files::PendingOutputs outputs;  // OUT is never IN, and appears complete or not at all

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "trtrace/convert.h"
 #include "trtrace/reader.h"
 
 namespace trtrace::cli {
@@ -16,7 +17,7 @@ Command addVerify(CLI::App& app) {
   sub->add_option("trace", *path, "Trace file")->required();
   sub->add_flag("-q,--quiet", *quiet, "Print problems only");
   return {sub, [=] {
-    auto r = Reader::open(*path);
+    auto r = convert::openCapture(*path);
     Progress progress("trtrace verify " + *path, r->mapping().size());
     auto rep = verifyTrace(*r, [&](uint64_t done, uint64_t) { progress.update(done); });
     for (auto& i : rep.issues)

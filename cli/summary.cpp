@@ -2,6 +2,7 @@
 #include "summary.h"
 
 #include "commands.h"
+#include "trace_edit.h"
 
 namespace trtrace::cli {
 
@@ -11,7 +12,11 @@ Summary summarise(const Reader& r) {
     ++s.calls;
     ++s.perApi[c.apiId()];
     if (c.networkId()) ++s.perNet[c.networkId()];
-    if (auto b = c.buildResult()) { ++s.builds; s.buildsOk += b->ok; }
+    if (isBuild(c)) {
+      ++s.builds;
+      if (auto b = c.buildResult()) s.buildsOk += b->ok;
+      else ++s.buildsUnrecorded;
+    }
     auto note = [&](ValueView v) {
       if (v.kind() == ValueKind::WeightsBlob) { ++s.refs; s.logical += v.blob().length; }
       if (v.kind() == ValueKind::WeightsInline) s.inlineBytes += v.bytes().size();
@@ -26,6 +31,12 @@ Summary summarise(const Reader& r) {
     s.stored += b.storedSize;
     s.compressed += b.compressed;
   }
+  if (const ExternalBlobs* ext = r.externalBlobs())  // not in the file: raw bytes in the capture's BIN
+    for (auto& [ref, bytes] : ext->blobs) {
+      ++s.blobs;
+      s.unique += ref.length;
+      s.stored += ref.length;
+    }
   for (size_t i = 0; i < r.segmentCount(); ++i) {
     auto si = r.segmentInfo(i);
     s.logStored += si.storedSize;
@@ -36,7 +47,8 @@ Summary summarise(const Reader& r) {
 
 std::string summaryLine(const Summary& s) {
   return std::to_string(s.calls) + " calls, " + std::to_string(s.perNet.size()) + " networks, " +
-         std::to_string(s.builds) + " builds (" + std::to_string(s.buildsOk) + " ok), weights " +
+         std::to_string(s.builds) + " builds (" + std::to_string(s.buildsOk) + " ok" +
+         (s.buildsUnrecorded ? ", " + std::to_string(s.buildsUnrecorded) + " not recorded" : "") + "), weights " +
          humanBytes(double(s.logical)) + " in " + std::to_string(s.refs) + " references (" +
          humanBytes(double(s.unique)) + " unique, " + humanBytes(double(s.stored)) + " stored)";
 }

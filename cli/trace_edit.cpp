@@ -42,6 +42,19 @@ bool isWeights(const ValueView& v) {
   return v.kind() == ValueKind::WeightsInline || v.kind() == ValueKind::WeightsBlob || v.kind() == ValueKind::WeightsRandom;
 }
 
+bool isBuild(const CallView& c) {
+  const api::ApiDesc* d = api::find(c.apiId());
+  return d && d->has(api::flag::kBuild);
+}
+
+std::vector<BlobRef> blobKeys(const Reader& r) {
+  std::vector<BlobRef> keys;
+  for (const BlobInfo& b : r.blobs()) keys.push_back(b.ref);
+  if (const ExternalBlobs* ext = r.externalBlobs())
+    for (const auto& [ref, bytes] : ext->blobs) keys.push_back(ref);
+  return keys;
+}
+
 void copyBlob(const Reader& r, Writer& w, const BlobRef& ref) {
   if (r.blobLost(ref)) return w.putLostBlob(ref, BlobHint::None, r.blobReplaced(ref));
   BlobView b = r.checkedBlob(ref);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "trtrace/files.h"
 #include "trtrace/reader.h"
@@ -38,6 +39,14 @@ void copyCall(const CallView& c, Writer& w, uint32_t networkId, const WeightsHoo
               const HandleMap& handles = {});
 
 bool isWeights(const ValueView& v);
+
+// Whether `c` builds an engine: the spec's role (api::flag::kBuild), never whether the trace holds
+// the optional build outcome (converted NVIDIA captures hold none).
+bool isBuild(const CallView& c);
+
+// Every blob key `r` can hand out: those its file stores and those outside it (a JSON+BIN
+// capture's weights in its BIN, Reader::externalBlobs).
+std::vector<BlobRef> blobKeys(const Reader& r);
 
 // One blob of `r` into `w` as `r` stores it: its bytes (checked against the key, and consumed by
 // the writer before this returns), or a Lost record.

@@ -66,33 +66,6 @@ void checkCaptureExists(const std::string& capture) {
   }
 }
 
-// A capture that is not a trace and not JSON is opened as a trace, whose reader names what is
-// wrong with it (magic, version, ...).
-bool isJson(const std::string& path) { return convert::detect(path) == convert::FileKind::Json; }
-
-// The capture as a trace. NVIDIA JSON+BIN input goes straight into replay: its calls are converted
-// (convert/) into a call log in memory (files::memoryFile; nothing on disk), and its weights stay
-// in the mapped BIN, each blob a view the replay hands to the library (JsonToTraceOptions::inPlace):
-// nothing copied, compressed or decompressed on the way.
-std::unique_ptr<Reader> openCapture(const std::string& capture) {
-  if (!isJson(capture)) return Reader::open(capture);
-  const int fd = files::memoryFile("tensorrt_player calls");
-  try {
-    auto weights = std::make_shared<ExternalBlobs>();
-    convert::JsonToTraceOptions o;
-    o.traceFd = fd;
-    o.inPlace = weights.get();
-    convert::jsonToTrace(capture, capture + " (converted)", o);
-    auto reader = Reader::open(fd, capture + " (converted)");
-    reader->setExternalBlobs(std::move(weights));
-    ::close(fd);
-    return reader;
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-}
-
 struct Args {
   std::string capture, output;
   Options opt;
@@ -323,12 +296,12 @@ int play(const Args& a) {
     throw Error(Error::Kind::Usage, "--network " + std::to_string(*a.network) + ": networks are numbered from 0");
   auto t0 = Clock::now();
   checkCaptureExists(a.capture);
-  isJson(a.capture);                                // the capture is an input: opened (and checked) first,
+  convert::detect(a.capture);                       // the capture is an input: opened (and checked) first,
   if (!a.output.empty()) files::checkOutput(a.output);  // so that an output over it fails before any work
   std::vector<Setting> settings;
   for (const std::string& text : a.sets) settings.push_back(parseSetting(text));
   if (a.validateSet) return kOk;
-  std::unique_ptr<Reader> reader = openCapture(a.capture);
+  std::unique_ptr<Reader> reader = convert::openCapture(a.capture);
   const double openSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
   gPhases.opened = Phases::now();
   checkCapture(*reader, a);

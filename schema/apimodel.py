@@ -240,6 +240,8 @@ FLAGS = [
     ("kStartsNetwork", "returns a NetworkDefinition: opens a network (its objects inherit its id)"),
     ("kMakesLayer", "a non-const method returning a layer: the call creates it (addActivation, Loop.addRecurrence, ...)"),
     ("kBuildIrrelevant", "cannot change a build (deletions, the engine's HostMemory); NVIDIA's capture omits it"),
+    ("kBuild", "builds an engine: a non-const method taking a NetworkDefinition and a BuilderConfig it may not change "
+               "(buildSerializedNetwork, buildSerializedNetworkToStream)"),
 ]
 ENGINE_BYTES = "HostMemory"   # the interface of the serialized engine a build returns
 
@@ -260,7 +262,16 @@ def method_flags(spec, m):
     if classify(spec, m.ret, m.ret_ann) == K.HANDLE and not m.const and m.interface != "entry" \
             and "Layer" in spec.interfaces[spec.resolve(m.ret.base)].chain:
         out.append("kMakesLayer")
+    if is_build(spec, m):
+        out.append("kBuild")
     return out
+
+
+def is_build(spec, m):
+    """A build entry point, by its signature alone: whether a call is a build never depends on the
+    optional outcome a capture may hold (converted NVIDIA captures have none)."""
+    takes = {spec.resolve(p.type.base) for p in m.params if p.type.ref or p.type.ptr}
+    return not m.const and m.interface != "entry" and {"NetworkDefinition", "BuilderConfig"} <= takes
 
 
 def len_expr(m, p):

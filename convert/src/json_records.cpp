@@ -254,7 +254,7 @@ void JsonRecords::add(const CallView& c, std::string& out) {
   }
   // After a build its network's weights table goes (bounded memory over many networks); a later
   // repeat in that network would just be written again under a new id.
-  if (d->id == api::kBuilder_buildSerializedNetwork) weightIds_.erase(net);
+  if (d->has(api::flag::kBuild)) weightIds_.erase(net);
   out += index_ ? ",\n        " : "\n        ";
   render(out, rec, 8);
   ++index_;

@@ -140,7 +140,8 @@ class Call:
     """One recorded call: ``name`` "Interface::method", ``args`` by parameter name, ``result``,
     ``status`` ("ok", "failed", "unsupported", "exception"), ``network`` (0-based as the player
     numbers networks; None outside a network), ``receiver`` (object handle; 0 for entry points),
-    ``build`` for build calls."""
+    ``build`` the outcome recorded for a build call (None where the capture holds none: converted
+    NVIDIA captures), ``is_build`` whether the call is a build (from the API spec, recorded or not)."""
 
     seq: int
     thread: int
@@ -154,6 +155,7 @@ class Call:
     status: str
     message: str
     build: Optional[BuildOutcome]
+    is_build: bool = False
 
     @property
     def name(self) -> str:
@@ -163,11 +165,12 @@ class Call:
 @dataclass(frozen=True)
 class Build:
     """A build call and its outcome: ``network`` (0-based), ``seq`` of the call, ``ok``, engine size and
-    hash, errors logged by the library."""
+    hash, errors logged by the library (``ok`` None, size 0: the capture holds no outcome, as a converted
+    NVIDIA capture)."""
 
     network: Optional[int]
     seq: int
-    ok: bool
+    ok: Optional[bool]
     engine_size: int
     engine_hash: str
     errors: list[str]
@@ -182,12 +185,13 @@ class Network:
 
     @property
     def builds(self) -> list[Build]:
-        return [_build_of(c) for c in self.calls if c.build is not None]
+        return [_build_of(c) for c in self.calls if c.is_build]
 
 
 def _build_of(c: Call) -> Build:
     b = c.build
-    assert b is not None
+    if b is None:
+        return Build(c.network, c.seq, None, 0, "", [])
     return Build(c.network, c.seq, b.ok, b.engine_size, b.engine_hash, b.errors)
 
 
@@ -249,7 +253,8 @@ class Trace:
         return Call(c["seq"], c["thread"], c["network"], c["api"], c["interface"], c["method"], c["receiver"],
                     {a["name"]: self._value(a) for a in c["args"]},
                     self._value(c["result"]) if c["result"] else None, c["status"], c["message"],
-                    BuildOutcome(b["ok"], b["engine_size"], b["engine_hash"], b["errors"]) if b else None)
+                    BuildOutcome(b["ok"], b["engine_size"], b["engine_hash"], b["errors"]) if b else None,
+                    c["is_build"])
 
     @property
     def calls(self) -> list[Call]:
@@ -290,8 +295,8 @@ class Trace:
 
     @property
     def builds(self) -> list[Build]:
-        """Every build call with its recorded outcome."""
-        return [_build_of(c) for c in self if c.build is not None]
+        """Every build call (by the API spec) with its recorded outcome."""
+        return [_build_of(c) for c in self if c.is_build]
 
     @property
     def weights(self) -> list[Weights]:
@@ -341,7 +346,8 @@ class _Owned:
 
 
 def open(path: PathLike) -> Trace:  # noqa: A001 (the module's verb, as in trtrace.open)
-    """Opens a trace: TraceError (the tools' one line) when it cannot be read or is not a trace."""
+    """Opens a trace, or NVIDIA's JSON+BIN capture (read in place, as every tool reads it): TraceError
+    (the tools' one line) when it cannot be read or is not a trace."""
     return Trace(path)
 
 

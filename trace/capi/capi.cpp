@@ -12,6 +12,7 @@
 
 #include "trtrace/api_abi.h"
 #include "trtrace/api_table.h"
+#include "trtrace/convert.h"
 #include "trtrace/error.h"
 #include "trtrace/reader.h"
 
@@ -145,7 +146,8 @@ std::string callJson(const Reader& r, const CallView& c) {
     s += (i ? "," : "") + valueJson(r, c.arg(i), name, d && i < d->nargs ? d->params[i].text : "");
   }
   s += "],\"result\":" + (c.ret() ? valueJson(r, *c.ret(), "result", d ? d->result.text : "") : std::string("null"));
-  s += ",\"status\":" + str(statusText(c.status())) + ",\"message\":" + str(c.message()) + ",\"build\":";
+  s += ",\"status\":" + str(statusText(c.status())) + ",\"message\":" + str(c.message()) +
+       ",\"is_build\":" + (d && d->has(api::flag::kBuild) ? "true" : "false") + ",\"build\":";
   if (auto b = c.buildResult()) {
     s += std::string("{\"ok\":") + (b->ok ? "true" : "false") + ",\"engine_size\":" + std::to_string(b->engineSize) +
          ",\"engine_hash\":" + str(b->ok ? toHex(b->engineHash) : "") + ",\"errors\":[";
@@ -161,7 +163,7 @@ std::string callJson(const Reader& r, const CallView& c) {
 
 TRTRACE_C_EXPORT trtrace_reader* trtrace_open(const char* path, char** error, int* kind) {
   trtrace_reader* out = nullptr;
-  guarded(error, kind, [&] { out = new trtrace_reader{Reader::open(path ? path : "")}; });
+  guarded(error, kind, [&] { out = new trtrace_reader{convert::openCapture(path ? path : "")}; });
   return out;
 }
 

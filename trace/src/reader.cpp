@@ -237,6 +237,7 @@ bool Reader::hasBlob(const BlobRef& ref) const {
   return impl_->findBlob(ref) || (impl_->external && impl_->external->blobs.count(ref));
 }
 void Reader::setExternalBlobs(std::shared_ptr<const ExternalBlobs> blobs) { impl_->external = std::move(blobs); }
+const ExternalBlobs* Reader::externalBlobs() const { return impl_->external.get(); }
 bool Reader::blobLost(const BlobRef& ref) const {
   const BlobInfo* b = impl_->findBlob(ref);
   return b && b->lost;

@@ -211,6 +211,11 @@ void Verifier::footer(uint64_t pos) {
 
 // What only the whole walk shows: the end of the file and references to missing blobs.
 void Verifier::finish(uint64_t pos) {
+  // Blobs outside the file (a JSON+BIN capture's BIN) are present too: each was hashed into its
+  // key as its calls were converted, moments before, so only counted here.
+  if (m_.external)
+    for (const auto& [ref, bytes] : m_.external->blobs)
+      if (blobKeys_.insert({ref.hash.hi, ref.hash.lo, ref.length}).second) rep_.blobs++, rep_.blobBytes += ref.length;
   if (pos > m_.size && !cut_) issue(P::Truncated, m_.size, "file ends inside the padding of its last block");
   if (footerAt_ && pos < m_.size && pos < m_.fh.fileLength) issue(P::Corrupt, pos, "blocks after the footer");
   if (closedHeader_ && !footerAt_ && !cut_ && rep_.ok()) issue(P::Corrupt, m_.fh.footerOffset, "footer missing");

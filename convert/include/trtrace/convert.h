@@ -12,6 +12,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "trtrace/reader.h"
@@ -70,5 +71,14 @@ struct TraceToJsonOptions {
   bool requireCalls = false;  // a trace with no calls is an error (Error::Kind::Empty), not an empty JSON
 };
 Stats traceToJson(const std::string& tracePath, const std::string& jsonPath, const TraceToJsonOptions& o = {});
+
+// The one way every reader of captures opens one (tensorrt_player, each trtrace tool, the C
+// interface and so Python's trtrace.open): a trace is Reader::open(path); NVIDIA's JSON+BIN
+// (detect() says Json) has its calls converted into a call log in memory (files::memoryFile;
+// nothing on disk) while its weights stay in the mapped BIN, each blob a view
+// (JsonToTraceOptions::inPlace, Reader::setExternalBlobs): nothing copied, compressed or
+// decompressed. The reader's path() is "<path> (converted)". Anything else is opened as a trace,
+// whose reader names what is wrong with it. Throws Error (one line naming the file and record).
+std::unique_ptr<Reader> openCapture(const std::string& path);
 
 }  // namespace trtrace::convert

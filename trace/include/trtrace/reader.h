@@ -236,6 +236,9 @@ class Reader {
   DecodeCacheReport useDecodeCache(const DecodeCacheOptions& options);
   // A blob the trace does not hold is looked up here (zero-copy views, not hashed again).
   void setExternalBlobs(std::shared_ptr<const ExternalBlobs> blobs);
+  // Those blobs (nullptr when none were set): blobs() lists only the ones the file stores, so a
+  // count of a capture's weights (trtrace info, diff) adds these.
+  const ExternalBlobs* externalBlobs() const;
   // The same bytes as `view` (a zero-copy view of this reader: the trace's or the decode cache's
   // mapping) at another address: a second read-only mapping of the same file pages, so a second
   // owner of the bytes costs no memory. Empty when `view` does not start on a page of a mapping.
