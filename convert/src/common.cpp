@@ -16,6 +16,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <stdexcept>
 
 #include "trtrace/convert.h"
 #include "trtrace/files.h"
@@ -139,6 +141,40 @@ void appendDouble(std::string& out, double v) {
   }
 }
 
+namespace {
+
+// Where NVIDIA's JSON departs from the spec's parameter names: arguments its shim (0.4.0 with
+// TensorRT-RTX 1.6, 0.5.0 with 1.7) never writes, whatever their value, each with the library's
+// default enumerator to stand in (tests/convert/test_builder_settings.py captures every builder
+// setting with both shims; every other argument key is the spec's parameter name).
+struct Omission {
+  std::string_view iface, method, param, fallback;
+};
+constexpr Omission kNvidiaOmits[] = {
+    {"BuilderConfig", "setRuntimePlatform", "runtimePlatform", "kSAME_AS_BUILD"},
+};
+
+// Resolves kNvidiaOmits against the spec; a name the spec lacks is this table's bug.
+void addOmissions(Spec& sp) {
+  for (const Omission& o : kNvidiaOmits) {
+    bool found = false;
+    for (const api::ApiDesc* d : sp.lookup(o.iface, o.method)) {
+      for (uint32_t i = 0; i < d->nargs; ++i) {
+        if (d->args[i] != o.param || d->params[i].kind != api::Kind::Enum) continue;
+        const std::optional<int64_t> v = api::enumeratorValue(d->params[i].enumId, o.fallback);
+        if (!v) break;
+        sp.omittedArgs[uint64_t(d->id) << 32 | i] = NvidiaOmitted{*v, o.fallback};
+        found = true;
+      }
+    }
+    if (!found)
+      throw std::logic_error("kNvidiaOmits: " + std::string(o.iface) + "::" + std::string(o.method) + " has no enum parameter " +
+                             std::string(o.param) + " with enumerator " + std::string(o.fallback));
+  }
+}
+
+}  // namespace
+
 const Spec& Spec::get() {
   static const Spec s = [] {
     Spec sp;
@@ -147,9 +183,15 @@ const Spec& Spec::get() {
     for (uint32_t i = 0; i < n; ++i) {
       sp.byName[std::string(all[i].interface)][std::string(all[i].method)].push_back(&all[i]);
     }
+    addOmissions(sp);
     return sp;
   }();
   return s;
+}
+
+const NvidiaOmitted* Spec::omitted(uint32_t apiId, uint32_t param) const {
+  auto it = omittedArgs.find(uint64_t(apiId) << 32 | param);
+  return it == omittedArgs.end() ? nullptr : &it->second;
 }
 
 const std::vector<const api::ApiDesc*>& Spec::lookup(std::string_view iface, std::string_view method) const {

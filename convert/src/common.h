@@ -42,6 +42,13 @@ uint64_t weightBytes(uint32_t dtype, uint64_t count);
 // Python repr() of a double (what json.dumps writes): shortest round-trip digits; null if not finite.
 void appendDouble(std::string& out, double v);
 
+// An argument NVIDIA's capture shim never writes (docs/json-bin-layout.md §4, "Arguments NVIDIA
+// leaves out"): its value is lost at capture, and the converter stands in the library's default.
+struct NvidiaOmitted {
+  int64_t value;          // the stand-in: an enumerator of the parameter's enum
+  std::string_view name;  // its name, for the warning
+};
+
 // The spec by name: (interface, method) -> API ids (overloads), for NVIDIA's "class"/"function".
 struct Spec {
   struct Hash {
@@ -53,7 +60,10 @@ struct Spec {
   static const Spec& get();
   // The overloads of Interface::method; empty if unknown.
   const std::vector<const api::ApiDesc*>& lookup(std::string_view iface, std::string_view method) const;
+  // Parameter `param` of API `apiId` when NVIDIA's JSON leaves it out, else nullptr.
+  const NvidiaOmitted* omitted(uint32_t apiId, uint32_t param) const;
   Map<Map<std::vector<const api::ApiDesc*>>> byName;
+  std::unordered_map<uint64_t, NvidiaOmitted> omittedArgs;  // (api id << 32 | parameter) -> stand-in
 };
 
 }  // namespace trtrace::convert

@@ -222,6 +222,8 @@ class Converter {
   void emit(CallEncoder& e, const Arg& a);
   int64_t getInt(element e, std::string_view what);
   double getNumber(element e, std::string_view field, int64_t index = -1);
+  void standIn(const api::ParamDesc& p, const NvidiaOmitted& o, std::string_view name, Arg& a);
+  std::string place() const;
 
   std::string jsonPath_, tracePath_;
   JsonToTraceOptions opt_;
@@ -241,6 +243,8 @@ class Converter {
   uint64_t pendingBlobBytes_ = 0;
   std::string call_;       // "Class::function" of the record being converted
   std::string firstNull_;  // where the first null number was (the warning names it)
+  uint64_t omitted_ = 0;   // arguments NVIDIA's shim never writes, given the library's default
+  std::string firstOmitted_;
 
   // State that mirrors the capture shim's: handles in creation order, network ids.
   // Trace handles are ours, dense from 1 (one per returned object): a vector. NVIDIA ids come from
@@ -324,6 +328,9 @@ Stats Converter::run() {
   if (st_.nullNumbers)  // NVIDIA's shim writes NaN and +-inf as null: the value is lost at capture
     std::fprintf(stderr, "trtrace: warning: %s: %llu null number(s) (NVIDIA writes non-finite values as null; first: %s); "
                  "converted to NaN\n", jsonPath_.c_str(), static_cast<unsigned long long>(st_.nullNumbers), firstNull_.c_str());
+  if (omitted_)  // a value NVIDIA's shim does not record: the library's default stands in
+    std::fprintf(stderr, "trtrace: warning: %s: %llu argument(s) NVIDIA's JSON never records (first: %s); the library's "
+                 "default stands in\n", jsonPath_.c_str(), static_cast<unsigned long long>(omitted_), firstOmitted_.c_str());
   writer_->close();
   if (!opt_.inPlace) checkCalls();  // in place (the player, openCapture): each reader checks each call
   auto ws = writer_->stats();
@@ -532,9 +539,20 @@ double Converter::getNumber(element e, std::string_view field, int64_t index) {
   if (e.get_double().get(v) == simdjson::SUCCESS) return v;
   const std::string where = "\"" + std::string(field) + "\"" + (index >= 0 ? ".inline[" + std::to_string(index) + "]" : "");
   if (!e.is_null()) fail("argument " + where + " is not a number");
-  if (st_.nullNumbers++ == 0)
-    firstNull_ = "api_calls[" + std::to_string(index_) + "] " + call_ + " argument " + where;
+  if (st_.nullNumbers++ == 0) firstNull_ = place() + " argument " + where;
   return std::numeric_limits<double>::quiet_NaN();
+}
+
+// The record being converted, for a warning: "api_calls[i] (api_index k) Class::function".
+std::string Converter::place() const {
+  return "api_calls[" + std::to_string(index_) + "]" + (apiIndex_ >= 0 ? " (api_index " + std::to_string(apiIndex_) + ")" : "") +
+         " " + call_;
+}
+
+// An argument NVIDIA's JSON never has (common.h, kNvidiaOmits): the library's default.
+void Converter::standIn(const api::ParamDesc& p, const NvidiaOmitted& o, std::string_view name, Arg& a) {
+  a.k = K::Enum, a.t = p.enumId, a.i = o.value;
+  if (omitted_++ == 0) firstOmitted_ = place() + " argument \"" + std::string(name) + "\", taken as " + std::string(o.name);
 }
 
 uint64_t Converter::handleOf(int64_t nvId, std::string_view what) {
@@ -697,6 +715,8 @@ void Converter::decode(const api::ApiDesc& d, uint32_t i, Arg& a, uint32_t net) 
   const bool present = fields_.ofParam[i] != nullptr;
   const element e = present ? *fields_.ofParam[i] : element();
   const ArgName arg{name};
+  if (!present)
+    if (const NvidiaOmitted* o = spec_.omitted(d.id, i)) return standIn(p, *o, name, a);
   using api::Kind;
   switch (p.kind) {
     case Kind::Foreign: a.k = K::Bool, a.i = 1; return;  // NVIDIA never writes application objects (loggers)

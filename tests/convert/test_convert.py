@@ -214,7 +214,8 @@ def check_null_conversion(js, tmp_path):
     assert r.returncode == 0, r.stderr
     warn = [ln for ln in r.stderr.splitlines() if "warning" in ln]
     assert len(warn) == 1 and "3 null number(s)" in warn[0] and "converted to NaN" in warn[0], r.stderr
-    assert f"api_calls[{want[0][0]}] NetworkDefinition::addConstant argument \"weights\".inline[0]" in warn[0], warn
+    i = want[0][0]
+    assert f"api_calls[{i}] (api_index {i}) NetworkDefinition::addConstant argument \"weights\".inline[0]" in warn[0], warn
     back = tmp_path / "back.json"
     assert run([TRTRACE, "convert", trace, back]).returncode == 0
     assert nulls(json.loads(back.read_text())) == want
