@@ -4,8 +4,8 @@
 // would otherwise keep only what an earlier flush wrote. Defined here, these names come before
 // the C library's when the shim is preloaded (or linked before libc by a drop-in app); each forwards
 // to the next definition (dlsym RTLD_NEXT), resolved when the shim loads so that a vfork child
-// calling them does no lookup. A process that loads the shim with dlopen (a drop-in library under
-// Python) does not reach these: TRT_SHIM_FLUSH_ON_BUILD then keeps each build (README).
+// calling them does no lookup. A process that loads the shim with dlopen (a native app that
+// dlopens the drop-in library) does not reach these: TRT_SHIM_FLUSH_ON_BUILD=1 keeps its builds.
 #include <dlfcn.h>
 #include <sys/syscall.h>
 #include <unistd.h>
