@@ -25,7 +25,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "trace_edit.h"
 #include "trtrace/api_abi.h"
 #include "trtrace/api_table.h"
 #include "trtrace/call_check.h"
@@ -152,13 +151,18 @@ class PyScript {
 
  private:
   [[noreturn]] void fail(const CallView& c, const std::string& why) const {
-    throw Inexpressible(r_.path() + ": call #" + std::to_string(c.seq()) + " (" + apiName(r_, c.apiId()) +
+    throw Inexpressible(r_.path() + ": call #" + std::to_string(c.seq()) + " (" + callName(c) +
                         "): cannot be written with the tensorrt_rtx Python API (" + why + ")");
   }
+  // Names in messages come from this build's table, never from the trace's own descriptors.
+  static std::string callName(const CallView& c) {
+    const api::ApiDesc* d = api::find(c.apiId());
+    return d ? std::string(d->interface) + "::" + std::string(d->method) : "api#" + std::to_string(c.apiId());
+  }
   std::string var(const CallView& c, uint64_t h) const;
-  std::string argLabel(const CallView& c, size_t i) const {
-    const std::string n = argName(r_, c.apiId(), i);
-    return n.rfind("argument ", 0) == 0 ? n : "argument " + n;
+  static std::string argLabel(const CallView& c, size_t i) {
+    const api::ApiDesc* d = api::find(c.apiId());
+    return "argument " + (d && i < d->nargs ? std::string(d->args[i]) : std::to_string(i));
   }
   std::string bind(uint64_t h, std::string_view type);  // a variable for handle h, named after its type
   std::string receiver(const CallView& c, const api::ApiDesc& d) const;
@@ -303,7 +307,7 @@ void PyScript::add(const CallView& c) {
   if (!d) fail(c, "an API this build does not know");
   if (c.status() == CallStatus::Unsupported) fail(c, "recorded as UNSUPPORTED: its arguments are not in the trace");
   if (const std::string bad = callProblem(r_, c); !bad.empty())  // verify's and the player's check
-    throw Error(Error::Kind::Corrupt, r_.path() + ": call #" + std::to_string(c.seq()) + " (" + apiName(r_, c.apiId()) + "): " + bad);
+    throw Error(Error::Kind::Corrupt, r_.path() + ": call #" + std::to_string(c.seq()) + " (" + callName(c) + "): " + bad);
   const std::string self = receiver(c, *d), py(d->pyName);
   std::string s;
   switch (d->pyForm) {
