@@ -170,30 +170,62 @@ void* realSymbol(const char* name) {
   return h ? dlsym(h, name) : nullptr;
 }
 
-// ---- Builder.buildSerializedNetwork hooks: the outcome (engine size + XXH3-128, or errors) ---------
-void pre_Builder_buildSerializedNetwork(Call& c, Object* self, abi::INetworkDefinition&, abi::IBuilderConfig&) {
-  if (ShimLogger* logger = loggerOf(self)) logger->clearErrors();
-  // The library reads the weights now: those the app changed since it passed them are recorded
-  // again, in synthesized setter calls that come before this build in the log.
+// ---- the builds: the outcome (engine size + XXH3-128, or the library's errors) --------------------
+namespace {
+// Before any build is forwarded. The library reads the weights now: those the app changed since it
+// passed them are recorded again, in synthesized setter calls that come before this build in the log.
+void beginBuild(Call& c, Object* builder) {
+  if (ShimLogger* logger = loggerOf(builder)) logger->clearErrors();
   recheckWeights(c.network());
+}
+
+// The build's outcome, before its result is recorded: the engine's size and hash, or the errors.
+void recordOutcome(Call& c, Object* builder, bool ok, uint64_t size, const Hash128& hash) {
+  ShimLogger* logger = loggerOf(builder);
+  std::vector<std::string> errors = logger ? logger->takeErrors() : std::vector<std::string>{};
+  c.record([&](CallEncoder& e) {
+    if (ok)
+      e.buildResult(true, size, hash);
+    else
+      e.buildResult(false, 0, {}, errors).status(CallStatus::Failed);
+  });
+}
+}  // namespace
+
+void pre_Builder_buildSerializedNetwork(Call& c, Object* self, abi::INetworkDefinition&, abi::IBuilderConfig&) {
+  beginBuild(c, self);
 }
 
 void post_Builder_buildSerializedNetwork(Call& c, Object* self, abi::IHostMemory* engine, abi::INetworkDefinition&,
                                          abi::IBuilderConfig&) {
-  ShimLogger* logger = loggerOf(self);
-  std::vector<std::string> errors = logger ? logger->takeErrors() : std::vector<std::string>{};
-  c.record([&](CallEncoder& e) {
-    if (engine) {
-      const lib::EngineBytes b = lib::engineBytes(engine);
-      e.buildResult(true, b.size, hash128(b.data, b.size));
-    } else {
-      e.buildResult(false, 0, {}, errors).status(CallStatus::Failed);
-    }
-  });
+  const lib::EngineBytes b = engine ? lib::engineBytes(engine) : lib::EngineBytes{};
+  recordOutcome(c, self, engine != nullptr, b.size, engine ? hash128(b.data, b.size) : Hash128{});
 }
 
 // Once the build's call is recorded: pending weights drained, TRT_SHIM_FLUSH_ON_BUILD applied.
 void after_Builder_buildSerializedNetwork(Object*) noexcept { Session::get().afterBuild(); }
+
+// The streamed build: the library gets our writer, which hashes each piece on its way to the app's
+// writer (the app gets every byte and call as without us; what it returns goes back unchanged). The
+// outcome is the build's result with the bytes the library wrote, as buildSerializedNetwork records.
+bool override_Builder_buildSerializedNetworkToStream(Object* self, abi::VBuilder* real, abi::INetworkDefinition& network,
+                                                     abi::IBuilderConfig& config, abi::IStreamWriter& writer) {
+  struct After {
+    ~After() { Session::get().afterBuild(); }
+  } after;  // destroyed after the Call: once the call is recorded
+  Call c(self, api::kBuilder_buildSerializedNetworkToStream, false, netHint(&network, &config));
+  c.argHandle(&network);
+  c.argHandle(&config);
+  c.argForeign(true);
+  beginBuild(c, self);
+  lib::EngineStreamWriter ours([&](const void* data, int64_t n) { return writer.write(data, n); },
+                               writer.getAPILanguage());
+  const bool ok = real->buildSerializedNetworkToStream(*static_cast<abi::INetworkDefinition*>(unwrap(&network)),
+                                                       *static_cast<abi::IBuilderConfig*>(unwrap(&config)), ours);
+  recordOutcome(c, self, ok, ours.size(), ours.hash());
+  c.retBool(ok);
+  return ok;
+}
 
 }  // namespace trtrace::capture
 

@@ -65,4 +65,11 @@ EngineBytes engineBytes(abi::IHostMemory* engine) {
   return {hm->data(), hm->size()};
 }
 
+// What the library writes is hashed as given, whatever `pass` takes of it: the engine is what the
+// library produced (an application writer that refuses bytes is the app's affair, as without us).
+int64_t EngineStreamWriter::write(const void* data, int64_t nbytes) {
+  if (data && nbytes > 0) hash_.update(data, static_cast<uint64_t>(nbytes));
+  return pass_(data, nbytes);
+}
+
 }  // namespace trtrace::lib

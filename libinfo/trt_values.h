@@ -1,11 +1,14 @@
 // How the library's values become trace values, one way for the shim, the player, the converter
 // and the CLI: Dims of any nbDims, the blob hint of a DataType, IEEE half <-> double, and an engine's bytes read through
-// its IHostMemory without a recorded call; the API names a trace describes itself with.
+// its IHostMemory without a recorded call, or hashed as a streamed build writes them; the API names a trace describes itself with.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <utility>
 
 #include "trtrace/api_abi.h"
+#include "trtrace/hash.h"
 #include "trtrace/writer.h"
 
 namespace trtrace::lib {
@@ -31,6 +34,26 @@ struct EngineBytes {
   uint64_t size = 0;
 };
 EngineBytes engineBytes(abi::IHostMemory* engine);
+
+// The engine of a streamed build (Builder::buildSerializedNetworkToStream) as the library writes
+// it: the writer the library is handed, which counts each piece, hashes it (the XXH3-128
+// engineBytes' bytes would give) and hands it on to `pass`, returning what `pass` returns. The
+// shim's passes it to the application's writer, the player's to its engine file; nothing is held.
+class EngineStreamWriter final : public abi::IStreamWriter {
+ public:
+  using Pass = std::function<int64_t(const void* data, int64_t nbytes)>;
+  EngineStreamWriter(Pass pass, abi::APILanguage language) : pass_(std::move(pass)), language_(language) {}
+  abi::APILanguage getAPILanguage() const noexcept override { return language_; }
+  abi::InterfaceInfo getInterfaceInfo() const noexcept override { return {"IStreamWriter", 1, 0}; }
+  int64_t write(const void* data, int64_t nbytes) override;
+  uint64_t size() const { return hash_.bytes(); }
+  Hash128 hash() const { return hash_.digest(); }
+
+ private:
+  Pass pass_;
+  abi::APILanguage language_;
+  StreamHash128 hash_;
+};
 
 // The trace's self-description: names and parameter names of every API id this build knows.
 void describeApis(Writer& w);

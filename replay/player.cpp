@@ -22,6 +22,7 @@
 #include <string>
 
 #include "library_select.h"
+#include "engine_file.h"
 #include "recheck.h"
 #include "replayer.h"
 #include "trtrace/convert.h"
@@ -128,7 +129,8 @@ std::map<uint32_t, std::string> plannedOutputs(const Reader& reader, const Args&
   std::set<uint32_t> builds;
   reader.forEachCall([&](const CallView& c) {
     if (c.networkId()) networks.insert(c.networkId());
-    if (c.apiId() == api::kBuilder_buildSerializedNetwork && (a.opt.network < 0 || c.networkId() == uint64_t(a.opt.network)))
+    const api::ApiDesc* d = api::find(c.apiId());  // every build entry point (the spec's flag)
+    if (d && d->has(api::flag::kBuild) && (a.opt.network < 0 || c.networkId() == uint64_t(a.opt.network)))
       builds.insert(c.networkId());
     return true;
   });
@@ -318,9 +320,13 @@ int play(const Args& a) {
   std::vector<NetworkResult> results;
   bool failureReproduced = false;
   Replayer player(*reader, opt, create);
+  player.streamEnginesTo([&](uint32_t network) -> std::unique_ptr<EngineStream> {  // a streamed build's output
+    const auto it = outputs.find(network);
+    return it == outputs.end() || it->second.empty() ? nullptr : engineFile(it->second);
+  });
   player.run([&](const NetworkResult& r0, const void* engine) {
-    NetworkResult r = r0;
-    if (auto it = outputs.find(r.network); r.ok && it != outputs.end() && !it->second.empty()) {
+    NetworkResult r = r0;  // a streamed engine (engine null) is in its file already
+    if (auto it = outputs.find(r.network); engine && r.ok && it != outputs.end() && !it->second.empty()) {
       r.path = it->second;
       files::writeAtomically(r.path, engine, r.engineSize);
     }

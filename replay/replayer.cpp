@@ -95,7 +95,7 @@ void Replayer::run(const std::function<void(const NetworkResult&, const void*)>&
       ++stats_.skipped;
       return true;
     }
-    if (c.apiId() == api::kBuilder_buildSerializedNetwork) addBuildSettings(c);
+    if (const api::ApiDesc* d = api::find(c.apiId()); d && d->has(api::flag::kBuild)) addBuildSettings(c);
     Setting* s = settingFor(c.apiId());
     if (!s) {
       dispatch(c, *play, nullptr);

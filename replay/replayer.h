@@ -70,6 +70,21 @@ struct NetworkResult {
   std::string path;                         // engine file written
 };
 
+// Where a streamed build (Builder::buildSerializedNetworkToStream) puts the engine as the library
+// writes it, piece by piece, so that it is never held whole: the player's output file.
+class EngineStream {
+ public:
+  virtual ~EngineStream() = default;
+  // Called from inside the library: never throws. False: the piece could not be written (the
+  // library then gives up writing; finish says why).
+  virtual bool write(const void* data, size_t n) noexcept = 0;
+  // The build returned: `keep` (it succeeded) completes the file and returns its name; otherwise
+  // nothing of it stays. Throws trtrace::Error (Io) when a write or the completion failed.
+  virtual std::string finish(bool keep) = 0;
+};
+// The stream of network `network`'s engine, or nullptr when it is not written anywhere.
+using OpenEngineStream = std::function<std::unique_ptr<EngineStream>(uint32_t network)>;
+
 class Replayer;
 using PlayFn = void (*)(Replayer&);
 
@@ -133,7 +148,13 @@ class Replayer {
   bool hasSettings() const { return options_.settings && !options_.settings->empty(); }  // --set given
   Logger& logger() { return logger_; }
   void* createBuilderFn() const { return createBuilder_; }
-  void buildDone(NetworkResult result, const void* engine);  // reports and releases build buffers
+  // reports and releases build buffers; `engine` is null for a streamed build (result.path says
+  // where it went, if anywhere)
+  void buildDone(NetworkResult result, const void* engine);
+  // Streamed builds write their engines through `open` (the player's outputs); without it they are
+  // only hashed.
+  void streamEnginesTo(OpenEngineStream open) { openStream_ = std::move(open); }
+  std::unique_ptr<EngineStream> engineStream(uint32_t network) { return openStream_ ? openStream_(network) : nullptr; }
   // A stopwatch a pre hook starts and its post hook reads (the build's time).
   void startStopwatch() { stopwatch_ = std::chrono::steady_clock::now(); }
   double stopwatchSeconds() const {
@@ -197,6 +218,7 @@ class Replayer {
   std::vector<std::unique_ptr<std::byte[]>> scratch_;      // out-parameter buffers, random weights
   uint64_t randomBytes_ = 0;                               // random weights made for this build
   std::function<void(const NetworkResult&, const void*)> onEngine_;
+  OpenEngineStream openStream_;
   Stats stats_;
 };
 

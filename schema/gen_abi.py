@@ -61,8 +61,9 @@ def gen_abi(spec, cpp: Cpp):
             for i, m in enumerate(itf.methods + [None]):
                 if itf.dtor_slot == i:
                     o.append(f"  virtual ~I{itf.name}() noexcept = default;")
-                if m is not None:
-                    o.append(f"  virtual {cpp.type(m.ret)} {m.name}({cpp.params(m)}){' const' if m.const else ''} noexcept = 0;")
+                if m is not None:  # @throws: the header's method is not noexcept (an app's exception passes)
+                    nx = "" if m.notes.get("throws") else " noexcept"
+                    o.append(f"  virtual {cpp.type(m.ret)} {m.name}({cpp.params(m)}){' const' if m.const else ''}{nx} = 0;")
             o.append("};")
             continue
         o.append(f"struct V{itf.name} : VRoot {{")

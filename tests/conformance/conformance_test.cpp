@@ -953,6 +953,40 @@ TEST(Conformance, Rtx17Delta) {
   cp.setProfileStream(nullptr);
 }
 
+// The StreamWriter interface (25-callbacks.api) against the real library: a streamed build calls
+// the writer's `write` slot with the engine, the same bytes buildSerializedNetwork returns.
+struct CollectingWriter final : IStreamWriter {
+  std::vector<uint8_t> bytes;
+  int calls = 0;
+  APILanguage getAPILanguage() const noexcept override { return APILanguage::kCPP; }
+  InterfaceInfo getInterfaceInfo() const noexcept override { return {"IStreamWriter", 1, 0}; }
+  int64_t write(const void* data, int64_t n) override {
+    ++calls;
+    if (n > 0) bytes.insert(bytes.end(), static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + n);
+    return n;
+  }
+};
+
+TEST(Conformance, StreamedBuildWritesTheEngine) {
+  std::vector<uint8_t> whole;
+  {
+    Ctx c;
+    Made<IHostMemory> h = make(c, Tag<IHostMemory>{});
+    ASSERT_NE(h.obj, nullptr) << h.why;
+    const auto* data = static_cast<const uint8_t*>(CHostMemory(h.obj).data());
+    whole.assign(data, data + CHostMemory(h.obj).size());
+    delete reinterpret_cast<PublicRoot*>(h.obj);
+  }
+  Ctx c;
+  ITensor* o = c.out(c.n().addActivation(*c.x(), ActivationType::kRELU));
+  ASSERT_NE(o, nullptr);
+  c.n().markOutput(*o);
+  CollectingWriter w;
+  ASSERT_TRUE(c.b().buildSerializedNetworkToStream(*c.network, *c.cfg(), w)) << c.log.take();
+  EXPECT_GE(w.calls, 1);
+  EXPECT_EQ(w.bytes, whole) << "the streamed engine differs from buildSerializedNetwork's";
+}
+
 class Report : public ::testing::Environment {
  public:
   void TearDown() override {

@@ -3,6 +3,7 @@
 // chunks, block type names.
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include <xxhash.h>
 
@@ -13,6 +14,23 @@ namespace trtrace {
 
 Hash128 hash128(const void* data, uint64_t bytes) {
   XXH128_hash_t h = XXH3_128bits(data, bytes);
+  return {h.low64, h.high64};
+}
+
+StreamHash128::StreamHash128() : state_(XXH3_createState()) {
+  if (!state_) throw std::bad_alloc();
+  XXH3_128bits_reset(static_cast<XXH3_state_t*>(state_));
+}
+
+StreamHash128::~StreamHash128() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
+
+void StreamHash128::update(const void* data, uint64_t bytes) {
+  XXH3_128bits_update(static_cast<XXH3_state_t*>(state_), data, bytes);
+  bytes_ += bytes;
+}
+
+Hash128 StreamHash128::digest() const {
+  XXH128_hash_t h = XXH3_128bits_digest(static_cast<const XXH3_state_t*>(state_));
   return {h.low64, h.high64};
 }
 

@@ -15,6 +15,23 @@ struct Hash128 {
 
 // XXH3-128 of `bytes` bytes at `data`.
 Hash128 hash128(const void* data, uint64_t bytes);
+// XXH3-128 of bytes that arrive in pieces (an engine the library streams through an IStreamWriter):
+// the same hash as hash128 of all of them at once, with the count of bytes seen.
+class StreamHash128 {
+ public:
+  StreamHash128();
+  ~StreamHash128();
+  StreamHash128(const StreamHash128&) = delete;
+  StreamHash128& operator=(const StreamHash128&) = delete;
+  void update(const void* data, uint64_t bytes);
+  Hash128 digest() const;
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  void* state_;  // XXH3_state_t (xxhash.h stays out of this header)
+  uint64_t bytes_ = 0;
+};
+
 // 32 lowercase hex digits, high half first (the form used in CLI output and error messages).
 std::string toHex(const Hash128& h);
 
