@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <tuple>
@@ -84,6 +85,23 @@ void render(std::string& o, JsonNode& n, int indent) {
 }
 
 bool inlineDecodable(uint32_t dtype) { return dtype <= 5 || dtype == 8; }
+
+// Whether every FLOAT/HALF element is a number JSON can hold: NaN and +-inf cannot be written
+// inline (json.dumps and NVIDIA's shim write null, which loses the value).
+bool allFinite(const unsigned char* p, uint32_t dtype, uint64_t count) {
+  for (uint64_t k = 0; k < count; ++k) {
+    if (dtype == 0) {
+      float f;
+      std::memcpy(&f, p + 4 * k, 4);
+      if (!std::isfinite(f)) return false;
+    } else if (dtype == 1) {
+      uint16_t h;
+      std::memcpy(&h, p + 2 * k, 2);
+      if ((h & 0x7c00) == 0x7c00) return false;  // exponent all ones: inf or NaN
+    }
+  }
+  return true;
+}
 
 // The JSON value of inline weights NVIDIA writes as numbers (FLOAT, HALF, INT8, INT32, BOOL, UINT8, INT64).
 JsonNode inlineValues(const unsigned char* p, uint32_t dtype, uint64_t count) {
@@ -176,9 +194,21 @@ JsonNode JsonRecords::weightsNode(const ValueView& v, uint32_t net) {
   } else {
     if (v.bytes().size() < weightBytes(dtype, count))
       throw Error(Error::Kind::Corrupt, name_ + ": inline weights shorter than their count");
-    w.obj.emplace_back("inline", inlineValues(reinterpret_cast<const unsigned char*>(v.bytes().data()), dtype, count));
+    const auto* p = reinterpret_cast<const unsigned char*>(v.bytes().data());
+    if (allFinite(p, dtype, count)) w.obj.emplace_back("inline", inlineValues(p, dtype, count));
+    else toBin(w, p, static_cast<size_t>(weightBytes(dtype, count)));  // NaN, +-inf: exact in the BIN (§7)
   }
   return w;
+}
+
+// A NaN or +-inf argument (not weights): NVIDIA's layout has no place for it but a JSON number, so
+// it is written as null, as NVIDIA's shim writes it, and the first one is said in one line.
+void JsonRecords::lostNumber() {
+  if (lostNumbers_++ == 0)
+    std::fprintf(stderr, "trtrace: warning: %s: api_calls[%llu] %s::%s argument \"%s\" is NaN or infinite: NVIDIA's JSON "
+                 "cannot hold it, written as null (the trace keeps it)\n", name_.c_str(),
+                 static_cast<unsigned long long>(index_), std::string(desc_->interface).c_str(),
+                 std::string(desc_->method).c_str(), std::string(desc_->args[arg_]).c_str());
 }
 
 // One argument as NVIDIA writes it; false: NVIDIA writes none.
@@ -188,7 +218,10 @@ bool JsonRecords::argNode(const api::ParamDesc& p, const ValueView& v, uint32_t 
     case ValueKind::Bool: n = JsonNode::boolean(v.asBool()); return true;
     case ValueKind::I64: case ValueKind::Enum: n = JsonNode::integer(v.asI64()); return true;
     case ValueKind::U64: n = JsonNode::integer(static_cast<int64_t>(v.asU64())); return true;
-    case ValueKind::F32: case ValueKind::F64: n = JsonNode::dbl(v.asF64()); return true;
+    case ValueKind::F32: case ValueKind::F64:
+      if (!std::isfinite(v.asF64())) lostNumber();
+      n = JsonNode::dbl(v.asF64());
+      return true;
     case ValueKind::String: n = JsonNode::str(v.asString()); return true;
     case ValueKind::Dims: case ValueKind::I64Array:
       if (p.kind == api::Kind::Dims && (v.kind() == ValueKind::I64Array || v.ints().empty())) return false;  // empty/invalid Dims
@@ -198,6 +231,7 @@ bool JsonRecords::argNode(const api::ParamDesc& p, const ValueView& v, uint32_t 
     case ValueKind::F32Array:
       n.t = JsonNode::DblArr;
       n.da.assign(v.floats().begin(), v.floats().end());
+      if (!std::all_of(n.da.begin(), n.da.end(), [](double x) { return std::isfinite(x); })) lostNumber();
       return true;
     case ValueKind::Handle:
       if (!v.asU64()) return false;
@@ -245,6 +279,7 @@ void JsonRecords::add(const CallView& c, std::string& out) {
     const api::ParamDesc& p = d->params[i];
     if (p.lengthOf >= 0 || p.kind == api::Kind::Foreign || p.kind == api::Kind::Out) continue;  // NVIDIA omits them
     JsonNode n;
+    desc_ = d, arg_ = i;
     if (argNode(p, c.arg(i), net, n)) fields.emplace_back(std::string(d->args[i]), std::move(n));
   }
   if (auto r = c.ret(); r && r->kind() == ValueKind::Handle && r->asU64() &&

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 ROOT = pathlib.Path(os.environ.get("TRTRACE_ROOT", pathlib.Path(__file__).resolve().parents[2]))
@@ -40,8 +41,10 @@ APPS_UNDER_TEST = {
     "aliased": ("build_aliased_weights.py", [], {}),
     "nonfinite": ("build_cnn.py", ["--nonfinite"], {}),
 }
-REPLAYABLE = ["cnn", "onnx", "multi", "threads", "inline_all", "bin_only", "aliased"]  # nonfinite: JSON loses +-inf
-GOLDEN = ["cnn", "onnx", "multi", "inline_all", "bin_only", "nonfinite"]  # threads: interleaving differs per run
+REPLAYABLE = ["cnn", "onnx", "multi", "threads", "inline_all", "bin_only", "aliased"]  # nonfinite: NVIDIA's JSON loses +-inf
+# threads: interleaving differs per run; nonfinite: ours keeps NaN/+-inf weights in the BIN where
+# NVIDIA writes null inline (test_nonfinite.py)
+GOLDEN = ["cnn", "onnx", "multi", "inline_all", "bin_only"]
 
 
 def trt_lib():
@@ -206,7 +209,7 @@ def nulls(doc):
 
 def check_null_conversion(js, tmp_path):
     """JSON with nulls -> trace: one warning line naming the first null and the count; the nulls
-    are NaN in the trace (written back as null in the same places); the trace replays."""
+    are NaN in the trace (written back exactly: in the BIN, no null); the trace replays."""
     want = nulls(json.loads(js.read_text()))
     assert len(want) == 3, want  # +inf fp32, -inf fp16, NaN
     trace = tmp_path / "nf.trtrace"
@@ -218,18 +221,33 @@ def check_null_conversion(js, tmp_path):
     assert f"api_calls[{i}] (api_index {i}) NetworkDefinition::addConstant argument \"weights\".inline[0]" in warn[0], warn
     back = tmp_path / "back.json"
     assert run([TRTRACE, "convert", trace, back]).returncode == 0
-    assert nulls(json.loads(back.read_text())) == want
+    doc = json.loads(back.read_text())
+    assert nulls(doc) == []
+    for api_index, key, _ in want:
+        w = doc["api_calls"][api_index][key]
+        assert np.isnan(nv.weights_array(doc, w, back)).any(), w
     p = run([PLAYER, trace, "-o", tmp_path / "nf.engine", "--lib", trt_lib(), "-q"])
     assert p.returncode == 0, p.stdout + p.stderr
 
 
-def test_null_numbers_of_our_json_convert_to_nan(tmp_path):
-    """Our trace -> JSON writes non-finite values as null (as NVIDIA does), and JSON -> trace takes
-    them back as NaN with one warning line, never a refusal (issue 12, class 4)."""
+def test_null_numbers_of_a_json_convert_to_nan(tmp_path):
+    """A JSON holding null numbers (NVIDIA's non-finite values; ours keeps them in the BIN, issue 24)
+    converts with one warning line, never a refusal (issue 12, class 4)."""
     trace = our_capture(tmp_path, "nonfinite")
     js = tmp_path / "ours.json"
     assert run([TRTRACE, "convert", trace, js]).returncode == 0
-    check_null_conversion(js, tmp_path)
+    assert nulls(json.loads(js.read_text())) == []
+    doc = json.loads(js.read_text())   # NVIDIA's form of the same weights: null inline
+    for c in doc["api_calls"]:
+        w = c.get("weights")
+        if isinstance(w, dict) and "offset" in w and w["count"] <= 8:
+            vals = nv.weights_array(doc, w, js)
+            if not np.isfinite(vals.astype(np.float64)).all():
+                w.pop("offset")
+                w["inline"] = [None if not np.isfinite(x) else float(x) for x in vals.astype(np.float64)]
+    nulled = tmp_path / "nulled.json"
+    nulled.write_text(json.dumps(doc, indent=4, sort_keys=True))   # its BIN: ours.bin, beside it
+    check_null_conversion(nulled, tmp_path)
 
 
 def test_null_numbers_of_nvidia_json_convert_to_nan(nvidia, tmp_path):

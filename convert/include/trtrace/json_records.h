@@ -24,6 +24,7 @@
 
 namespace trtrace::api {
 struct ParamDesc;  // trtrace/api_table.h (generated)
+struct ApiDesc;
 }  // namespace trtrace::api
 
 namespace trtrace::convert {
@@ -71,6 +72,7 @@ class JsonRecords {
   };
   bool argNode(const api::ParamDesc& p, const ValueView& v, uint32_t net, JsonNode& n);
   JsonNode weightsNode(const ValueView& v, uint32_t net);
+  void lostNumber();
   void toBin(JsonNode& w, const void* p, size_t n);
   int64_t& slot(uint64_t h);
   int64_t idOf(uint64_t h);
@@ -85,6 +87,9 @@ class JsonRecords {
   std::unordered_map<uint32_t, int64_t> nextWeightId_;
   int64_t trtVersion_ = -1;
   uint64_t index_ = 0, skipped_ = 0, weights_ = 0, binBytes_ = 0;
+  uint64_t lostNumbers_ = 0;            // NaN/inf arguments written as null (the first is warned about)
+  const api::ApiDesc* desc_ = nullptr;  // the call and argument being written, for that warning
+  uint32_t arg_ = 0;
   std::unordered_set<uint32_t> networks_;
 };
 
