@@ -129,8 +129,11 @@ std::map<uint32_t, std::string> plannedOutputs(const Reader& reader, const Args&
   std::set<uint32_t> builds;
   reader.forEachCall([&](const CallView& c) {
     if (c.networkId()) networks.insert(c.networkId());
-    const api::ApiDesc* d = api::find(c.apiId());  // every build entry point (the spec's flag)
-    if (d && d->has(api::flag::kBuild) && (a.opt.network < 0 || c.networkId() == uint64_t(a.opt.network)))
+    // Every build entry point (the spec's flag), save one the capture could not record (UNSUPPORTED:
+    // a trace of an older shim; --skip-unsupported leaves it out).
+    const api::ApiDesc* d = api::find(c.apiId());
+    if (d && d->has(api::flag::kBuild) && c.status() != CallStatus::Unsupported &&
+        (a.opt.network < 0 || c.networkId() == uint64_t(a.opt.network)))
       builds.insert(c.networkId());
     return true;
   });

@@ -10,11 +10,14 @@ NVIDIA's shim does not record the call at all (docs/json-bin-layout.md, "Which c
 import json
 import pathlib
 import re
+import resource
+import signal
+import subprocess
 import sys
 
 import pytest
 
-from conftest import capture, play, run_app, trtrace
+from conftest import PLAYER, capture, play, run_app, trt_lib, trtrace
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import nvidia_capture as nv  # noqa: E402
@@ -62,6 +65,25 @@ def test_streamed_build_replays_the_apps_engine(tmp, networks):
         assert (tmp / "one").read_bytes() == app[1]
 
 
+def test_streamed_engine_that_cannot_be_written_leaves_nothing(tmp):
+    """A write that fails while the library streams the engine (here EFBIG: `ulimit -f` below the
+    engine, SIGXFSZ ignored as a shell's `ulimit` leaves it) is one line naming the output, exit 1
+    (docs/errors.md: output not writable), and neither the engine nor its temporary file stays."""
+    trace = tmp / "t.trtrace"
+    capture(APP, trace, "--out", tmp / "app")
+    limit = (tmp / "app").stat().st_size // 2
+
+    def small_files():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    cmd = [str(PLAYER), "-q", "-j", str(trace), "-o", str(tmp / "replay"), "--lib", str(trt_lib())]
+    out = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=small_files)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert out.stderr.splitlines() == [f"tensorrt_player: {tmp / 'replay'}: write failed (File too large)"], out.stderr
+    assert not list(tmp.glob("replay*")), list(tmp.glob("replay*"))
+
+
 def test_streamed_build_failure_is_reproduced(tmp):
     trace = tmp / "t.trtrace"
     proc = capture(APP, trace, "--out", tmp / "app", "--fail", check=False)
@@ -74,15 +96,18 @@ def test_streamed_build_failure_is_reproduced(tmp):
     assert not list(tmp.glob("replay*")), "a failed streamed build left an engine file"
 
 
-def test_streamed_build_through_nvidia_json_layout(tmp):
-    """Our JSON+BIN (NVIDIA's layout) holds the streamed build as a call; the player rebuilds it."""
-    trace = tmp / "t.trtrace"
-    capture(APP, trace, "--out", tmp / "app", "--networks", 2)
-    trtrace("convert", trace, tmp / "t.json")
-    records = [c for c in json.loads((tmp / "t.json").read_text())["api_calls"]
-               if c["function"] == "buildSerializedNetworkToStream"]
+@pytest.mark.parametrize("how", ["shim", "convert"])
+def test_streamed_build_through_nvidia_json_layout(tmp, how):
+    """Our JSON+BIN (NVIDIA's layout), from the shim's export or `trtrace convert`, holds the streamed
+    build as a call; the player rebuilds it."""
+    trace, doc = tmp / "t.trtrace", tmp / "t.json"
+    capture(APP, trace, "--out", tmp / "app", "--networks", 2,
+            env={"TRT_SHIM_OUTPUT_JSON_FILE": str(doc)} if how == "shim" else None)
+    if how == "convert":
+        trtrace("convert", trace, doc)
+    records = [c for c in json.loads(doc.read_text())["api_calls"] if c["function"] == "buildSerializedNetworkToStream"]
     assert len(records) == 2 and all(set(c) >= {"network", "config"} and "writer" not in c for c in records), records
-    out = play(tmp / "t.json", tmp / "replay")
+    out = play(doc, tmp / "replay")
     assert out.stdout.count("engine ") == 2, out.stdout
     assert [p.read_bytes() for p in engines(tmp / "replay", 2)] == [p.read_bytes() for p in engines(tmp / "app", 2)]
 
