@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from conftest import PLAYER, capture, play, run_app, trt_lib, trtrace
+from conftest import PLAYER, ROOT, capture, play, run_app, trt_lib, trtrace
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import nvidia_capture as nv  # noqa: E402
@@ -33,6 +33,26 @@ def engines(prefix, networks):
 
 def streamed_builds(trace):
     return [line for line in trtrace("dump", trace).stdout.splitlines() if STREAMED in line]
+
+
+def test_every_build_entry_point_is_recorded_with_its_outcome():
+    """The spec's build role (api::flag::kBuild, by signature) against what capture and replay do:
+    every build entry point is recorded (not UNSUPPORTED or passed through), and each has the
+    hand-written outcome code (the hooks of buildSerializedNetwork, or a whole-method override on
+    both sides) that records its engine's size and hash and has the player compare and write it."""
+    sys.path.insert(0, str(ROOT / "schema"))
+    import apimodel
+    import apispec
+    spec = apispec.load(ROOT / "schema" / "api")
+    builds = [m for m in apimodel.all_methods(spec) if apimodel.is_build(spec, m)]
+    names = {f"{m.interface}.{m.name}" for m in builds}
+    assert {"Builder.buildSerializedNetwork", "Builder.buildSerializedNetworkToStream"} <= names, names
+    for m in builds:
+        key = f"{m.interface}.{m.name}"
+        assert m.mode == "record", f"{key} is {m.mode}: a build must capture and replay"
+        for side in ("capture", "replay"):
+            hooked = {"pre", "post"} <= spec.hooks[side].get(key, set())
+            assert hooked or key in spec.overrides[side], f"{key}: no {side} code records/compares its outcome"
 
 
 @pytest.mark.parametrize("networks", [1, 2])
