@@ -15,7 +15,7 @@ namespace trtrace::lib {
 
 // How a Dims64 travels: nbDims in [0, kMaxDims] as Dims (its extents); any other nbDims (-1 is
 // "invalid") alone, as a one-element I64 array, so that the exact value replays.
-inline constexpr size_t kMaxDims = 8;
+inline constexpr size_t kMaxDims = sizeof(abi::Dims64::d) / sizeof(abi::Dims64::d[0]);  // the spec's Dims64
 inline bool travelsAsDims(int64_t nbDims) { return nbDims >= 0 && static_cast<uint64_t>(nbDims) <= kMaxDims; }
 
 // The byte grouping a blob of weights of this type compresses best with (none for others).

@@ -6,6 +6,36 @@
 #include "internal.h"
 #include "trtrace/reader.h"
 
+// The public enums copy the schema's numbering (trace.fbs): each value checked here, so a schema
+// change that moves one fails the build instead of misreading traces.
+#define TRTRACE_SAME_AS_SCHEMA(E, v) static_assert(static_cast<int>(trtrace::E::v) == static_cast<int>(trtrace::fb::E::v), #E "::" #v)
+TRTRACE_SAME_AS_SCHEMA(ValueKind, Null);
+TRTRACE_SAME_AS_SCHEMA(ValueKind, Bool);
+TRTRACE_SAME_AS_SCHEMA(ValueKind, I64);
+TRTRACE_SAME_AS_SCHEMA(ValueKind, U64);
+TRTRACE_SAME_AS_SCHEMA(ValueKind, F32);
+TRTRACE_SAME_AS_SCHEMA(ValueKind, F64);
+TRTRACE_SAME_AS_SCHEMA(ValueKind, String);
+TRTRACE_SAME_AS_SCHEMA(ValueKind, Enum);
+TRTRACE_SAME_AS_SCHEMA(ValueKind, Dims);
+TRTRACE_SAME_AS_SCHEMA(ValueKind, Handle);
+TRTRACE_SAME_AS_SCHEMA(ValueKind, HandleArray);
+TRTRACE_SAME_AS_SCHEMA(ValueKind, I64Array);
+TRTRACE_SAME_AS_SCHEMA(ValueKind, F32Array);
+TRTRACE_SAME_AS_SCHEMA(ValueKind, Bytes);
+TRTRACE_SAME_AS_SCHEMA(ValueKind, WeightsInline);
+TRTRACE_SAME_AS_SCHEMA(ValueKind, WeightsBlob);
+TRTRACE_SAME_AS_SCHEMA(ValueKind, WeightsRandom);
+static_assert(static_cast<int>(trtrace::fb::ValueKind::MAX) == static_cast<int>(trtrace::ValueKind::WeightsRandom),
+              "trace.fbs has a ValueKind reader.h lacks");
+TRTRACE_SAME_AS_SCHEMA(CallStatus, Ok);
+TRTRACE_SAME_AS_SCHEMA(CallStatus, Failed);
+TRTRACE_SAME_AS_SCHEMA(CallStatus, Unsupported);
+TRTRACE_SAME_AS_SCHEMA(CallStatus, Exception);
+static_assert(static_cast<int>(trtrace::fb::CallStatus::MAX) == static_cast<int>(trtrace::CallStatus::Exception),
+              "trace.fbs has a CallStatus writer.h lacks");
+#undef TRTRACE_SAME_AS_SCHEMA
+
 namespace trtrace {
 using detail::sv;
 namespace {

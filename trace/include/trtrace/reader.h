@@ -34,7 +34,7 @@ struct Value;
 struct BuildResult;
 }  // namespace fb
 
-enum class ValueKind : uint8_t {  // same numbering as trtrace.fb.ValueKind
+enum class ValueKind : uint8_t {  // same numbering as trtrace.fb.ValueKind (static_asserts: views.cpp)
   Null = 0, Bool, I64, U64, F32, F64, String, Enum, Dims, Handle, HandleArray, I64Array, F32Array,
   Bytes, WeightsInline, WeightsBlob, WeightsRandom,
 };
