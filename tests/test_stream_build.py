@@ -70,6 +70,11 @@ def test_streamed_build_replays_the_apps_engine(tmp, networks):
     for line, engine in zip(builds, app):
         assert "UNSUPPORTED" not in line and "[ok]" in line, line
         assert re.search(rf"engine {len(engine)} B xxh3 [0-9a-f]{{32}}", line), line
+    # The hash of the pieces is the hash of the whole: the same networks built whole record the same.
+    capture(APP, tmp / "whole.trtrace", "--out", tmp / "whole", "--networks", networks, "--whole")
+    whole = [line for line in trtrace("dump", tmp / "whole.trtrace").stdout.splitlines()
+             if "Builder::buildSerializedNetwork(" in line]
+    assert [line.split("] ")[-1] for line in whole] == [line.split("] ")[-1] for line in builds], (whole, builds)
     info = trtrace("info", trace).stdout
     assert f"builds: {networks} ({networks} ok)" in info, info
     # The player streams each engine into its output; --check compares it with the capture's.

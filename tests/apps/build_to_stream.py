@@ -6,7 +6,8 @@ Apps that build large engines do not take them back whole: they hand the builder
 pieces. This one builds --networks small networks (a convolution, a constant, a matrix multiply)
 that way; its writer appends each piece to --out (several networks: --out0, --out1, ..., as the
 capture/replay documentation names them) and counts the calls. --fail makes the build fail on
-purpose (a shape the builder rejects).
+purpose (a shape the builder rejects); --whole builds the same networks with
+build_serialized_network instead (the engine returned whole), for comparison.
 """
 import argparse
 import sys
@@ -53,6 +54,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--networks", type=int, default=1)
     ap.add_argument("--fail", action="store_true")
+    ap.add_argument("--whole", action="store_true")
     args = ap.parse_args()
     rng = np.random.default_rng(11)
     builder = trt.Builder(trt.Logger(trt.Logger.WARNING))
@@ -61,7 +63,13 @@ def main():
         path = args.out + (str(i) if args.networks > 1 else "")
         net = network(builder, rng, i, args.fail)
         writer = FileWriter(path)
-        ok = builder.build_serialized_network_to_stream(net, builder.create_builder_config(), writer)
+        if args.whole:
+            engine = builder.build_serialized_network(net, builder.create_builder_config())
+            ok = engine is not None
+            if ok:
+                writer.write(bytes(engine))
+        else:
+            ok = builder.build_serialized_network_to_stream(net, builder.create_builder_config(), writer)
         writer.file.close()
         print(f"network {i}: {'built' if ok else 'FAILED'}, {writer.bytes} bytes in {writer.calls} writes to {path}")
         status |= 0 if ok else 1
