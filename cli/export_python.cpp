@@ -190,9 +190,10 @@ std::string PyScript::var(const CallView& c, uint64_t h) const {
 }
 
 // A new variable for object `h` (0: a null result, not remembered), named by its interface
-// ("handle:ConvolutionLayer") and ordinal.
+// ("handle:ConvolutionLayer") and ordinal; `result` where the spec names none (a trace may record a
+// handle for a call that returns none).
 std::string PyScript::bind(uint64_t h, std::string_view type) {
-  const std::string base = snakeCase(type);
+  const std::string base = type.empty() ? "result" : snakeCase(type);
   std::string name = base + "_" + std::to_string(ordinals_[base]++);
   if (h) vars_[h] = name;
   return name;
@@ -319,16 +320,18 @@ void PyScript::add(const CallView& c) {
     case api::PyForm::Property: s = self + "." + py + " = " + args(c, *d); break;
     case api::PyForm::Method: s = self + "." + py + "(" + args(c, *d) + ")"; break;
   }
+  // Only an expression has a result (a trace may record a handle for `del` or a setter too).
+  const bool expression = d->pyForm == api::PyForm::New || d->pyForm == api::PyForm::Get || d->pyForm == api::PyForm::Method;
   const std::optional<ValueView> ret = c.ret();
-  const uint64_t made = ret && ret->kind() == ValueKind::Handle ? ret->asU64() : 0;
+  const uint64_t made = expression && ret && ret->kind() == ValueKind::Handle ? ret->asU64() : 0;
   // A build (the spec's role, recorded outcome or not) is saved; a failed build's None is kept too:
   // save() reports it.
   const bool build = d->has(api::flag::kBuild);
   std::string result;
-  if (made || build) result = bind(made, d->pyForm == api::PyForm::New ? d->pyName : api::ifaceName(d->result.iface));
+  if (made || (build && expression)) result = bind(made, d->pyForm == api::PyForm::New ? d->pyName : api::ifaceName(d->result.iface));
   body_ += (result.empty() ? "" : result + " = ") + s + "\n";
   ++statements_;
-  if (build) body_ += "save(" + result + ", " + std::to_string(c.networkId() - 1) + ")\n";
+  if (!result.empty() && build) body_ += "save(" + result + ", " + std::to_string(c.networkId() - 1) + ")\n";
 }
 
 std::string PyScript::text(std::string_view source, uint32_t networks) const {

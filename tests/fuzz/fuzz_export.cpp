@@ -144,8 +144,9 @@ void exportNames(const uint8_t* data, size_t size) {
   const int64_t dims[] = {1, 4};
   w->beginCall(api::kNetworkDefinition_addInput, 2, 1).argString(s[0]).argEnum(api::kEnumDataType, 0).argDims(dims).retHandle(3).endCall();
   w->beginCall(api::kNetworkDefinition_addActivation, 2, 1).argHandle(3).argEnum(api::kEnumActivationType, 0).retHandle(4).endCall();
-  w->beginCall(api::kLayer_setName, 4, 1).argString(s[1]).endCall();
-  w->beginCall(api::kTensor_getName, 3, 1).retString(s[2]).endCall();
+  w->beginCall(api::kLayer_setName, 4, 1).argString(s[1]).retHandle(9).endCall();  // results where the
+  w->beginCall(api::kTensor_getName, 3, 1).retString(s[2]).endCall();             // spec has none: not
+  w->beginCall(api::kNetworkDefinition_destroy, 2, 1).retHandle(10).endCall();     // bound (x = del y)
   w->close();
   w.reset();
   const auto r = trtrace::Reader::open(f.path());
