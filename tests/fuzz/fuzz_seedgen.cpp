@@ -172,6 +172,7 @@ int main(int argc, char** argv) {
   fs::create_directories(out / "blob_decoder");
   fs::create_directories(out / "json_reader");  // its seeds are real captures: corpus/json_reader
   fs::create_directories(out / "replay");
+  fs::create_directories(out / "export");  // its seeds are real captures: corpus/export
   writeReplaySeeds(out / "replay");
   std::vector<std::string> traces;
   auto t = [&](const char* name) { traces.push_back((out / "trace_reader" / name).string()); return traces.back(); };
