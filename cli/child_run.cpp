@@ -5,10 +5,12 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -43,6 +45,61 @@ pid_t spawn(const std::vector<std::string>& argv, int out) {
   return pid;
 }
 
+// A descriptor that polls readable when `pid` exits (-1 where the kernel has no pidfd_open: then
+// the wait below looks every 100 ms).
+int exitFd(pid_t pid) {
+#ifdef SYS_pidfd_open
+  return int(::syscall(SYS_pidfd_open, pid, 0));
+#else
+  return -1;
+#endif
+}
+
+// Whether `pid` has exited, leaving it a zombie (WNOWAIT): its id, which is also its process
+// group's, cannot be reused before the group is killed below.
+bool exited(pid_t pid) {
+  siginfo_t info{};
+  return ::waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+}
+
+// Reads what is in the pipe without waiting: a process outside the group may hold it open.
+void drain(int fd, std::string& out) {
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  char buf[65536];
+  for (size_t total = 0; total < 4 * kKeep;) {
+    const ssize_t got = ::read(fd, buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return;
+    total += size_t(got);
+    if (out.size() < kKeep) out.append(buf, std::min(size_t(got), kKeep - out.size()));
+  }
+}
+
+// Collects the output until the child exits or the deadline passes; true when it exited in time.
+// The child's exit ends the wait, not the pipe's end: a grandchild that keeps the pipe open (a
+// daemon the check started) would otherwise make every run last until the limit.
+bool collect(pid_t pid, int out, double timeoutSeconds, std::string& output) {
+  const int pidfd = exitFd(pid);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
+  bool open = true, done = false;
+  char buf[65536];
+  while (!done) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p[2] = {{open ? out : -1, POLLIN, 0}, {pidfd, POLLIN, 0}};
+    const int n = ::poll(p, 2, int(std::min<long long>(left.count(), pidfd < 0 ? 100 : 1000)));
+    if (n < 0 && errno != EINTR) break;
+    if (n > 0 && (p[0].revents & (POLLIN | POLLHUP))) {
+      const ssize_t got = ::read(out, buf, sizeof buf);
+      if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) open = false;
+      if (got > 0 && output.size() < kKeep) output.append(buf, std::min(size_t(got), kKeep - output.size()));
+    }
+    done = exited(pid);
+  }
+  if (pidfd >= 0) ::close(pidfd);
+  return done;
+}
+
 }  // namespace
 
 ChildResult runChild(const std::vector<std::string>& argv, double timeoutSeconds) {
@@ -58,29 +115,76 @@ ChildResult runChild(const std::vector<std::string>& argv, double timeoutSeconds
   }
   close(fds[1]);
   ChildResult r;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
-  char buf[65536];
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      r.timedOut = true;
-      kill(-pid, SIGKILL);
-      break;
-    }
-    pollfd p{fds[0], POLLIN, 0};
-    const int n = poll(&p, 1, int(std::min<long long>(left.count(), 1000)));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) continue;
-    const ssize_t got = read(fds[0], buf, sizeof buf);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;  // every writer closed: the child (and what it started) is done
-    if (r.output.size() < kKeep) r.output.append(buf, std::min(size_t(got), kKeep - r.output.size()));
-  }
+  r.timedOut = !collect(pid, fds[0], timeoutSeconds, r.output);
+  ::kill(-pid, SIGKILL);  // the whole group: the child past the limit, or what it left running
+  drain(fds[0], r.output);
   close(fds[0]);
   int st = 0;
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
   r.status = r.timedOut ? 124 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   return r;
+}
+
+namespace {
+
+constexpr int kForwarded[] = {SIGTERM, SIGHUP, SIGINT, SIGQUIT};
+volatile sig_atomic_t gSupervised = 0;  // the command's pid while runSupervised waits for it
+
+void forward(int sig, siginfo_t* info, void*) {
+  if (info && info->si_code == SI_KERNEL) return;  // the terminal's: the command's group has it
+  if (const pid_t pid = gSupervised; pid > 0) ::kill(pid, sig);
+}
+
+// The forwarding handlers, installed with the signals blocked (saved into `old`, `oldMask`).
+void installForwarding(struct sigaction (&old)[4], sigset_t& oldMask) {
+  sigset_t block;
+  sigemptyset(&block);
+  for (int s : kForwarded) sigaddset(&block, s);
+  ::sigprocmask(SIG_BLOCK, &block, &oldMask);
+  struct sigaction sa {};
+  sa.sa_sigaction = forward;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < 4; ++i) ::sigaction(kForwarded[i], &sa, &old[i]);
+}
+
+}  // namespace
+
+int runSupervised(const std::string& exe, const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                  int& spawnErrno) {
+  std::vector<char*> a, e;
+  for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+  for (auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
+  a.push_back(nullptr);
+  e.push_back(nullptr);
+  struct sigaction old[4];
+  sigset_t oldMask;
+  installForwarding(old, oldMask);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (int s : kForwarded) sigaddset(&defaults, s);
+  posix_spawnattr_setsigdefault(&attr, &defaults);  // the command's own dispositions, not our handlers
+  posix_spawnattr_setsigmask(&attr, &oldMask);       // nor our blocked mask
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  pid_t pid = 0;
+  spawnErrno = ::posix_spawn(&pid, exe.c_str(), nullptr, &attr, a.data(), e.data());
+  posix_spawnattr_destroy(&attr);
+  if (spawnErrno == 0) gSupervised = pid;
+  ::sigprocmask(SIG_SETMASK, &oldMask, nullptr);  // signals that came meanwhile are forwarded now
+  // Waits for the exit leaving a zombie (WNOWAIT), so that a signal forwarded until the handlers
+  // are gone cannot reach another process that got the id; then reaps it.
+  siginfo_t info{};
+  while (spawnErrno == 0 && ::waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+  }
+  for (size_t i = 0; i < 4; ++i) ::sigaction(kForwarded[i], &old[i], nullptr);
+  gSupervised = 0;
+  int status = 0;
+  while (spawnErrno == 0 && ::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (spawnErrno) return -1;
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
 }  // namespace trtrace::cli

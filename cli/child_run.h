@@ -1,7 +1,9 @@
 // Runs a command as a child process under a time limit and collects what it prints, so that a
 // command that crashes or hangs (the library on a candidate of trtrace reduce) cannot take the
 // caller with it: the child gets its own process group, stdin from /dev/null, stdout and stderr
-// into one pipe; past the limit the whole group is killed.
+// into one pipe; past the limit the whole group is killed. The run ends when the child exits: what
+// it left running in its group is killed then, and output still held open by a process outside
+// the group is not waited for (a grandchild holding the pipe cannot turn a verdict into a timeout).
 #pragma once
 #include <string>
 #include <vector>
@@ -16,5 +18,15 @@ struct ChildResult {
 
 // Runs argv[0] (looked up in PATH when it has no '/'); throws Error (Io) when it cannot be started.
 ChildResult runChild(const std::vector<std::string>& argv, double timeoutSeconds);
+
+// Runs `exe` with `argv` and `env` in the foreground (this process group, the terminal's stdin and
+// stdout) and waits for it, as a supervisor: SIGTERM, SIGHUP, SIGINT and SIGQUIT sent to this
+// process go on to the command instead of ending this one, so the command is never left running
+// orphaned and the caller still reports what it did. One the kernel sent (the terminal's ^C or ^\,
+// a hangup) reached the command's whole process group already and is not sent twice. Returns its
+// exit code, 128 + N when signal N ended it (as a shell says); spawnErrno is set (and -1 returned)
+// when it could not be started.
+int runSupervised(const std::string& exe, const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                  int& spawnErrno);
 
 }  // namespace trtrace::cli

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "child_run.h"
 #include "commands.h"
 #include "library.h"
 #include "summary.h"
@@ -118,36 +119,14 @@ void checkOutputs(const std::vector<std::string>& cmd, const std::string& exe, c
   for (const auto& o : outs) files::checkOutput(o);
 }
 
-// Runs `exe` with `argv` and `env`; its exit code (128 + signal when killed, as a shell reports it).
-// Interrupts go to the command alone while it runs, so the summary is still printed.
+// Runs `exe` with `argv` and `env` as its supervisor (child_run.h: the terminating signals sent to
+// us go on to it, so that it is never left orphaned and the summary is still printed); its exit
+// code, 128 + signal when killed, as a shell reports it.
 int runCommand(const std::string& exe, const std::vector<std::string>& argv, const std::vector<std::string>& env) {
-  std::vector<char*> a, e;
-  for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-  for (auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
-  a.push_back(nullptr);
-  e.push_back(nullptr);
-  struct sigaction ignore {}, oldInt {}, oldQuit {};
-  ignore.sa_handler = SIG_IGN;
-  ::sigaction(SIGINT, &ignore, &oldInt);
-  ::sigaction(SIGQUIT, &ignore, &oldQuit);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGINT);
-  sigaddset(&defaults, SIGQUIT);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, exe.c_str(), nullptr, &attr, a.data(), e.data());
-  posix_spawnattr_destroy(&attr);
-  int status = 0;
-  while (rc == 0 && ::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  ::sigaction(SIGINT, &oldInt, nullptr);
-  ::sigaction(SIGQUIT, &oldQuit, nullptr);
-  if (rc != 0) throw NotRunnable(kNotExecutable, "capture: " + exe + ": cannot run (" + std::strerror(rc) + ")");
-  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+  int err = 0;
+  const int code = runSupervised(exe, argv, env, err);
+  if (err) throw NotRunnable(kNotExecutable, "capture: " + exe + ": cannot run (" + std::strerror(err) + ")");
+  return code;
 }
 
 // The environment of CMD: ours, with the shim added to LD_PRELOAD and the output variables set.

@@ -24,8 +24,11 @@ Command addConvert(CLI::App& app) {
   sub->add_option("--bin", o->bin, "the BIN to read (JSON input; default: output_bin beside the JSON) or write (JSON output)");
   sub->add_flag("--all-calls", o->allCalls,
                 "trace -> JSON: also write destructors (\"~\") and IHostMemory calls, which NVIDIA's shim does not record");
-  sub->add_option("--level", o->level, "JSON -> trace: zstd level for the trace's blobs (0 = raw)")->capture_default_str();
+  sub->add_option("--level", o->level, "JSON -> trace: zstd level for the trace's blobs (0 = raw)")
+      ->check(CLI::Range(0, 22))
+      ->capture_default_str();
   sub->add_option("--threads", o->threads, "JSON -> trace: blob compression threads (default: the cores but one)")
+      ->check(CLI::Range(1, 64))
       ->capture_default_str();
   sub->add_flag("--sync", o->sync, "wait until the output is on the disk (fsync) before it is renamed into place");
   sub->add_flag("-q,--quiet", o->quiet, "no summary line");

@@ -29,6 +29,7 @@
 #include "trtrace/convert.h"
 #include "trtrace/error.h"
 #include "trtrace/reader.h"
+#include "usage.h"
 
 namespace trtrace::cli {
 
@@ -167,8 +168,8 @@ void printText(const CallDiff& c, const std::vector<NetworkDiff>& nets, const Di
   std::printf("different: %zu call differences (%llu vs %llu calls), blobs %zu vs %zu%s\n", c.diffs.size(),
               (unsigned long long)c.callsA, (unsigned long long)c.callsB, c.blobsA, c.blobsB,
               c.blobSetsDiffer ? " (sets differ)" : "");
-  if (!c.diffs.empty()) std::printf("first divergent call: %s\n", c.diffs[0].line().c_str());
-  for (size_t i = 1; i < c.diffs.size() && int(i) < o.max; ++i) std::printf("  %s\n", c.diffs[i].line().c_str());
+  if (!c.diffs.empty()) std::printf("first divergent call: %s\n", terminalText(c.diffs[0].line()).c_str());
+  for (size_t i = 1; i < c.diffs.size() && int(i) < o.max; ++i) std::printf("  %s\n", terminalText(c.diffs[i].line()).c_str());
   if (int(c.diffs.size()) > o.max) std::printf("  ... %zu more\n", c.diffs.size() - o.max);
   for (auto& n : nets) printNetworkDiff(n, o.max);
 }
@@ -197,13 +198,13 @@ static int runDiff(const DiffOptions& o) {
     a = convert::openCapture(o.a);
     b = convert::openCapture(o.b);
     for (auto* r : {a.get(), b.get()})
-      if (r->truncatedAt()) std::fprintf(stderr, "trtrace: warning: %s; comparing its prefix\n", r->truncationMessage().c_str());
+      if (r->truncatedAt()) std::fprintf(stderr, "trtrace: warning: %s; comparing its prefix\n", terminalText(r->truncationMessage()).c_str());
     const CallDiff calls = compareCalls(*a, *b, o);
     const auto nets = diffStructure(*a, *b, o.allCalls);
     o.json ? printJson(calls, nets) : printText(calls, nets, o);
     return calls.diffs.empty() && !calls.blobSetsDiffer ? 0 : 1;
   } catch (const std::exception& e) {  // cannot compare: one line, exit 2 (1 means "different")
-    std::fprintf(stderr, "trtrace: %s\n", describe(e).c_str());
+    std::fprintf(stderr, "trtrace: %s\n", topLevelMessage(e, "diff " + o.a + " " + o.b).c_str());
     return 2;
   }
 }

@@ -97,11 +97,11 @@ Command addDump(CLI::App& app) {
     r->forEachCall([&](const CallView& c) {
       if (c.seq() >= hi) return false;
       if (c.seq() < lo || (*network && c.networkId() != uint64_t(**network) + 1)) return true;
-      std::printf("%s\n", callLine(*r, c).c_str());
+      std::printf("%s\n", terminalText(callLine(*r, c)).c_str());  // names, messages: untrusted text
       return true;
     });
     if (r->truncatedAt()) {
-      std::fprintf(stderr, "trtrace: %s\n", r->truncationMessage().c_str());
+      std::fprintf(stderr, "trtrace: %s\n", terminalText(r->truncationMessage()).c_str());
       return kTruncated;
     }
     return kOk;

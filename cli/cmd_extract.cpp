@@ -67,8 +67,7 @@ bool neededNoNetwork(const Touch& t, const std::unordered_set<uint64_t>& needed)
 
 // Which calls (by position in the log) network `id` needs: see the file comment.
 std::vector<bool> neededCalls(const Reader& r, uint32_t id) {
-  std::vector<Touch> calls;
-  calls.reserve(r.callCount());
+  std::vector<Touch> calls;  // grown as read: the footer's call count is a claim, not an allocation size
   r.forEachCall([&](const CallView& c) {
     calls.push_back(touchOf(c));
     return true;

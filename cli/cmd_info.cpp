@@ -54,15 +54,15 @@ void printText(const std::string* path, const Reader* r, const Summary& s) {
   const auto& [calls, builds, buildsOk, perApi, perNet, refs, logical, inlineBytes, nBlobs, unique, stored, compressed,
                logStored, logCompressed, buildsUnrecorded] = s;
   const double dedup = s.dedup(), ratio = s.ratio();
-    std::printf("trace:      %s (format %u.%u, %s)\n", path->c_str(), h.formatMajor, h.formatMinor,
+    const auto t = [](std::string_view text) { return terminalText(text); };  // the trace's strings are untrusted
+    std::printf("trace:      %s (format %u.%u, %s)\n", t(*path).c_str(), h.formatMajor, h.formatMinor,
                 r->closedCleanly() ? "closed" : "not closed");
-    if (r->truncatedAt()) std::printf("truncated:  %s\n", r->truncationMessage().c_str());
+    if (r->truncatedAt()) std::printf("truncated:  %s\n", t(r->truncationMessage()).c_str());
     std::printf("producer:   %s %s\nlibrary:    %s %s\nhost:       %s (pid %" PRIu64 ")\n",
-                std::string(h.producer).c_str(), std::string(h.producerVersion).c_str(),
-                std::string(h.libraryName).c_str(), std::string(h.libraryVersion).c_str(),
-                std::string(h.host).c_str(), h.pid);
-    if (!h.libraryBuildId.empty()) std::printf("build id:   %s\n", std::string(h.libraryBuildId).c_str());
-    for (auto& [k, v] : h.settings) std::printf("setting:    %s=%s\n", std::string(k).c_str(), std::string(v).c_str());
+                t(h.producer).c_str(), t(h.producerVersion).c_str(), t(h.libraryName).c_str(),
+                t(h.libraryVersion).c_str(), t(h.host).c_str(), h.pid);
+    if (!h.libraryBuildId.empty()) std::printf("build id:   %s\n", t(h.libraryBuildId).c_str());
+    for (auto& [k, v] : h.settings) std::printf("setting:    %s=%s\n", t(k).c_str(), t(v).c_str());
     std::printf("calls:      %" PRIu64 " in %zu segments; builds: %" PRIu64 " (%" PRIu64 " ok%s)\n", calls,
                 r->segmentCount(), builds, buildsOk,
                 buildsUnrecorded ? (", " + std::to_string(buildsUnrecorded) + " outcome not recorded").c_str() : "");
@@ -72,7 +72,7 @@ void printText(const std::string* path, const Reader* r, const Summary& s) {
     std::printf("networks:   %zu\n", perNet.size());
     for (auto& [id, n] : perNet) std::printf("  network %u: %" PRIu64 " calls\n", id - 1, n);  // 0-based (trace ids from 1)
     std::printf("apis:\n");
-    for (auto& [id, n] : perApi) std::printf("  %10" PRIu64 "  %s\n", n, apiName(*r, id).c_str());
+    for (auto& [id, n] : perApi) std::printf("  %10" PRIu64 "  %s\n", n, t(apiName(*r, id)).c_str());
     std::printf("weights:    %" PRIu64 " references, logical %s, unique %s in %zu blobs, stored %s (%" PRIu64
                 " compressed), inline %s\n",
                 refs, humanBytes(double(logical)).c_str(), humanBytes(double(unique)).c_str(), size_t(nBlobs),

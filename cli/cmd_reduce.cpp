@@ -10,6 +10,8 @@
 // --check, whose non-zero exit is the failure without them) define it otherwise. Every candidate
 // is kept in --artifacts: good/ (does not fail), bad/ (fails), verdicts.tsv (one line each).
 #include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -32,6 +34,7 @@
 #include "trtrace/files.h"
 #include "trtrace/reader.h"
 #include "trtrace/writer.h"
+#include "usage.h"
 
 namespace trtrace::cli {
 
@@ -76,16 +79,13 @@ Size writePlan(const Reader& r, const ReduceGraph::Plan& p, Writer* w) {
   return s;
 }
 
-// Writes a plan as a trace at `path`, complete or not at all.
-Size writeTrace(const Reader& r, const ReduceGraph::Plan& p, const std::string& path) {
-  files::PendingOutputs out;
+// Writes a plan as a trace into `fd` (a new empty file, named `path` in messages).
+Size writeTrace(const Reader& r, const ReduceGraph::Plan& p, int fd, const std::string& path) {
   WriterOptions wo;
-  wo.fd = out.add(path);
+  wo.fd = fd;
   wo.path = path;
   auto w = Writer::create(wo, headerOf(r));
-  Size s = writePlan(r, p, w.get());
-  out.commit();
-  return s;
+  return writePlan(r, p, w.get());
 }
 
 std::string shellQuote(const std::string& s) {
@@ -122,6 +122,7 @@ class ReduceChecker {
   }
   struct Verdict {
     bool fails = false;
+    bool timedOut = false;  // its own verdict: not failing, unless --fail-code 124 says a hang is the failure
     int status = 0;
     std::string line;  // the failure text (default), the first matching line, or why not
   };
@@ -202,7 +203,13 @@ ReduceChecker::Verdict ReduceChecker::run(const std::string& trace) const {
     v.line = failureText(c.output);
     v.fails = c.status == 3 && !v.line.empty() && (expected_.empty() || v.line == expected_);
   }
-  if (c.timedOut) v.line = "ran past --timeout " + std::to_string(int(o_.timeout)) + " s";
+  v.timedOut = c.timedOut;
+  if (c.timedOut && o_.failCode != 124) v.fails = false;  // a hang is not the failure being reduced
+  if (c.timedOut) {
+    char limit[64];
+    std::snprintf(limit, sizeof limit, "ran past --timeout %g s", o_.timeout);
+    v.line = limit;
+  }
   if (v.line.empty()) v.line = lastLine(c.output);  // why it passed: a divergence, a crash, ...
   return v;
 }
@@ -213,12 +220,20 @@ std::string ReduceChecker::describe(const Verdict& v) const {
   return s;
 }
 
-// Where candidates go: --artifacts DIR (kept), or a private folder removed at the end.
+// Where candidates go: --artifacts DIR (kept), or a private folder removed at the end. The folder
+// may be shared (another user can plant names in it), so everything in it is made relative to its
+// descriptor, never by following a path: folders with mkdirat + O_NOFOLLOW opens, files with
+// O_CREAT|O_EXCL|O_NOFOLLOW, moves with RENAME_NOREPLACE. A planted name or link is refused, not
+// followed out of the folder.
 class Artifacts {
  public:
   explicit Artifacts(const std::string& dir);
   ~Artifacts();
-  std::string pending(size_t n) const { return dir_ + "/" + name(n); }
+  Artifacts(const Artifacts&) = delete;
+  Artifacts& operator=(const Artifacts&) = delete;
+  std::string pending(size_t n) const { return dir_ + "/" + name(n); }  // the path the check is given
+  int create(size_t n);                                                 // the new candidate n, empty
+  void discard(size_t n) { ::unlinkat(fd_, name(n).c_str(), 0); }
   void record(size_t n, const ReduceChecker::Verdict& v, const Size& s, const std::string& why);
 
  private:
@@ -227,25 +242,49 @@ class Artifacts {
     std::snprintf(b, sizeof b, "cand-%04zu.trtrace", n);
     return b;
   }
+  void makeFolders();
   std::string dir_;
   bool keep_;
-  std::vector<std::string> made_;
+  int fd_ = -1;
+  std::map<std::string, int> sub_;  // good, bad, timeout -> descriptor
+  std::vector<std::pair<std::string, std::string>> made_;  // (folder, name) of each candidate
   FILE* verdicts_ = nullptr;
 };
 
+// Opens `name` under `at` as a folder, not following a link; throws naming `path`.
+static int openFolder(int at, const std::string& name, const std::string& path) {
+  const int fd = ::openat(at, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    throw Error(Error::Kind::Io, path + ": cannot open the folder (" +
+                                     (errno == ELOOP ? std::string("a symbolic link") : std::strerror(errno)) + ")");
+  return fd;
+}
+
+// Whether the folder open at `fd` holds nothing.
+static bool emptyFolder(int fd) {
+  DIR* d = ::fdopendir(::dup(fd));
+  if (!d) return false;
+  bool empty = true;
+  while (dirent* e = ::readdir(d))
+    if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) empty = false;
+  ::closedir(d);
+  return empty;
+}
+
+static Error notEmpty(const std::string& dir) {
+  return Error(Error::Kind::Usage, "--artifacts " + dir + ": not empty (not overwriting an earlier run's candidates)");
+}
+
 // --artifacts names a new or empty folder: the candidates of an earlier run are not overwritten.
+// Checked before the first replay; Artifacts checks again on the folder it then opens.
 static void checkArtifacts(const std::string& dir) {
   if (dir.empty()) return;
-  DIR* d = opendir(dir.c_str());
-  if (!d) {
-    if (errno == ENOENT) return;
-    throw Error(Error::Kind::Io, "--artifacts " + dir + ": cannot open (" + std::strerror(errno) + ")");
-  }
-  bool empty = true;
-  while (dirent* e = readdir(d))
-    if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) empty = false;
-  closedir(d);
-  if (!empty) throw Error(Error::Kind::Usage, "--artifacts " + dir + ": not empty (not overwriting an earlier run's candidates)");
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT) return;
+  if (fd < 0) openFolder(AT_FDCWD, dir, "--artifacts " + dir);  // throws, saying why
+  const bool empty = emptyFolder(fd);
+  ::close(fd);
+  if (!empty) throw notEmpty(dir);
 }
 
 Artifacts::Artifacts(const std::string& dir) : dir_(dir), keep_(!dir.empty()) {
@@ -254,34 +293,56 @@ Artifacts::Artifacts(const std::string& dir) : dir_(dir), keep_(!dir.empty()) {
     std::string tmpl = std::string(t && *t ? t : "/tmp") + "/trtrace-reduce-XXXXXX";
     if (!mkdtemp(tmpl.data())) throw Error(Error::Kind::Io, tmpl + ": cannot create (" + std::strerror(errno) + ")");
     dir_ = tmpl;
+  } else if (::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST) {
+    throw Error(Error::Kind::Io, dir_ + ": cannot create the folder (" + std::strerror(errno) + ")");
   }
-  for (const std::string& d : {dir_, dir_ + "/good", dir_ + "/bad"}) {
-    struct stat st{};
-    if (mkdir(d.c_str(), 0755) != 0 && !(errno == EEXIST && stat(d.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
-      throw Error(Error::Kind::Io, d + ": cannot create the folder (" + std::strerror(errno) + ")");
+  fd_ = openFolder(AT_FDCWD, dir_, "--artifacts " + dir_);
+  if (keep_ && !emptyFolder(fd_)) throw notEmpty(dir_);
+  makeFolders();
+  const int vf = ::openat(fd_, "verdicts.tsv", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (vf < 0 || !(verdicts_ = ::fdopen(vf, "w"))) {
+    if (vf >= 0) ::close(vf);
+    throw Error(Error::Kind::Io, dir_ + "/verdicts.tsv: cannot create (" + std::strerror(errno) + ")");
   }
-  const std::string vf = dir_ + "/verdicts.tsv";
-  verdicts_ = std::fopen(vf.c_str(), "we");
-  if (!verdicts_) throw Error(Error::Kind::Io, vf + ": cannot create (" + std::strerror(errno) + ")");
   std::fprintf(verdicts_, "candidate\tverdict\tlayers\tcalls\tweight_bytes\tresult\n");
+}
+
+// good/, bad/ and timeout/, new: a name already there was planted since the emptiness check.
+void Artifacts::makeFolders() {
+  for (const char* f : {"good", "bad", "timeout"}) {
+    if (::mkdirat(fd_, f, 0755) != 0)
+      throw Error(Error::Kind::Io, dir_ + "/" + f + ": cannot create the folder (" + std::strerror(errno) + ")");
+    sub_[f] = openFolder(fd_, f, dir_ + "/" + f);
+  }
 }
 
 Artifacts::~Artifacts() {
   if (verdicts_) std::fclose(verdicts_);
-  if (keep_) return;
-  for (const std::string& f : made_) unlink(f.c_str());
-  unlink((dir_ + "/verdicts.tsv").c_str());
-  for (const std::string& d : {dir_ + "/good", dir_ + "/bad", dir_}) rmdir(d.c_str());
+  if (!keep_ && fd_ >= 0) {
+    for (const auto& [folder, file] : made_) ::unlinkat(sub_[folder], file.c_str(), 0);
+    ::unlinkat(fd_, "verdicts.tsv", 0);
+    for (const auto& f : sub_) ::unlinkat(fd_, f.first.c_str(), AT_REMOVEDIR);
+    ::rmdir(dir_.c_str());
+  }
+  for (const auto& f : sub_) ::close(f.second);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+int Artifacts::create(size_t n) {
+  const int fd = ::openat(fd_, name(n).c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(Error::Kind::Io, pending(n) + ": cannot create (" + std::strerror(errno) + ")");
+  return fd;
 }
 
 void Artifacts::record(size_t n, const ReduceChecker::Verdict& v, const Size& s, const std::string& why) {
-  const std::string to = dir_ + (v.fails ? "/bad/" : "/good/") + name(n);
-  if (std::rename(pending(n).c_str(), to.c_str()) != 0)
-    throw Error(Error::Kind::Io, to + ": cannot move the candidate there (" + std::strerror(errno) + ")");
-  made_.push_back(to);
+  const std::string folder = v.fails ? "bad" : v.timedOut ? "timeout" : "good";
+  if (::renameat2(fd_, name(n).c_str(), sub_[folder], name(n).c_str(), RENAME_NOREPLACE) != 0)
+    throw Error(Error::Kind::Io, dir_ + "/" + folder + "/" + name(n) + ": cannot move the candidate there (" +
+                                     std::strerror(errno) + ")");
+  made_.emplace_back(folder, name(n));
   std::string result = why;
   for (char& c : result) if (c == '\t' || c == '\n') c = ' ';
-  std::fprintf(verdicts_, "%s\t%s\t%zu\t%zu\t%llu\t%s\n", name(n).c_str(), v.fails ? "bad" : "good", s.layers, s.calls,
+  std::fprintf(verdicts_, "%s\t%s\t%zu\t%zu\t%llu\t%s\n", name(n).c_str(), folder.c_str(), s.layers, s.calls,
                (unsigned long long)s.weightBytes, result.c_str());
   std::fflush(verdicts_);
 }
@@ -297,9 +358,11 @@ class Reducer {
   }
   const std::vector<size_t>& run();
   size_t candidates() const { return n_; }
+  size_t timeouts() const { return timeouts_; }
 
  private:
   bool tryKeeping(const std::vector<size_t>& keep);
+  Size writeCandidate(size_t n, const ReduceGraph::Plan& p);
   void ddmin();
   void linear();
 
@@ -309,8 +372,22 @@ class Reducer {
   Artifacts& art_;
   std::vector<size_t> kept_;
   std::map<std::vector<bool>, bool> tried_;  // plan (removed layers) -> still fails
-  size_t n_ = 0;
+  size_t n_ = 0, timeouts_ = 0;
 };
+
+// Candidate n, written into its new file in the artifacts folder (removed again if writing fails).
+Size Reducer::writeCandidate(size_t n, const ReduceGraph::Plan& p) {
+  const int fd = art_.create(n);
+  try {
+    const Size s = writeTrace(r_, p, fd, art_.pending(n));
+    ::close(fd);
+    return s;
+  } catch (...) {
+    ::close(fd);
+    art_.discard(n);
+    throw;
+  }
+}
 
 // Replays the candidate that keeps only `keep` (and what the plan's closure leaves of it); on a
 // failure like the input's, that becomes the kept set.
@@ -321,13 +398,14 @@ bool Reducer::tryKeeping(const std::vector<size_t>& keep) {
   auto [it, fresh] = tried_.emplace(p.removed, false);
   if (fresh) {
     const size_t n = ++n_;
-    const Size s = writeTrace(r_, p, art_.pending(n));
+    const Size s = writeCandidate(n, p);
     const ReduceChecker::Verdict v = check_.run(art_.pending(n));
     it->second = v.fails;
+    timeouts_ += v.timedOut && !v.fails;
     const std::string why = check_.describe(v);
     art_.record(n, v, s, why);
     std::fprintf(stderr, "trtrace reduce: candidate %zu: %zu of %zu layers, %zu calls: %s (%s)\n", n, s.layers,
-                 g_.layerCount(), s.calls, v.fails ? "fails" : "passes", why.c_str());
+                 g_.layerCount(), s.calls, v.fails ? "fails" : v.timedOut ? "times out" : "passes", why.c_str());
   }
   if (!it->second) return false;
   kept_.clear();
@@ -391,6 +469,9 @@ static int runReduce(const ReduceOptions& o) {
   Reducer red(*r, g, check, art);
   std::vector<bool> removed(g.layerCount(), true);
   for (size_t l : red.run()) removed[l] = false;
+  if (red.timeouts())
+    std::fprintf(stderr, "trtrace reduce: %zu candidates ran past --timeout %g s: counted as not failing "
+                 "(--fail-code 124 makes a hang the failure)\n", red.timeouts(), o.timeout);
   const Size before = writePlan(*r, g.whole(), nullptr);
   WriterOptions wo;
   wo.fd = outFd;
@@ -423,10 +504,11 @@ Command addReduce(CLI::App& app) {
                   "Command that judges a candidate (run by /bin/sh; {} is replaced by the candidate's path, quoted, "
                   "else the path is appended); default: tensorrt_player -q [--lib PATH] <candidate>");
   sub->add_option("--fail-regex", o->failRegex, "A candidate fails when a line of the command's output matches this");
-  sub->add_option("--fail-code", o->failCode, "A candidate fails when the command exits with this code (124: a hang)");
+  sub->add_option("--fail-code", o->failCode, "A candidate fails when the command exits with this code (124: a hang)")
+      ->check(CLI::Range(0, 255));
   sub->add_option("--artifacts", o->artifacts, "Keep every candidate here: good/, bad/ (still fails), verdicts.tsv");
   sub->add_option("--timeout", o->timeout, "Seconds one candidate may run before it is killed (default 300)")
-      ->check(CLI::PositiveNumber);
+      ->check(kSeconds);
   sub->add_option("--lib", o->lib, "The real library the default check's player loads");
   sub->add_flag("--json", o->json, "Machine-readable report");
   return {sub, [o] { return runReduce(*o); }};

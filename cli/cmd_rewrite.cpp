@@ -168,7 +168,7 @@ std::unordered_set<BlobRef, BlobRefHasher> copyBlobs(const Reader& r, Writer& w,
       v = r.checkedBlob(b.ref);
     } catch (const Error& e) {
       if (!o.salvage) throw Error(Error::Kind::Corrupt, std::string(e.what()) + "; use --salvage to keep the calls before the first one that uses it");
-      std::fprintf(stderr, "trtrace: salvage: %s: dropped\n", e.what());
+      std::fprintf(stderr, "trtrace: salvage: %s: dropped\n", terminalText(e.what()).c_str());
       damaged.insert(b.ref);
       continue;
     }

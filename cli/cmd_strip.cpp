@@ -158,9 +158,10 @@ Command addStrip(CLI::App& app) {
                                           "other numbers, none of the original weight bytes)");
   sub->add_option("in", o->in, "Input trace")->required();
   sub->add_option("-o,--output", o->out, "Output trace (written to a temp file, then renamed)")->required();
-  sub->add_option("--keep-below", o->keepBelow, "Keep weights smaller than this many bytes as they are (e.g. shape constants)");
+  sub->add_option("--keep-below", o->keepBelow, "Keep weights smaller than this many bytes as they are (e.g. shape constants)")
+      ->check(CLI::NonNegativeNumber);
   sub->add_flag("--zeros", o->zeros, "Zeros for every type (default: seeded uniform [-1, 1) for FLOAT/HALF/BF16, zeros otherwise)");
-  sub->add_option("--seed", o->seed, "Seed of the stand-in values (default 1)");
+  sub->add_option("--seed", o->seed, "Seed of the stand-in values (default 1)")->check(CLI::NonNegativeNumber);
   sub->add_flag("--json", o->json, "Machine-readable report");
   return {sub, [o] { return runStrip(*o); }};
 }

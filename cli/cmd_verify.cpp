@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "trtrace/convert.h"
+#include "trtrace/text.h"
 #include "trtrace/reader.h"
 
 namespace trtrace::cli {
@@ -22,7 +23,7 @@ Command addVerify(CLI::App& app) {
     auto rep = verifyTrace(*r, [&](uint64_t done, uint64_t) { progress.update(done); });
     for (auto& i : rep.issues)
       std::fprintf(stderr, "trtrace: %s: %s\n",
-                   i.problem == VerifyReport::Problem::Corrupt ? "corrupt" : "truncated", i.what.c_str());
+                   i.problem == VerifyReport::Problem::Corrupt ? "corrupt" : "truncated", terminalText(i.what).c_str());
     // Truncated only: what is there is sound, and replays (tensorrt_player) up to the cut.
     const std::string prefix = rep.truncated() ? " (a clean prefix)" : "";
     // Lost blobs are not damage: the app released them before the capture read them (format.h).

@@ -71,7 +71,7 @@ class ModelBuilder {
         for (uint64_t h : v.handles()) s += objName(h) + " ";
         s += "]";
       } else if (isWeights(v)) s += weightsText(v);
-      else s += v.toString();
+      else s += terminalText(v.toString());  // escaped: a raw \x01 in a name would read as a layer reference
     }
     return s + ")";
   }
@@ -193,14 +193,15 @@ void printNetworkDiff(const NetworkDiff& n, int max) {
               n.layersB, n.addedLayers.size(), n.removedLayers.size(), n.changed.size(),
               n.callsRemoved.size() + n.callsAdded.size() ? ", other calls differ" : "");
   auto list = [&](const char* mark, const std::vector<std::string>& v) {
-    for (size_t i = 0; i < v.size() && int(i) < max; ++i) std::printf("    %s %s\n", mark, v[i].c_str());
+    for (size_t i = 0; i < v.size() && int(i) < max; ++i) std::printf("    %s %s\n", mark, v[i].c_str());  // callText escaped it
     if (int(v.size()) > max) std::printf("    %s ... %zu more\n", mark, v.size() - max);
   };
   list("+ layer", n.addedLayers);
   list("- layer", n.removedLayers);
   for (size_t i = 0; i < n.changed.size() && int(i) < max; ++i) {
     auto& c = n.changed[i];
-    std::printf("  ~ L%zu %s%s%s%s\n", c.layerA, c.type.c_str(), c.name.empty() ? "" : (" \"" + c.name + "\"").c_str(),
+    std::printf("  ~ L%zu %s%s%s%s\n", c.layerA, terminalText(c.type).c_str(),
+                c.name.empty() ? "" : (" " + quotedText(c.name)).c_str(),
                 c.layerA == c.layerB ? "" : (" (B:L" + std::to_string(c.layerB) + ")").c_str(),
                 c.weights ? ": weights changed" : "");
     list("-", c.removed);

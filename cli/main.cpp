@@ -7,11 +7,36 @@
 
 #include "commands.h"
 #include "trtrace/error.h"
+#include "usage.h"
 
 namespace trtrace::cli {
 namespace {
 std::vector<std::string> gCommand;
+
+// "<subcommand> <its first argument>" (the input it reads), for a message that names neither.
+std::string doing(const Command& c) {
+  std::string s = c.sub->get_name();
+  for (const CLI::Option* o : c.sub->get_options())
+    if (o->get_positional() && !o->results().empty()) return s + " " + o->results().front();
+  return s;
 }
+
+int runCommand(const Command& c) {
+  try {
+    return c.run();
+  } catch (const trtrace::Error& e) {
+    std::fprintf(stderr, "trtrace: %s\n", topLevelMessage(e, doing(c)).c_str());
+    switch (e.kind()) {
+      case trtrace::Error::Kind::Corrupt: return kCorrupt;
+      case trtrace::Error::Kind::Truncated: return kTruncated;
+      default: return kError;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "trtrace: %s\n", topLevelMessage(e, doing(c)).c_str());
+    return fromDamagedInput(e) ? kCorrupt : kError;
+  }
+}
+}  // namespace
 const std::vector<std::string>& commandAfterSeparator() { return gCommand; }
 }  // namespace trtrace::cli
 
@@ -28,24 +53,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<Command> commands;
   for (auto add : kCommands) commands.push_back(add(app));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  try {
-    for (auto& c : commands)
-      if (c.sub->parsed()) return c.run();
-  } catch (const trtrace::Error& e) {
-    std::fprintf(stderr, "trtrace: %s\n", e.what());
-    switch (e.kind()) {
-      case trtrace::Error::Kind::Corrupt: return kCorrupt;
-      case trtrace::Error::Kind::Truncated: return kTruncated;
-      default: return kError;
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "trtrace: %s\n", trtrace::describe(e).c_str());
-    return kError;
-  }
+  if (const int rc = parseCommandLine(app, argc, argv, "trtrace"); rc >= 0) return rc;
+  for (auto& c : commands)
+    if (c.sub->parsed()) return runCommand(c);
   return kError;
 }

@@ -94,3 +94,47 @@ def test_the_shim_joins_what_is_preloaded_already(tmp_path):
     assert not ASAN_RUNTIME or preload.split(":")[0] == ASAN_RUNTIME, p.stdout
     assert out == "s.trtrace", p.stdout + p.stderr
     assert p.returncode == 1   # sh made no TensorRT-RTX call
+
+
+# An app that builds, says so with its pid on stdout, then waits to be stopped.
+WAITING_APP = """
+import os, runpy, signal, sys
+sys.argv = [sys.argv[1], "--out", sys.argv[2]]
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+except SystemExit as e:
+    assert not e.code, e.code
+print(f"built {os.getpid()}", flush=True)
+signal.pause()
+"""
+
+
+def test_a_terminating_signal_goes_on_to_the_command(tmp_path):
+    """SIGTERM or SIGHUP to `trtrace capture` is forwarded: the app is not left running orphaned, the
+    launcher waits for it, prints the summary and exits as a shell reports the signal (128 + N)."""
+    import signal
+    (tmp_path / "app.py").write_text(WAITING_APP)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        out = tmp_path / f"s{int(sig)}.trtrace"
+        p = subprocess.Popen([str(TRTRACE), "capture", "-o", str(out), "--", sys.executable, str(tmp_path / "app.py"),
+                              str(APPS / "build_cnn.py"), str(tmp_path / "app.engine")],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(), cwd=tmp_path)
+        app = None
+        try:
+            line = "-"
+            while line and not line.startswith("built "):   # the app's own lines come first
+                line = p.stdout.readline()
+            assert line.startswith("built "), "the app did not build"
+            app = int(line.split()[1])
+            p.send_signal(sig)
+            assert p.wait(timeout=120) == 128 + int(sig)   # not the launcher killed by it (-sig)
+            assert not os.path.exists(f"/proc/{app}"), "the app was left running"
+            err = p.stderr.read()
+            assert err.splitlines()[-1].startswith(f"trtrace: capture: {out}"), err   # the summary
+            if sig == signal.SIGTERM:   # the shim flushes at SIGTERM (not yet at SIGHUP: capture/)
+                assert "1 builds (1 ok)" in err.splitlines()[-1], err
+        finally:
+            if app and os.path.exists(f"/proc/{app}"):
+                os.kill(app, signal.SIGKILL)
+            p.kill()
+            p.wait()

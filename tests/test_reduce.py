@@ -159,3 +159,108 @@ def test_readme_reduce_and_export_lines_run_verbatim(tmp_path):
     assert "min.trtrace: layers 120 → 1, " in p.stdout, p.stdout
     assert (tmp_path / "reduce-runs" / "verdicts.tsv").is_file() and (tmp_path / "min_py" / "weights").exists() is False
     assert "network 0: build failed" in p.stderr and "Reshaping [4,16] to [3,5]" in p.stdout.split("min.trtrace: ")[-1], p.stderr
+
+
+# reduce as a process supervisor (issue 23, class 8): a check judged by its own exit, whatever it
+# leaves running; a hang that is its own verdict; an artifacts folder whose names cannot be planted.
+GRANDCHILD_CHECK = """
+import os, subprocess, sys
+dump = subprocess.run([sys.argv[1], "dump", sys.argv[2]], capture_output=True, text=True).stdout
+# Two processes that outlive the check holding its stdout: one in its process group, one in a session
+# of its own (out of reach of a group kill); their ids go to a file, for the test to clean up.
+for new_session in (False, True):
+    p = subprocess.Popen(["sleep", "300"], start_new_session=new_session)
+    with open(sys.argv[3], "a") as f:
+        f.write(f"{p.pid}\\n")
+sys.exit(1 if '"bad_reshape"' in dump else 0)
+"""
+
+
+def kill_all(pid_file):
+    for pid in (pid_file.read_text().split() if pid_file.exists() else []):
+        try:
+            os.kill(int(pid), 9)
+        except ProcessLookupError:
+            pass
+
+
+def test_reduce_judges_a_check_by_its_exit_not_by_what_it_leaves_running(tmp_path):
+    """A check that exits at once but leaves grandchildren holding its output: each candidate gets the
+    check's own verdict (it made every candidate "time out", counted as failing: 12 -> 0 layers)."""
+    t = tmp_path / "t.trtrace"
+    capture("build_failing_chain.py", t, "--out", tmp_path / "e", "--layers", 6, "--bad", 3, check=False)
+    (tmp_path / "check.py").write_text(GRANDCHILD_CHECK)
+    pids = tmp_path / "pids"
+    quiet = "env ASAN_OPTIONS=detect_leaks=0 " if ASAN_RUNTIME else ""
+    check = f"{quiet}{sys.executable} {tmp_path / 'check.py'} {TRTRACE} {{}} {pids}"
+    art = tmp_path / "art"
+    try:
+        p = reduce(t, "-o", tmp_path / "min.trtrace", "--check", check, "--timeout", 60, "--artifacts", art, "--json")
+        assert p.returncode == 0, p.stderr
+        assert layers_of(tmp_path / "min.trtrace") == {"bad_reshape"}, p.stderr
+        rows = [r.split("\t") for r in (art / "verdicts.tsv").read_text().splitlines()[1:]]
+        assert {r[1] for r in rows} == {"good", "bad"} and not any("--timeout" in r[5] for r in rows), rows
+        # What the check left in its process group went with it; the one in its own session did not.
+        group, session = [int(x) for x in pids.read_text().split()[:2]]
+        assert not os.path.exists(f"/proc/{group}") or "Z" in open(f"/proc/{group}/stat").read().split()[2]
+    finally:
+        kill_all(pids)
+
+
+HANG_CHECK = """
+import subprocess, sys, time
+dump = subprocess.run([sys.argv[1], "dump", sys.argv[2]], capture_output=True, text=True).stdout
+if '"layer_2"' not in dump:
+    time.sleep(600)
+sys.exit(1 if '"bad_reshape"' in dump else 0)
+"""
+
+
+def test_reduce_counts_a_hang_as_its_own_verdict(tmp_path):
+    """A candidate that runs past --timeout is not "still failing" (without --fail-code 124): removing
+    layer_2 hangs the check, so layer_2 stays; the hang is kept in timeout/ and said once at the end."""
+    t = tmp_path / "t.trtrace"
+    capture("build_failing_chain.py", t, "--out", tmp_path / "e", "--layers", 6, "--bad", 4, check=False)
+    (tmp_path / "check.py").write_text(HANG_CHECK)
+    quiet = "env ASAN_OPTIONS=detect_leaks=0 " if ASAN_RUNTIME else ""
+    art = tmp_path / "art"
+    limit = 8 if ASAN_RUNTIME else 2
+    p = reduce(t, "-o", tmp_path / "min.trtrace", "--check", f"{quiet}{sys.executable} {tmp_path / 'check.py'} {TRTRACE} {{}}",
+               "--timeout", limit, "--artifacts", art)
+    assert p.returncode == 0, p.stderr
+    assert layers_of(tmp_path / "min.trtrace") == {"bad_reshape", "layer_2"}, p.stderr
+    rows = [r.split("\t") for r in (art / "verdicts.tsv").read_text().splitlines()[1:]]
+    hung = [r for r in rows if r[5] == f"exit 124: ran past --timeout {limit} s"]
+    assert hung and all(r[1] == "timeout" and (art / "timeout" / r[0]).is_file() for r in hung), rows
+    assert f"candidates ran past --timeout {limit} s: counted as not failing" in p.stderr, p.stderr
+
+
+PLANTING_CHECK = """
+import os, sys
+# Run on the input first (before reduce makes its artifacts folder): plant a link where the verdicts go.
+art, victim = sys.argv[2], sys.argv[3]
+if not os.path.exists(art):
+    os.mkdir(art)
+    os.symlink(victim, os.path.join(art, "verdicts.tsv"))
+    os.symlink(os.path.dirname(victim), os.path.join(art, "good"))
+sys.exit(1)
+"""
+
+
+def test_reduce_artifacts_never_follow_a_planted_link(tmp_path):
+    """Names planted in --artifacts after its emptiness check are refused, never followed out of it: a
+    link at verdicts.tsv overwrote the file it points to."""
+    t = tmp_path / "t.trtrace"
+    capture("build_failing_chain.py", t, "--out", tmp_path / "e", "--layers", 4, "--bad", 2, check=False)
+    (tmp_path / "check.py").write_text(PLANTING_CHECK)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "precious.txt"
+    victim.write_text("keep me\n")
+    art = tmp_path / "art"
+    p = reduce(t, "-o", tmp_path / "min.trtrace", "--check", f"{sys.executable} {tmp_path / 'check.py'} {{}} {art} {victim}",
+               "--artifacts", art)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert p.stderr.splitlines()[-1].startswith(f"trtrace: --artifacts {art}: not empty"), p.stderr
+    assert victim.read_text() == "keep me\n" and sorted(os.listdir(outside)) == ["precious.txt"]
+    assert not (tmp_path / "min.trtrace").exists()
