@@ -24,8 +24,9 @@ import json
 import pathlib
 import re
 import shutil
+import time
 
-from steps import defect, read
+from steps import NOISE, defect, read
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -42,6 +43,7 @@ OK_OUTCOMES = {
 }
 CLEAN = ("identical", "replays", "equivalent", "agrees", "reduced", "minimal", "builds", "failure-reproduced")
 CANNOT = re.compile(r"\(([A-Za-z_]\w*::[~\w]+)\): cannot be written with the tensorrt_rtx Python API")
+RECORDED_ERROR = re.compile(r"Error Code \d+: [^|\n]*")
 LISTED_ROW = re.compile(r"^\|\s*`([A-Za-z_]\w*::[~\w]+)`\s*\|\s*([^|]*\S[^|]*)\|")
 
 
@@ -68,6 +70,7 @@ class ToolChecks:
         self.net, self.work = net, net.work
         self.trace = net.work / "ours.trtrace"
         self._networks = None
+        self._failure = None
 
     def built(self):
         return self.net.alone.rc == 0
@@ -82,6 +85,18 @@ class ToolChecks:
                 nets = None
             self._networks = defect("info-fails", info) if nets is None else max(1, len([k for k in nets if k != "-"]))
         return self._networks
+
+    def recorded_failure(self):
+        """The library's error for the failed build, as our capture recorded it at the build call
+        (`trtrace dump`: "... [FAILED] build failed | <messages>"): the last one that is not noise.
+        Else the app's own last error. Another process's output must contain it: the library may
+        report other errors around it, in another order."""
+        if self._failure is None:
+            d = self.net.tool(self.net.trtrace, "dump", self.trace)
+            lines = [l for l in d.out.splitlines() if "[FAILED]" in l and " | " in l] if d.rc == 0 else []
+            found = [m.strip() for l in lines for m in RECORDED_ERROR.findall(l.split(" | ", 1)[1]) if not NOISE.search(m)]
+            self._failure = found[-1] if found else self.net.alone.build_error() or ""
+        return self._failure
 
     def references(self):
         """Engines that count as the app's own (alone and under our shim)."""
@@ -105,11 +120,11 @@ class ToolChecks:
             return defect("crash", step, what)
         if step.rc == 0:
             return {"outcome": "failure-not-reproduced", "reason": f"the app's build failed; {what} exit 0"}
-        want, got = self.net.alone.build_error(), step.build_error()
-        if want == got or (want is None and got is None and "Traceback" not in step.err):
+        want, got = self.recorded_failure(), step.build_error()
+        if "Traceback" not in step.err and (want in step.err + step.out if want else got is None):
             return {"outcome": "failure-reproduced"}
         return {"outcome": "failure-differs",
-                "reason": f"app: {want or 'no build error'}; {what} (exit {step.rc}): {got or step.first_error()}"}
+                "reason": f"capture: {want or 'no build error'}; {what} (exit {step.rc}): {got or step.first_error()}"}
 
     def judge_replay(self, play, engine, what):
         """A player run of a derived trace: the app's engine or its failure (player exit 3)."""
@@ -181,14 +196,17 @@ class ToolChecks:
         pairs = [(rt, "roundtrip-differs")]
         if (self.work / "nv.trtrace").exists():
             pairs.append((self.work / "nv.trtrace", "nvidia-capture-differs"))
+        found = []  # every pair is compared, so the table's reason tells both
         for other, name in pairs:
             d = self.net.tool(self.net.trtrace, "diff", self.trace, other)
             if d.rc == 1:
                 lines = [l.strip() for l in d.out.splitlines() if l.strip()]
-                return {"outcome": name, "reason": " / ".join(lines[:2])[:300]}
-            if d.rc != 0:
-                return defect("diff-fails", d, "diff")
-        return {"outcome": "equivalent"}
+                found.append({"outcome": name, "reason": f"{name}: " + " / ".join(lines[:2])[:250]})
+            elif d.rc != 0:
+                found.append(defect("diff-fails", d, "diff"))
+        if not found:
+            return {"outcome": "equivalent"}
+        return {"outcome": found[0]["outcome"], "reason": "; ".join(f["reason"] for f in found)}
 
     def api(self):
         v = self.net.tool(self.net.trtrace, "verify", "-q", self.trace)
@@ -239,8 +257,10 @@ def run_tools(net, tools):
         return {t: {"outcome": "no-trace", "reason": "our capture wrote no trace (see the ours path)"} for t in tools}
     res = {}
     for t in tools:
+        t0 = time.monotonic()
         try:
             res[t] = getattr(checks, t)()
         except Exception as e:  # a runner bug must not hide the other tools
             res[t] = {"outcome": "runner-error", "reason": f"{type(e).__name__}: {e}"}
+        res[t]["seconds"] = round(time.monotonic() - t0, 2)
     return res

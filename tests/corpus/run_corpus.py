@@ -245,10 +245,12 @@ class Network:
             res.update({p: bad for p in paths + tuple(tools)})
         else:
             for p in paths:
+                t1 = time.monotonic()
                 try:
                     res[p] = getattr(self, p)()
                 except Exception as e:  # a runner bug must not hide the other networks
                     res[p] = {"outcome": "runner-error", "reason": f"{type(e).__name__}: {e}"}
+                res[p]["seconds"] = round(time.monotonic() - t1, 2)
             res.update(corpus_tools.run_tools(self, tools))
         res["seconds"] = round(time.monotonic() - t0, 2)
         return res
@@ -325,6 +327,9 @@ def markdown(results, columns, meta):
         kind = "Path" if c in PATHS else "Tool"
         lines += [f"## {kind} `{c}`", "", "Not defects: " + ", ".join(ok_outcomes(c)) + ".", ""]
         lines += summary_table(results, c) + [""]
+        spent = sorted((r[c].get("seconds", 0.0), f"{r['source']}/{r['name']}") for r in results)
+        if spent:
+            lines += [f"Time: {sum(t for t, _ in spent):.0f} s in all, the longest {spent[-1][0]:.0f} s ({spent[-1][1]}).", ""]
     lines += ["## Networks not OK", "", "| network | path or tool | outcome | reason |", "|---|---|---|---|"]
     for r in results:
         for c in columns:
