@@ -32,6 +32,7 @@ SIX = ["tensorrt_player", "trtrace verify", "trtrace info", "trtrace dump", "trt
 # Cases whose command adds arguments to the tool's usual one (the player and dump take --network).
 EXTRA = {"network_missing": ["--network", "7"], "network_negative": ["--network", "-1"],
          "network_wraps": ["--network", "4294967296"],   # 2^32: must not wrap onto network 0
+         "bad_option": ["--no-such-option"], "timeout_nan": ["--timeout", "nan"], "timeout_huge": ["--timeout", "1e30"],
          "no_counterpart": ["--ignore-version"]}
 # Cases whose documented output is a report, one line per item, then one divergence line.
 REPORTS = {"no_counterpart"}
@@ -120,6 +121,7 @@ def inputs(tmp_path_factory):
     c["unknown_api"] = craft("unknown-api", d / "unknown.trtrace")
     c["library_abi"] = c["library_missing"] = c["library_fifo"] = c["unwritable_output"] = good
     c["not_failing"] = c["fail_regex_invalid"] = c["artifacts_not_empty"] = c["export_dir_not_empty"] = good
+    c["bad_option"] = c["timeout_nan"] = c["timeout_huge"] = good
     os.mkfifo(d / "lib.fifo")
     c["unwritable_output_json"] = d / "good.json"
     c.update(hardening_inputs(d, env, good, data, bl, js, bn, put))
@@ -236,7 +238,7 @@ def command(case, tool, src, out_dir, lib):
         return [TRTRACE, tool.split()[1], src, *network, "-o", out], out
     if tool == "trtrace reduce":                    # the default check: the player, on `lib`
         out = out or out_dir / "min.trtrace"
-        extra = {"fail_regex_invalid": ["--fail-regex", "("], "artifacts_not_empty": ["--artifacts", src.parent]}
+        extra = {"fail_regex_invalid": ["--fail-regex", "("], "artifacts_not_empty": ["--artifacts", src.parent], **EXTRA}
         return [TRTRACE, "reduce", src, "-o", out, "--lib", lib, *extra.get(case, [])], out
     if tool == "trtrace export":                    # the output is a folder (new or empty)
         out = src.parent if case == "export_dir_not_empty" else out_dir / "py"
@@ -274,7 +276,8 @@ def test_every_case_has_rows_for_what_it_claims():
               "disk_full", "no_counterpart", "not_failing", "fail_regex_invalid", "artifacts_not_empty",
               "export_dir_not_empty", "export_null_receiver", "export_not_utf8",
               "capture_no_command", "capture_not_found", "capture_output_is_input",
-              "capture_no_library", "json_missing_trace_beside", "trace_missing_json_beside"}
+              "capture_no_library", "json_missing_trace_beside", "trace_missing_json_beside",
+              "bad_option", "timeout_nan", "timeout_huge"}
     assert cases == traces | others
     # Every trace input is documented for the player and verify at least.
     for case in traces:
@@ -373,3 +376,54 @@ def test_rewrite_salvage_keeps_the_calls_before_the_damage(inputs, tmp_path):
     assert v.returncode == 0 and f", {m.group(2)} calls," in v.stdout, v.stdout + v.stderr
     p = subprocess.run([str(PLAYER), "-j", str(out), "--lib", str(trt_lib()), "-q"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+
+
+SUBCOMMANDS = ["info", "dump", "verify", "rewrite", "convert", "diff", "strip", "extract", "reduce", "export", "capture"]
+
+
+@pytest.mark.parametrize("sub", SUBCOMMANDS + ["tensorrt_player"])
+def test_command_line_errors_are_one_prefixed_line_and_exit_64(tmp_path, sub):
+    """Every subcommand (and the player): an unknown option, a missing argument and a bad number are one
+    line with the tool's prefix and the subcommand, exit 64 (CLI11's own codes were 104-114, bare);
+    --help still exits 0 with the help on stdout."""
+    tool = [str(PLAYER)] if sub == "tensorrt_player" else [str(TRTRACE), sub]
+    prefix = "tensorrt_player: " if sub == "tensorrt_player" else f"trtrace: {sub}: "
+    bad = [["--no-such-option", "x"], []]
+    if sub in ("reduce",):
+        bad += [["x", "-o", "y", "--timeout", v] for v in ("nan", "inf", "1e30", "-1", "0", "abc")]
+        bad += [["x", "-o", "y", "--fail-code", "300"]]
+    if sub == "tensorrt_player":
+        bad += [["x", "--seed", "-1"], ["x", "--network", "1e30"]]
+    if sub in ("strip",):
+        bad += [["x", "-o", "y", "--keep-below", "-1"], ["x", "-o", "y", "--seed", "-1"]]
+    if sub in ("convert",):
+        bad += [["x", "y", "--threads", "100000"], ["x", "y", "--level", "99"]]
+    if sub == "capture":
+        bad = [["--no-such-option", "--", "true"]]
+    for args in bad:
+        p = subprocess.run([*tool, *args], capture_output=True, text=True, cwd=tmp_path)
+        err = p.stderr.splitlines()
+        assert p.returncode == 64 and len(err) == 1 and err[0].startswith(prefix), (args, p.returncode, p.stderr)
+        assert err[0].endswith(" --help)") and p.stdout == "", (args, p.stderr)
+    h = subprocess.run([*tool, "--help"], capture_output=True, text=True)
+    assert h.returncode == 0 and "--help" in h.stdout and h.stderr == "", h.stderr
+
+
+def test_trace_text_is_escaped_on_the_terminal(tmp_path):
+    """Names from a trace (tests/apps/named_app.py hostile: a newline, ESC, CR, a line separator, ...)
+    reach dump, info and diff escaped: one line per call, no control byte, no separator."""
+    from conftest import capture
+    hostile, benign = tmp_path / "h.trtrace", tmp_path / "b.trtrace"
+    capture("named_app.py", hostile, tmp_path / "h.engine", "hostile")
+    capture("named_app.py", benign, tmp_path / "b.engine", "benign")
+    calls = int(re.search(r'"calls":(\d+)', subprocess.run([str(TRTRACE), "info", "--json", str(hostile)],
+                                                           capture_output=True, text=True).stdout).group(1))
+    runs = {"dump": [str(TRTRACE), "dump", str(hostile)], "info": [str(TRTRACE), "info", str(hostile)],
+            "diff": [str(TRTRACE), "diff", str(hostile), str(benign)]}
+    for name, cmd in runs.items():
+        p = subprocess.run(cmd, capture_output=True)
+        assert p.returncode in (0, 1), (name, p.stderr)
+        text = p.stdout.decode("utf-8")          # valid UTF-8 throughout
+        assert not re.search("[\x00-\x09\x0b-\x1f\x7f\x80-\x9f\u2028\u2029]", text), (name, text)
+        if name == "dump":
+            assert len(text.splitlines()) == calls and "\\x1b[31m" in text and "\\n" in text, text
