@@ -129,14 +129,14 @@ bool utf8(std::string_view s) {
 // unless a name the bindings are handed is not UTF-8.
 void exportNames(const uint8_t* data, size_t size) {
   namespace api = trtrace::api;
-  static fz::MemFile f("fuzz_export_names");
   std::string s[4];
   for (size_t i = 0, k = 0; i < size; ++i) {
     if (data[i] == 0 && k < 3) ++k;
     else s[k] += char(data[i]);
   }
   trtrace::WriterOptions o;
-  o.path = f.path();
+  o.path = workDir() + "/names.trtrace";  // a new file each time: a writer never overwrites a trace
+  std::filesystem::remove(o.path);
   o.workerThreads = 0;
   auto w = trtrace::Writer::create(o, trtrace::HeaderInfo{});
   w->beginCall(api::kentry_createInferBuilder_INTERNAL, 0, 0).argBool(true).argI64(0).retHandle(1).endCall();
@@ -149,7 +149,7 @@ void exportNames(const uint8_t* data, size_t size) {
   w->beginCall(api::kNetworkDefinition_destroy, 2, 1).retHandle(10).endCall();     // bound (x = del y)
   w->close();
   w.reset();
-  const auto r = trtrace::Reader::open(f.path());
+  const auto r = trtrace::Reader::open(o.path);
   if (!exportAndCheck(*r, s[3]) && utf8(s[0]) && utf8(s[1])) {
     std::fprintf(stderr, "fuzz_export: a trace whose names are UTF-8 was refused\n");
     std::abort();
