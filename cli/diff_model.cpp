@@ -1,232 +1,365 @@
-// The structural half of `trtrace diff` (diff_model.h). Each trace is read into networks: layers in
-// creation order, each with the calls made on it and on its tensors, rendered as text in which
-// objects are named by how they were obtained (the network "network", layer k "L<k>", a tensor
-// "L3.getOutput(0)", the builder "createInferBuilder(...)") and weights by type, count and content
-// hash -- so two captures compare by structure whatever their handle numbers. Layers are matched by
-// type (longest common subsequence after the common prefix and suffix); B's layer references are
-// renamed to their A partners before the calls are compared.
-#include "diff_model.h"
-
+// The comparison behind `trtrace diff` (diff_model.h). Each trace is read once into compact call
+// records (diff_internal.h: objects named structurally, values hashed by their typed content).
+// Per network ("-": builder and config calls) the two call sequences are aligned on the whole
+// call (seq_align.h: patience anchors, bounded Myers); between two aligned calls, the calls left
+// on both sides are aligned again on the call but for its objects (an input changed), then again
+// on what the call is (API and the kind of object called), which pairs a call with its changed
+// counterpart. A call left on one side is inserted or deleted --
+// unless the other side makes the same call elsewhere in that network and nothing else could have
+// overwritten it (a move: order does not matter there). Then every aligned pair is compared in A's
+// order, with B's objects mapped to A's through the pairs' results: an aligned pair that differs
+// (an argument, the object called, the result, weights aliasing) is a change.
 #include <algorithm>
-#include <cstdio>
-#include <map>
-#include <unordered_map>
+#include <tuple>
 
+#include "diff_internal.h"
+#include "seq_align.h"
 #include "trace_edit.h"
-#include "trtrace/api_table.h"
+#include "trtrace/hash.h"
+#include "trtrace/progress.h"
 
 namespace trtrace::cli {
+namespace diffing {
 namespace {
 
-struct LayerRec {
-  uint32_t api = 0;
-  std::string type, name;
-  std::vector<std::string> calls;  // with layer references as "\x01<k>\x02"
-};
-struct NetRec {
-  std::vector<LayerRec> layers;
-  std::vector<std::string> calls;
-};
-struct Obj {
-  int layer = -1;  // the layer it is or belongs to, -1: none
-  std::string name;
-};
-
-std::string layerRef(size_t k) { return "\x01" + std::to_string(k) + "\x02"; }
-
-std::string weightsText(const ValueView& v) {
-  std::string s = "weights[type " + std::to_string(v.dtype()) + " x" + std::to_string(v.count()) + " ";
-  if (v.kind() == ValueKind::WeightsBlob) s += "#" + toHex(v.blob().hash);
-  else if (v.kind() == ValueKind::WeightsInline) s += "#" + toHex(hash128(v.bytes().data(), v.bytes().size()));
-  else s += "random seed " + std::to_string(v.seed());
-  return s + "]";
+uint64_t hashOf(const std::string& s) {
+  const Hash128 h = hash128(s.data(), s.size());
+  return h.lo ^ (h.hi * 0x9E3779B97F4A7C15ull);
+}
+template <class T>
+void put(std::string& s, const T& v) {
+  s.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+void putBytes(std::string& s, const void* p, size_t n) {
+  put(s, uint64_t(n));
+  s.append(static_cast<const char*>(p), n);
 }
 
+// A weights value's contents: inline bytes and a blob with the same bytes are the same weights.
+Hash128 weightsContent(const ValueView& v) {
+  if (v.kind() == ValueKind::WeightsInline) return hash128(v.bytes().data(), v.bytes().size());
+  if (v.kind() == ValueKind::WeightsBlob) return v.blob().hash;
+  return Hash128{v.seed(), 0x5eed};
+}
+
+// Kind and content of a value that is not an object; weights by type and count (content apart).
+void putShape(std::string& s, const ValueView& v) {
+  const ValueKind k = v.kind() == ValueKind::WeightsInline ? ValueKind::WeightsBlob : v.kind();
+  put(s, uint8_t(k));
+  switch (v.kind()) {
+    case ValueKind::Null: case ValueKind::Handle: case ValueKind::HandleArray: break;
+    case ValueKind::Bool: put(s, uint8_t(v.asBool())); break;
+    case ValueKind::I64: put(s, v.asI64()); break;
+    case ValueKind::U64: put(s, v.asU64()); break;
+    case ValueKind::F32: case ValueKind::F64: put(s, v.asF64()); break;
+    case ValueKind::String: putBytes(s, v.asString().data(), v.asString().size()); break;
+    case ValueKind::Enum: put(s, v.typeId()), put(s, v.asI64()); break;
+    case ValueKind::Dims: case ValueKind::I64Array: putBytes(s, v.ints().data(), v.ints().size_bytes()); break;
+    case ValueKind::F32Array: putBytes(s, v.floats().data(), v.floats().size_bytes()); break;
+    case ValueKind::Bytes: putBytes(s, v.bytes().data(), v.bytes().size()); break;
+    case ValueKind::WeightsInline: case ValueKind::WeightsBlob: case ValueKind::WeightsRandom:
+      put(s, v.dtype()), put(s, v.count());
+      break;
+  }
+}
+
+// Pass 1: the compact records of one trace.
 class ModelBuilder {
  public:
-  ModelBuilder(const Reader& r, bool allCalls) : r_(r), all_(allCalls) {}
-  std::map<uint32_t, NetRec> build() {
-    r_.forEachCall([&](const CallView& c) {
-      add(c);
-      return true;
-    });
-    return std::move(nets_);
-  }
+  explicit ModelBuilder(TraceModel& m) : m_(m) {}
+  void add(const CallView& c);
 
  private:
-  std::string objName(uint64_t h) const {
-    if (!h) return "null";
-    auto it = objs_.find(h);
-    return it == objs_.end() ? "object?" : it->second.name;
-  }
-  std::string callText(const CallView& c, const api::ApiDesc* d) const {
-    std::string s = std::string(d ? d->method : "api#" + std::to_string(c.apiId())) + "(";
-    for (size_t k = 0; k < c.argCount(); ++k) {
-      if (d && k < d->nargs && d->params[k].kind == api::Kind::Foreign) continue;
-      const ValueView v = c.arg(k);
-      if (k) s += ", ";
-      if (v.kind() == ValueKind::Handle) s += objName(v.asU64());
-      else if (v.kind() == ValueKind::HandleArray) {
-        s += "[";
-        for (uint64_t h : v.handles()) s += objName(h) + " ";
-        s += "]";
-      } else if (isWeights(v)) s += weightsText(v);
-      else s += terminalText(v.toString());  // escaped: a raw \x01 in a name would read as a layer reference
-    }
-    return s + ")";
-  }
-  void add(const CallView& c) {
-    const api::ApiDesc* d = api::find(c.apiId());
-    if (!all_ && d && d->has(api::flag::kBuildIrrelevant)) return;
-    NetRec& net = nets_[c.networkId()];
-    const Obj recv = c.receiver() ? objs_[c.receiver()] : Obj{-1, ""};
-    const std::string text = callText(c, d);
-    const std::string full = (recv.name.empty() ? "" : recv.name + ".") + text;
-    auto rv = c.ret();
-    const bool newHandle = rv && rv->kind() == ValueKind::Handle && rv->asU64() && !objs_.count(rv->asU64());
-    if (newHandle && d && d->result.kind == api::Kind::Handle && d->result.layer) {
-      const size_t k = net.layers.size();
-      net.layers.push_back({c.apiId(), std::string(api::ifaceName(d->result.iface)), "", {full}});
-      objs_[rv->asU64()] = {int(k), layerRef(k)};
-      return;
-    }
-    if (newHandle) objs_[rv->asU64()] = {recv.layer, d && d->has(api::flag::kStartsNetwork) ? "network" : full};
-    if (recv.layer < 0) return net.calls.push_back(full);
-    LayerRec& l = net.layers[recv.layer];
-    if (d && d->id == api::kLayer_setName && c.argCount() && c.arg(0).kind() == ValueKind::String && recv.name == layerRef(recv.layer))
-      l.name = std::string(c.arg(0).asString());
-    l.calls.push_back(recv.name == layerRef(recv.layer) ? text : full);
-  }
+  struct Parts {
+    std::string shape, names, content;
+    std::vector<uint64_t> ptrs;
+  };
+  uint64_t nameOf(uint64_t h) const;
+  void addArg(const ValueView& v, Parts& p, CallRec& r);
+  void nameResult(const CallView& c, const api::ApiDesc* d, CallRec& r, uint64_t h, uint64_t name, const ObjInfo* recv);
 
-  const Reader& r_;
-  bool all_;
-  std::unordered_map<uint64_t, Obj> objs_;
-  std::map<uint32_t, NetRec> nets_;
+  TraceModel& m_;
 };
 
-// Pairs of matched layer indices (A, B), by type: common prefix and suffix, LCS in between
-// (positional when the middle is too large for a table).
-std::vector<std::pair<size_t, size_t>> matchLayers(const std::vector<LayerRec>& a, const std::vector<LayerRec>& b) {
-  size_t pre = 0, suf = 0;
-  while (pre < a.size() && pre < b.size() && a[pre].api == b[pre].api) ++pre;
-  while (suf < a.size() - pre && suf < b.size() - pre && a[a.size() - 1 - suf].api == b[b.size() - 1 - suf].api) ++suf;
-  std::vector<std::pair<size_t, size_t>> m;
-  for (size_t i = 0; i < pre; ++i) m.push_back({i, i});
-  const size_t n = a.size() - pre - suf, k = b.size() - pre - suf;
-  if (n * k <= (size_t(1) << 24)) {
-    std::vector<std::vector<uint32_t>> t(n + 1, std::vector<uint32_t>(k + 1, 0));
-    for (size_t i = n; i-- > 0;)
-      for (size_t j = k; j-- > 0;)
-        t[i][j] = a[pre + i].api == b[pre + j].api ? t[i + 1][j + 1] + 1 : std::max(t[i + 1][j], t[i][j + 1]);
-    for (size_t i = 0, j = 0; i < n && j < k;) {
-      if (a[pre + i].api == b[pre + j].api) m.push_back({pre + i++, pre + j++});
-      else if (t[i + 1][j] >= t[i][j + 1]) ++i;
-      else ++j;
-    }
+uint64_t ModelBuilder::nameOf(uint64_t h) const {
+  if (!h) return 0;
+  auto it = m_.objs.find(h);
+  return it != m_.objs.end() ? it->second.name : hashOf("handle" + std::to_string(h));  // never obtained: by number
+}
+
+void ModelBuilder::addArg(const ValueView& v, Parts& p, CallRec& r) {
+  putShape(p.shape, v);
+  if (v.kind() == ValueKind::Handle) {
+    m_.pool.push_back(v.asU64());
+    put(p.names, nameOf(v.asU64()));
+  } else if (v.kind() == ValueKind::HandleArray) {
+    put(p.shape, uint64_t(v.handles().size()));
+    for (uint64_t h : v.handles()) m_.pool.push_back(h), put(p.names, nameOf(h));
+  } else if (isWeights(v)) {
+    put(p.content, weightsContent(v));
+    p.ptrs.push_back(v.weightsPtr());
+    r.hasWeights = true;
+  }
+}
+
+void ModelBuilder::nameResult(const CallView& c, const api::ApiDesc* d, CallRec& r, uint64_t h, uint64_t name,
+                              const ObjInfo* recv) {
+  ObjInfo o;
+  o.name = name, o.creator = r.api;
+  if (d && d->result.kind == api::Kind::Handle && d->result.layer) {
+    auto& layers = m_.layers[r.net];
+    o.layer = int32_t(layers.size()), o.text = layerRef(layers.size());
+    layers.push_back({std::string(api::ifaceName(d->result.iface)), ""});
+    r.layer = o.layer, r.createsLayer = true;
   } else {
-    for (size_t i = 0; i < std::min(n, k); ++i)
-      if (a[pre + i].api == b[pre + i].api) m.push_back({pre + i, pre + i});
+    o.layer = recv ? recv->layer : -1;
+    o.text = d && d->has(api::flag::kStartsNetwork) ? "network" : fullText(m_, c, d);
   }
-  for (size_t i = 0; i < suf; ++i) m.push_back({a.size() - suf + i, b.size() - suf + i});
-  return m;
+  m_.objs.emplace(h, std::move(o));
 }
 
-// Replaces each layer reference by "L<k>": A's by their own index, B's by their A partner's
-// ("B:L<k>" for a layer only B has).
-std::string render(std::string s, const std::vector<long>* toA) {
-  for (size_t p; (p = s.find('\x01')) != std::string::npos;) {
-    const size_t e = s.find('\x02', p);
-    const size_t k = std::stoul(s.substr(p + 1, e - p - 1));
-    const long mapped = toA ? (*toA)[k] : long(k);
-    s.replace(p, e - p + 1, mapped >= 0 ? "L" + std::to_string(mapped) : "B:L" + std::to_string(k));
+void ModelBuilder::add(const CallView& c) {
+  const api::ApiDesc* d = api::find(c.apiId());
+  CallRec r;
+  r.seq = c.seq(), r.api = c.apiId(), r.net = c.networkId(), r.hOff = uint32_t(m_.pool.size());
+  r.getter = d && d->has(api::flag::kGetter);
+  auto ri = m_.objs.find(c.receiver());
+  const ObjInfo* recv = ri == m_.objs.end() ? nullptr : &ri->second;  // stays valid: a node container
+  Parts p;
+  put(p.shape, r.api), put(p.shape, uint32_t(c.argCount()));
+  put(p.names, nameOf(c.receiver()));
+  m_.pool.push_back(c.receiver());
+  for (size_t k = 0; k < c.argCount(); ++k)
+    if (!foreignArg(d, k)) addArg(c.arg(k), p, r);
+  const auto rv = c.ret();
+  const uint64_t result = rv && rv->kind() == ValueKind::Handle ? rv->asU64() : 0;
+  m_.pool.push_back(result);
+  r.nH = uint32_t(m_.pool.size() - r.hOff);
+  m_.pool.insert(m_.pool.end(), p.ptrs.begin(), p.ptrs.end());
+  r.nW = uint32_t(p.ptrs.size());
+  r.shape = hashOf(p.shape), r.content = hashOf(p.content), r.key = hashOf(p.shape + p.names + p.content);
+  r.slot = hashOf(p.names.substr(0, sizeof(uint64_t)) + std::to_string(r.api));
+  r.layer = recv ? recv->layer : -1, r.recvCreator = recv ? recv->creator : 0;
+  if (result && !m_.objs.count(result)) nameResult(c, d, r, result, hashOf(p.shape + p.names), recv);
+  if (d && d->id == api::kLayer_setName && recv && recv->layer >= 0 && recv->text == layerRef(size_t(recv->layer)) &&
+      c.argCount() && c.arg(0).kind() == ValueKind::String)
+    m_.layers[r.net][size_t(recv->layer)].name = std::string(c.arg(0).asString());
+  m_.byNet[r.net].push_back(uint32_t(m_.calls.size()));
+  m_.calls.push_back(r);
+}
+
+// Aligns one network's calls; appends the aligned pairs and the calls of one side only.
+class NetworkAligner {
+ public:
+  NetworkAligner(Comparison& c, const std::vector<uint32_t>& ia, const std::vector<uint32_t>& ib,
+                 std::vector<std::pair<uint32_t, uint32_t>>& pairs)
+      : c_(c), ia_(ia), ib_(ib), pairs_(pairs) {}
+  void run();
+
+ private:
+  static constexpr int kLevels = 3;
+  static uint64_t key(int level, const CallRec& r);
+  void stretch(int level, size_t a0, size_t a1, size_t b0, size_t b1);
+  void matchMoves();
+  uint64_t orderBefore(size_t a0) const { return a0 ? 2 * c_.A.calls[ia_[a0 - 1]].seq + 1 : 1; }
+
+  Comparison& c_;
+  const std::vector<uint32_t>& ia_;
+  const std::vector<uint32_t>& ib_;
+  std::vector<std::pair<uint32_t, uint32_t>>& pairs_;
+  std::vector<uint32_t> deleted_;                     // A indices
+  std::vector<std::pair<uint32_t, uint64_t>> inserted_;  // B index, order
+};
+
+void NetworkAligner::run() {
+  stretch(0, 0, ia_.size(), 0, ib_.size());
+  matchMoves();
+  for (uint32_t a : deleted_) c_.items.push_back({Difference::Kind::Deleted, a, 0, 0, 2 * c_.A.calls[a].seq, 0});
+  for (auto [b, order] : inserted_) c_.items.push_back({Difference::Kind::Inserted, 0, b, 0, order, c_.B.calls[b].seq});
+}
+
+// The alignment key of a call at each level: the whole call; the call but for the objects it is
+// given (a changed input); what it is (API and the kind of object called: a changed call).
+uint64_t NetworkAligner::key(int level, const CallRec& r) {
+  if (level == 0) return r.key;
+  if (level == 1) return r.shape ^ (r.content * 0x9E3779B97F4A7C15ull);
+  return (uint64_t(r.api) << 32) | r.recvCreator;
+}
+
+// Aligns calls [a0, a1) of A with [b0, b1) of B at `level`; what stays between two aligned calls
+// is aligned at the next level, and what is left after the last level is on one side only.
+void NetworkAligner::stretch(int level, size_t a0, size_t a1, size_t b0, size_t b1) {
+  if (a0 == a1 && b0 == b1) return;
+  if (level == kLevels || a0 == a1 || b0 == b1) {
+    for (size_t i = a0; i < a1; ++i) deleted_.push_back(ia_[i]);
+    for (size_t j = b0; j < b1; ++j) inserted_.push_back({ib_[j], orderBefore(a0)});
+    return;
   }
-  return s;
-}
-
-// removed = A's calls B lacks, added = B's calls A lacks (as multisets, in their order).
-void multisetDiff(const std::vector<std::string>& a, const std::vector<std::string>& b, const std::vector<long>* toA,
-                  std::vector<std::string>& removed, std::vector<std::string>& added) {
-  std::map<std::string, long> count;
-  std::vector<std::string> ra, rb;
-  for (auto& s : a) ++count[ra.emplace_back(render(s, nullptr))];
-  for (auto& s : b) --count[rb.emplace_back(render(s, toA))];
-  for (auto& s : ra) if (count[s] > 0) { removed.push_back(s); --count[s]; }
-  for (auto& s : rb) if (count[s] < 0) { added.push_back(s); ++count[s]; }
-}
-
-NetworkDiff diffNetwork(const std::string& label, const NetRec& a, const NetRec& b) {
-  NetworkDiff n{label, a.layers.size(), b.layers.size(), {}, {}, {}, {}, {}};
-  const auto m = matchLayers(a.layers, b.layers);
-  std::vector<long> toA(b.layers.size(), -1);
-  std::vector<bool> matchedA(a.layers.size(), false);
-  for (auto [i, j] : m) toA[j] = long(i), matchedA[i] = true;
-  for (size_t i = 0; i < a.layers.size(); ++i)
-    if (!matchedA[i]) n.removedLayers.push_back("L" + std::to_string(i) + " " + a.layers[i].type);
-  for (size_t j = 0; j < b.layers.size(); ++j)
-    if (toA[j] < 0) n.addedLayers.push_back("B:L" + std::to_string(j) + " " + b.layers[j].type);
+  std::vector<uint64_t> ka, kb;
+  ka.reserve(a1 - a0), kb.reserve(b1 - b0);
+  for (size_t i = a0; i < a1; ++i) ka.push_back(key(level, c_.A.calls[ia_[i]]));
+  for (size_t j = b0; j < b1; ++j) kb.push_back(key(level, c_.B.calls[ib_[j]]));
+  const Matches m = alignKeys(ka, kb);
+  ka = {}, kb = {};
+  size_t pa = a0, pb = b0;
   for (auto [i, j] : m) {
-    LayerChange ch{i, j, a.layers[i].type, a.layers[i].name, {}, {}, false};
-    multisetDiff(a.layers[i].calls, b.layers[j].calls, &toA, ch.removed, ch.added);
-    for (auto* v : {&ch.removed, &ch.added})
-      for (auto& s : *v) ch.weights |= s.find("weights[") != std::string::npos;
-    if (!ch.removed.empty() || !ch.added.empty()) n.changed.push_back(std::move(ch));
+    stretch(level + 1, pa, a0 + i, pb, b0 + j);
+    pairs_.push_back({ia_[a0 + i], ib_[b0 + j]});
+    pa = a0 + i + 1, pb = b0 + j + 1;
   }
-  multisetDiff(a.calls, b.calls, &toA, n.callsRemoved, n.callsAdded);
-  return n;
+  stretch(level + 1, pa, a1, pb, b1);
+}
+
+// A deleted and an inserted call that are the same call form a move, unless it makes a layer (the
+// layers' order is the network's) or its receiver takes that call more than once on either side
+// (the last one may win: setters, markOutput).
+void NetworkAligner::matchMoves() {
+  if (deleted_.empty() || inserted_.empty()) return;
+  auto slots = [](const TraceModel& m, const std::vector<uint32_t>& idx) {
+    std::vector<uint64_t> s;
+    for (uint32_t i : idx) s.push_back(m.calls[i].slot);
+    std::sort(s.begin(), s.end());
+    return s;
+  };
+  const auto sa = slots(c_.A, ia_), sb = slots(c_.B, ib_);
+  auto once = [](const std::vector<uint64_t>& s, uint64_t v) {
+    auto [lo, hi] = std::equal_range(s.begin(), s.end(), v);
+    return hi - lo == 1;
+  };
+  std::vector<std::pair<uint64_t, size_t>> byKey;  // deleted, by key
+  for (size_t k = 0; k < deleted_.size(); ++k) byKey.push_back({c_.A.calls[deleted_[k]].key, k});
+  std::sort(byKey.begin(), byKey.end());
+  std::vector<bool> gone(deleted_.size(), false);
+  std::vector<std::pair<uint32_t, uint64_t>> left;
+  for (auto& ins : inserted_) {
+    const CallRec& y = c_.B.calls[ins.first];
+    auto it = std::lower_bound(byKey.begin(), byKey.end(), std::make_pair(y.key, size_t(0)));
+    while (it != byKey.end() && it->first == y.key && gone[it->second]) ++it;
+    if (it == byKey.end() || it->first != y.key || y.createsLayer || !once(sa, y.slot) || !once(sb, y.slot)) {
+      left.push_back(ins);
+      continue;
+    }
+    gone[it->second] = true;
+    pairs_.push_back({deleted_[it->second], ins.first});
+    ++c_.moved;
+  }
+  inserted_ = std::move(left);
+  std::vector<uint32_t> kept;
+  for (size_t k = 0; k < deleted_.size(); ++k)
+    if (!gone[k]) kept.push_back(deleted_[k]);
+  deleted_ = std::move(kept);
+}
+
+// Compares aligned pairs in A's order, so that each object is mapped before it is used.
+class PairComparer {
+ public:
+  explicit PairComparer(Comparison& c) : c_(c) {}
+  uint8_t compare(const CallRec& x, const CallRec& y);
+
+ private:
+  bool sameAliasing(const CallRec& x, const CallRec& y);
+  Comparison& c_;
+  std::map<std::pair<uint32_t, uint64_t>, uint64_t> ab_, ba_;  // weights pointers, per network
+};
+
+uint8_t PairComparer::compare(const CallRec& x, const CallRec& y) {
+  uint8_t what = 0;
+  if (x.shape != y.shape || x.content != y.content || x.nH != y.nH) what |= kDiffArgs;
+  const uint64_t* hx = c_.A.handles(x);
+  const uint64_t* hy = c_.B.handles(y);
+  if (c_.mapToA(hy[0]) != hx[0]) what |= kDiffReceiver;
+  if (!(what & kDiffArgs))
+    for (uint32_t k = 1; k + 1 < x.nH; ++k)
+      if (c_.mapToA(hy[k]) != hx[k]) what |= kDiffArgs;
+  const uint64_t rx = hx[x.nH - 1], ry = hy[y.nH - 1];
+  if (rx && ry) {
+    auto [it, fresh] = c_.bToA.try_emplace(ry, rx);
+    if (!fresh && it->second != rx) what |= kDiffResult;
+  } else if (rx || ry) {
+    what |= kDiffResult;
+  }
+  if (!sameAliasing(x, y)) what |= kDiffAliasing;
+  return what;
+}
+
+// Weights pointer identity as a pattern: one-to-one between the traces, per network (NVIDIA's
+// JSON numbers weights per network; ours are per process).
+bool PairComparer::sameAliasing(const CallRec& x, const CallRec& y) {
+  bool same = true;
+  for (uint32_t k = 0; k < x.nW && k < y.nW; ++k) {
+    const uint64_t px = c_.A.weightPtrs(x)[k], py = c_.B.weightPtrs(y)[k];
+    if (!px || !py) continue;  // none recorded: content only
+    const uint64_t b = ab_.try_emplace({x.net, px}, py).first->second;
+    const uint64_t a = ba_.try_emplace({x.net, py}, px).first->second;
+    same &= b == py && a == px;
+  }
+  return same;
+}
+
+void layerPartners(Comparison& c, const std::vector<std::pair<uint32_t, uint32_t>>& pairs) {
+  for (auto& [net, layers] : c.A.layers) c.toB[net].assign(layers.size(), -1);
+  for (auto& [net, layers] : c.B.layers) c.toA[net].assign(layers.size(), -1);
+  for (auto [i, j] : pairs) {
+    const CallRec &x = c.A.calls[i], &y = c.B.calls[j];
+    if (x.createsLayer && y.createsLayer && x.net == y.net) c.toB[x.net][x.layer] = y.layer, c.toA[y.net][y.layer] = x.layer;
+  }
 }
 
 }  // namespace
 
-std::vector<NetworkDiff> diffStructure(const Reader& a, const Reader& b, bool allCalls) {
-  auto ma = ModelBuilder(a, allCalls).build(), mb = ModelBuilder(b, allCalls).build();
-  std::vector<uint32_t> ids;
-  for (auto& [id, _] : ma) ids.push_back(id);
-  for (auto& [id, _] : mb) if (!ma.count(id)) ids.push_back(id);
-  std::sort(ids.begin(), ids.end());
-  std::vector<NetworkDiff> out;
-  for (uint32_t id : ids) out.push_back(diffNetwork(id ? std::to_string(id - 1) : "-", ma[id], mb[id]));
-  return out;
+uint64_t contentHash(const ValueView& v) {
+  std::string s;
+  putShape(s, v);
+  if (isWeights(v)) put(s, weightsContent(v));
+  return hashOf(s);
 }
 
-void printNetworkDiff(const NetworkDiff& n, int max) {
-  std::printf("network %s: %zu layers vs %zu: %zu added, %zu removed, %zu changed%s\n", n.network.c_str(), n.layersA,
-              n.layersB, n.addedLayers.size(), n.removedLayers.size(), n.changed.size(),
-              n.callsRemoved.size() + n.callsAdded.size() ? ", other calls differ" : "");
-  auto list = [&](const char* mark, const std::vector<std::string>& v) {
-    for (size_t i = 0; i < v.size() && int(i) < max; ++i) std::printf("    %s %s\n", mark, v[i].c_str());  // callText escaped it
-    if (int(v.size()) > max) std::printf("    %s ... %zu more\n", mark, v.size() - max);
-  };
-  list("+ layer", n.addedLayers);
-  list("- layer", n.removedLayers);
-  for (size_t i = 0; i < n.changed.size() && int(i) < max; ++i) {
-    auto& c = n.changed[i];
-    std::printf("  ~ L%zu %s%s%s%s\n", c.layerA, terminalText(c.type).c_str(),
-                c.name.empty() ? "" : (" " + quotedText(c.name)).c_str(),
-                c.layerA == c.layerB ? "" : (" (B:L" + std::to_string(c.layerB) + ")").c_str(),
-                c.weights ? ": weights changed" : "");
-    list("-", c.removed);
-    list("+", c.added);
-  }
-  list("-", n.callsRemoved);
-  list("+", n.callsAdded);
+uint64_t Comparison::mapToA(uint64_t hb) const {
+  if (!hb) return 0;
+  auto it = bToA.find(hb);
+  return it == bToA.end() ? ~uint64_t(0) : it->second;  // an object only B has matches none of A's
 }
 
-std::string networkDiffJson(const NetworkDiff& n) {
-  auto arr = [](const std::vector<std::string>& v) {
-    std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + jsonString(v[i]);
-    return s + "]";
-  };
-  std::string s = "{\"network\":" + jsonString(n.network) + ",\"layers\":[" + std::to_string(n.layersA) + "," +
-                  std::to_string(n.layersB) + "],\"added\":" + arr(n.addedLayers) + ",\"removed\":" + arr(n.removedLayers) +
-                  ",\"changed\":[";
-  for (size_t i = 0; i < n.changed.size(); ++i) {
-    auto& c = n.changed[i];
-    s += std::string(i ? "," : "") + "{\"layer\":[" + std::to_string(c.layerA) + "," + std::to_string(c.layerB) +
-         "],\"type\":" + jsonString(c.type) + ",\"name\":" + jsonString(c.name) + ",\"weights_changed\":" +
-         (c.weights ? "true" : "false") + ",\"removed\":" + arr(c.removed) + ",\"added\":" + arr(c.added) + "}";
+void buildModel(const Reader& r, bool allCalls, TraceModel& m) {
+  m.reader = &r, m.allCalls = allCalls;
+  ModelBuilder b(m);
+  Progress progress("trtrace diff", r.callCount(), Progress::Unit::Calls);
+  r.forEachCall([&](const CallView& c) {
+    progress.update(c.seq());
+    if (compared(api::find(c.apiId()), allCalls)) b.add(c);
+    return true;
+  });
+}
+
+void compareModels(Comparison& c) {
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;
+  std::vector<uint32_t> nets;
+  for (auto& [id, _] : c.A.byNet) nets.push_back(id);
+  for (auto& [id, _] : c.B.byNet)
+    if (!c.A.byNet.count(id)) nets.push_back(id);
+  static const std::vector<uint32_t> none;
+  for (uint32_t id : nets) {
+    auto ia = c.A.byNet.find(id), ib = c.B.byNet.find(id);
+    NetworkAligner(c, ia == c.A.byNet.end() ? none : ia->second, ib == c.B.byNet.end() ? none : ib->second, pairs).run();
   }
-  return s + "],\"calls_removed\":" + arr(n.callsRemoved) + ",\"calls_added\":" + arr(n.callsAdded) + "}";
+  std::sort(pairs.begin(), pairs.end());
+  PairComparer cmp(c);
+  for (auto [i, j] : pairs)
+    if (const uint8_t what = cmp.compare(c.A.calls[i], c.B.calls[j]))
+      c.items.push_back({Difference::Kind::Changed, i, j, what, 2 * c.A.calls[i].seq, 0});
+  layerPartners(c, pairs);
+  std::stable_sort(c.items.begin(), c.items.end(),
+                   [](const Item& x, const Item& y) { return std::tie(x.order, x.sub) < std::tie(y.order, y.sub); });
+}
+
+}  // namespace diffing
+
+TraceDiff diffTraces(const Reader& a, const Reader& b, bool allCalls) {
+  diffing::Comparison c;
+  diffing::buildModel(a, allCalls, c.A);
+  diffing::buildModel(b, allCalls, c.B);
+  diffing::compareModels(c);
+  return diffing::report(c);
 }
 
 }  // namespace trtrace::cli
