@@ -16,6 +16,7 @@ sys.path.insert(0, str(HERE))
 import corpus_tools  # noqa: E402  (tests/corpus/)
 import exports  # noqa: E402
 import run_corpus as rc  # noqa: E402
+import steps  # noqa: E402
 
 
 def sample_lines(name):
@@ -62,3 +63,24 @@ def test_sample_replays_on_both_paths_and_every_tool_holds(tmp_path):
     defects = [f"{r['source']}/{r['name']} [{c}] {r[c]['outcome']}: {r[c].get('reason', '')}\n    repro: {rc.repro(r, c, tmp_path)}"
                for r in results for c in columns if c in r and rc.is_defect(r, c)]
     assert not defects, f"{len(defects)} defect outcomes in {len(sample)} networks:\n" + "\n".join(defects)
+
+
+def test_a_failure_is_reproduced_when_the_recorded_build_error_is_among_the_output():
+    """The library reports other errors around the build's (calls made while the network was defined,
+    the no-GPU Cuda Runtime reports) and not always in the same order: the build error our capture
+    recorded must appear, the rest does not count."""
+    step = object.__new__(steps.Step)
+    step.rc, step.out = 1, ""
+    step.err = ("[E] ITensor::getDimensions: Error Code 4: API Usage Error (shape)\n"
+                "[E] IBuilder::buildSerializedNetwork: Error Code 4: API Usage Error (no output)\n"
+                "[E] [checkMacros.cpp::catchCudaError::247] Error Code 1: Cuda Runtime (cudaError 35)\n")
+    assert step.build_error() == "Error Code 4: API Usage Error (no output)"
+    checks = object.__new__(corpus_tools.ToolChecks)
+    for recorded, outcome in (("Error Code 4: API Usage Error (shape)", "failure-reproduced"),
+                              ("Error Code 4: API Usage Error (no output)", "failure-reproduced"),
+                              ("Error Code 2: Internal Error (Assertion failed)", "failure-differs")):
+        checks._failure = recorded
+        assert checks.judge_failure(step, "build.py")["outcome"] == outcome, recorded
+    step.err += "Traceback (most recent call last):\nTypeError: add_concatenation(): incompatible function arguments\n"
+    checks._failure = "Error Code 4: API Usage Error (no output)"
+    assert checks.judge_failure(step, "build.py")["outcome"] == "failure-differs"
