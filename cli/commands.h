@@ -33,9 +33,11 @@ Command addReduce(CLI::App& app);
 Command addExport(CLI::App& app);
 Command addCapture(CLI::App& app);
 Command addBench(CLI::App& app);
+Command addCache(CLI::App& app);
 
 inline constexpr Command (*kCommands[])(CLI::App&) = {addInfo,  addDump,  addVerify, addRewrite, addConvert, addDiff,
-                                                      addStrip, addExtract, addReduce, addExport,  addCapture, addBench};
+                                                      addStrip, addExtract, addReduce, addExport,  addCapture, addBench,
+                                                      addCache};
 
 // `trtrace capture [options] -- CMD ARGS...`: main() hands CLI11 the arguments before the first
 // `--` and keeps the rest here, unparsed (they are the command's, options included).

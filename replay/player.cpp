@@ -222,6 +222,7 @@ DecodeCacheReport decodeWeights(Reader& reader, const Args& a) {
   else if ((r.how == "temp" && folder) || (r.how == "off" && o.mode != DecodeCacheOptions::Mode::Off))
     std::fprintf(stderr, "tensorrt_player: decode cache: %s; decoding %s\n", r.note.c_str(),
                  r.how == "temp" ? "into a temporary file" : "into memory");
+  if (!r.advice.empty()) std::fprintf(stderr, "tensorrt_player: decode cache: %s\n", r.advice.c_str());
   return r;
 }
 

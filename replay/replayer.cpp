@@ -65,6 +65,13 @@ Replayer::~Replayer() {
   for (const auto& [h, o] : owned) delete static_cast<abi::PublicRoot*>(o);
 }
 
+namespace {
+// " network <n>", 0-based as the player's output numbers them ("" for a call outside any network).
+std::string networkName(uint32_t networkId) { return networkId ? " network " + std::to_string(networkId - 1) : ""; }
+}  // namespace
+
+std::string Replayer::progressLabel() const { return "tensorrt_player " + reader_.path(); }
+
 std::string Replayer::where() const {
   const api::ApiDesc* d = call_ ? api::find(call_->apiId()) : nullptr;
   std::string name = d ? std::string(d->interface) + "::" + std::string(d->method) : "api " + std::to_string(call_ ? call_->apiId() : 0);
@@ -82,7 +89,7 @@ void Replayer::outOfRange(size_t i, const std::string& value, int bits, bool isS
 
 void Replayer::run(const std::function<void(const NetworkResult&, const void*)>& onEngine) {
   onEngine_ = onEngine;
-  Progress progress("tensorrt_player " + reader_.path(), reader_.callCount(), Progress::Unit::Calls);
+  Progress progress(progressLabel(), "replaying calls", reader_.callCount(), Progress::Unit::Calls);
   reader_.forEachCall([&](const CallView& c) {
     progress.update(c.seq());
     call_ = &c;
@@ -140,6 +147,14 @@ void Replayer::dispatch(const CallView& c, const Dispatch& play, Setting* settin
   activeSetting_ = setting;
   auto t0 = Clock::now();
   const double buildBefore = stats_.buildSeconds, outputBefore = stats_.outputSeconds;
+  // The library's build says nothing until it returns: its own phase, with the time spent.
+  const api::ApiDesc* d = setting ? nullptr : api::find(c.apiId());
+  if (d && d->has(api::flag::kBuild))
+    building_ = std::make_unique<ElapsedPhase>(progressLabel(), "building" + networkName(c.networkId()));
+  struct EndPhase {  // ends it here when buildDone did not (a failure: no "done" line then)
+    std::unique_ptr<ElapsedPhase>& phase;
+    ~EndPhase() { phase.reset(); }
+  } endPhase{building_};
   try {
     play.fn(*this);
   } catch (const std::bad_alloc&) {  // one line naming the call, never a bare "std::bad_alloc"
@@ -462,8 +477,11 @@ void Replayer::forgetArg(size_t i) {
 
 void Replayer::buildDone(NetworkResult result, const void* engine) {
   stats_.buildSeconds += result.buildSeconds;
+  building_.reset();
   if (onEngine_) {
     auto t0 = std::chrono::steady_clock::now();
+    std::optional<ElapsedPhase> writing;  // a streamed engine (null) is written by the build
+    if (engine) writing.emplace(progressLabel(), "writing the engine of" + networkName(result.network));
     onEngine_(result, engine);
     stats_.outputSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }

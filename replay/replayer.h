@@ -18,6 +18,7 @@
 
 #include "trtrace/api_abi.h"
 #include "trtrace/api_table.h"
+#include "trtrace/progress.h"
 #include "trtrace/reader.h"
 #include "settings.h"
 
@@ -180,6 +181,7 @@ class Replayer {
   const ValueView arg(size_t i) const;
   void* object(uint64_t handle, uint16_t iface) const;
   std::string where() const;
+  std::string progressLabel() const;  // what the progress lines on stderr start with
   uint64_t weightsBytes(size_t i, const ValueView& v) const;
 
   const Reader& reader_;
@@ -220,6 +222,7 @@ class Replayer {
   std::function<void(const NetworkResult&, const void*)> onEngine_;
   OpenEngineStream openStream_;
   Stats stats_;
+  std::unique_ptr<ElapsedPhase> building_;  // the build being made: its progress line (trtrace/progress.h)
 };
 
 template <class T>

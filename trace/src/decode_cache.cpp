@@ -15,12 +15,14 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +30,7 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>
@@ -43,6 +46,9 @@ namespace F = format;
 namespace {
 
 void warn(const std::string& what) { std::fprintf(stderr, "trtrace: warning: %s\n", what.c_str()); }
+
+// What a progress line starts with: the tool, the trace.
+std::string progressLabel(const std::string& trace) { return std::string(program_invocation_short_name) + " " + trace; }
 
 uint64_t envNumber(const char* name, uint64_t dflt, uint64_t max) {
   const char* v = std::getenv(name);
@@ -165,6 +171,7 @@ void parallelFor(size_t n, unsigned threads, const std::function<void(size_t)>& 
       --running;
       cv.notify_all();
     });
+  progress.update(done);  // shown from the start when asked for every report (an interval of 0)
   {
     std::unique_lock<std::mutex> lk(mu);
     while (!cv.wait_for(lk, std::chrono::milliseconds(100), [&] { return running == 0; })) progress.update(done);
@@ -212,7 +219,7 @@ std::string checkAll(const Reader::Impl& r, const Layout& L, const std::byte* ma
   std::atomic<uint64_t> done{0};
   std::mutex mu;
   std::string bad;
-  Progress progress("checking the decode cache of " + r.path, L.rawBytes);
+  Progress progress(progressLabel(r.path), "checking the decode cache", L.rawBytes);
   const auto order = bySize(L, r.blobs);
   parallelFor(order.size(), threads, [&](size_t k) {
     const size_t j = order[k];
@@ -251,7 +258,7 @@ std::vector<uint64_t> decodeAll(const Reader::Impl& r, const Layout& L, int fd, 
                                 const std::string& what, uint64_t& failed) {
   std::vector<uint64_t> offsets(r.blobs.size(), DecodeCache::kNone);
   std::atomic<uint64_t> done{0}, bad{0};
-  Progress progress("decoding the weights of " + r.path, L.rawBytes);
+  Progress progress(progressLabel(r.path), "decoding weights", L.rawBytes);
   const auto order = bySize(L, r.blobs);
   parallelFor(order.size(), threads, [&](size_t k) {
     const size_t j = order[k], i = L.blobs[j];
@@ -312,15 +319,9 @@ std::string notPrivate(const struct stat& st) {
   return std::string("mode ") + mode + " lets other users in";
 }
 
-// The folder, made if missing (mode 0700) and opened; -1 with `why` when it cannot be, or is not
-// private. Everything after is relative to this descriptor: the folder checked is the one used.
-int openFolder(const std::string& folder, std::string& why) {
-  try {
-    files::makeFolders(folder);
-  } catch (const Error& e) {
-    why = e.what();
-    return -1;
-  }
+// The folder opened when it is private; -1 with `why` when it cannot be opened, or is not.
+// Everything after is relative to this descriptor: the folder checked is the one used.
+int openPrivateFolder(const std::string& folder, std::string& why) {
   const int dfd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   struct stat st {};
   if (dfd < 0 || ::fstat(dfd, &st) != 0) {
@@ -333,6 +334,17 @@ int openFolder(const std::string& folder, std::string& why) {
   why = folder + ": " + why + ": a cache folder must be private (yours, mode 0700)";
   ::close(dfd);
   return -1;
+}
+
+// The folder, made if missing (mode 0700) and opened as openPrivateFolder does.
+int openFolder(const std::string& folder, std::string& why) {
+  try {
+    files::makeFolders(folder);
+  } catch (const Error& e) {
+    why = e.what();
+    return -1;
+  }
+  return openPrivateFolder(folder, why);
 }
 
 // The cache file `name` of the folder dfd, opened when it may be trusted to stay as it is checked:
@@ -363,36 +375,84 @@ bool ownName(const std::string& n, bool* temp) {
   return n.size() == 36 || n.compare(36, 5, ".tmp.") == 0;
 }
 
-// Removes the least recently used cache files of the folder dfd (and temporaries older than an
-// hour: left by a process that died) until `need` more bytes fit under `maxBytes`. `keep` (a name)
-// stays.
-void evict(int dfd, uint64_t need, uint64_t maxBytes, const std::string& keep) {
+// A file of the cache's own in a folder: named as the cache names its files (ownName), a regular
+// file (a link is not followed) owned by this user. Anything else there is not the cache's.
+struct OwnFile {
+  std::string name;
+  struct stat st;
+  bool temp;  // a temporary name: a file being written, or left by a process that died
+  uint64_t diskBytes() const { return uint64_t(st.st_blocks) * 512; }  // what the bound counts
+  bool staleTemp() const { return temp && st.st_mtime < ::time(nullptr) - 3600; }  // its writer is gone
+};
+
+// The cache's own files in the folder dfd, least recently used first (by mtime: a build or a reuse
+// sets it), then by name. Throws Error (Io) when the folder cannot be read.
+std::vector<OwnFile> ownFiles(int dfd, const std::string& folder) {
   const int own = ::fcntl(dfd, F_DUPFD_CLOEXEC, 0);  // closedir closes it
   DIR* d = own >= 0 ? ::fdopendir(own) : nullptr;
   if (!d) {
     if (own >= 0) ::close(own);
-    return;
+    throw Error(Error::Kind::Io, folder + ": cannot read (" + errnoText() + ")");
   }
   ::rewinddir(d);
-  struct Entry { int64_t mtime; uint64_t size; std::string name; };
-  std::vector<Entry> files;
-  uint64_t total = 0;
-  const int64_t hourAgo = static_cast<int64_t>(::time(nullptr)) - 3600;
+  std::vector<OwnFile> files;
   for (dirent* e; (e = ::readdir(d));) {
-    bool temp = false;
-    struct stat st {};
-    if (!ownName(e->d_name, &temp) || e->d_name == keep ||
-        ::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
-      continue;
-    if (temp && st.st_mtime < hourAgo) ::unlinkat(::dirfd(d), e->d_name, 0);
-    else if (!temp) files.push_back({st.st_mtime, uint64_t(st.st_blocks) * 512, e->d_name}), total += files.back().size;
-  }
-  std::sort(files.begin(), files.end(), [](const Entry& a, const Entry& b) { return a.mtime < b.mtime; });
-  for (const Entry& f : files) {
-    if (total + need <= maxBytes) break;
-    if (::unlinkat(::dirfd(d), f.name.c_str(), 0) == 0) total -= std::min(total, f.size);
+    OwnFile f{e->d_name, {}, false};
+    if (ownName(f.name, &f.temp) && ::fstatat(dfd, e->d_name, &f.st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(f.st.st_mode) && f.st.st_uid == ::geteuid())
+      files.push_back(std::move(f));
   }
   ::closedir(d);
+  auto key = [](const OwnFile& f) { return std::tie(f.st.st_mtim.tv_sec, f.st.st_mtim.tv_nsec, f.name); };
+  std::sort(files.begin(), files.end(), [&](const OwnFile& a, const OwnFile& b) { return key(a) < key(b); });
+  return files;
+}
+
+// Removes the least recently used cache files of the folder dfd (and stale temporaries) until
+// `need` more bytes fit under `maxBytes`. `keep` (a name) stays.
+void evict(int dfd, uint64_t need, uint64_t maxBytes, const std::string& keep) {
+  std::vector<OwnFile> files;
+  try {
+    files = ownFiles(dfd, "");
+  } catch (const Error&) {
+    return;  // an unreadable folder: the write that follows says so
+  }
+  uint64_t total = 0;
+  std::vector<const OwnFile*> lru;
+  for (const OwnFile& f : files) {
+    if (f.name == keep) continue;
+    if (f.staleTemp()) ::unlinkat(dfd, f.name.c_str(), 0);
+    else if (!f.temp) total += f.diskBytes(), lru.push_back(&f);
+  }
+  for (const OwnFile* f : lru) {
+    if (total + need <= maxBytes) break;
+    if (::unlinkat(dfd, f->name.c_str(), 0) == 0) total -= std::min(total, f->diskBytes());
+  }
+}
+
+// The trace that uses the cache file fd, recorded beside it for `trtrace cache list` (an extended
+// attribute: the file's bytes stay the layout's). Where the file system has none, nothing is.
+constexpr const char* kTraceAttr = "user.trtrace.trace";
+
+void recordTrace(int fd, const std::string& trace) {
+  char full[PATH_MAX];
+  const std::string path = ::realpath(trace.c_str(), full) ? std::string(full) : trace;
+  ::fsetxattr(fd, kTraceAttr, path.data(), path.size(), 0);
+}
+
+// When the folder's cache files exceed kDecodeCacheAdviceBytes: one line saying so, and how to shrink it.
+std::string adviceFor(int dfd, const DecodeCacheOptions& o) {
+  uint64_t total = 0, n = 0;
+  try {
+    for (const OwnFile& f : ownFiles(dfd, o.folder))
+      if (!f.temp) total += f.diskBytes(), ++n;
+  } catch (const Error&) {
+    return "";
+  }
+  if (total <= kDecodeCacheAdviceBytes) return "";
+  return o.folder + " holds " + humanBytes(double(total)) + " in " + std::to_string(n) + " files (over " +
+         humanBytes(double(kDecodeCacheAdviceBytes)) + "): `trtrace cache clear` empties it; TRTRACE_DECODE_CACHE_MB bounds it (now " +
+         std::to_string(o.maxBytes >> 20) + ")";
 }
 
 }  // namespace
@@ -450,6 +510,7 @@ std::unique_ptr<DecodeCache> DecodeCache::reuse(const Reader::Impl& r, const Lay
     return nullptr;
   }
   ::futimens(fd, nullptr);  // used now: the last to be evicted
+  recordTrace(fd, r.path);
   std::vector<uint64_t> offsets(r.blobs.size(), kNone);
   for (size_t j = 0; j < L.blobs.size(); ++j) offsets[L.blobs[j]] = L.offsets[j];
   auto c = mapped(fd, L.fileLength, std::move(offsets));
@@ -465,6 +526,7 @@ std::unique_ptr<DecodeCache> DecodeCache::inFolder(const Reader::Impl& r, const 
   const int dfd = openFolder(o.folder, rep.note);
   if (dfd < 0) return nullptr;
   auto c = inFolderAt(r, L, o, dfd, rep);
+  if (c) rep.advice = adviceFor(dfd, o);
   ::close(dfd);
   return c;
 }
@@ -492,6 +554,7 @@ std::unique_ptr<DecodeCache> DecodeCache::inFolderAt(const Reader::Impl& r, cons
   }
   std::string full = roomFor(fd, L.fileLength, o.folder);
   std::unique_ptr<DecodeCache> c = full.empty() ? build(r, L, fd, rep.threads, path, rep) : nullptr;
+  if (c) recordTrace(fd, r.path);
   ::close(fd);
   if (!full.empty()) rep.note = full;
   // A cache with a blob left out (damaged in the trace) is not kept: it would never check out.
@@ -572,6 +635,72 @@ BlobView Reader::alias(const BlobView& view) const {
     return BlobView::kept({static_cast<const std::byte*>(q), n}, std::move(keep));
   }
   return {};
+}
+
+// ---- trtrace cache: the folder's files, as the player sees and bounds them --------------------------
+namespace {
+
+// The folder, trusted as the player trusts it (Error with its line otherwise); -1 when there is none.
+int openForListing(const std::string& folder) {
+  struct stat st {};
+  if (::stat(folder.c_str(), &st) != 0 && errno == ENOENT) return -1;
+  std::string why;
+  const int dfd = detail::openPrivateFolder(folder, why);
+  if (dfd < 0) throw Error(Error::Kind::Io, "decode cache: " + why);
+  return dfd;
+}
+
+// The trace recorded on the file `name` of dfd (recordTrace); "" when there is none.
+std::string recordedTrace(int dfd, const std::string& name) {
+  const int fd = ::openat(dfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return "";
+  char buf[PATH_MAX];
+  const ssize_t n = ::fgetxattr(fd, detail::kTraceAttr, buf, sizeof buf);
+  ::close(fd);
+  return n > 0 ? std::string(buf, size_t(n)) : "";
+}
+
+// The folder's own files (ownFiles), each described; `keep` chooses which.
+template <class Keep>
+std::vector<DecodeCacheFile> described(int dfd, const std::string& folder, Keep keep) {
+  std::vector<DecodeCacheFile> out;
+  for (const detail::OwnFile& f : detail::ownFiles(dfd, folder))
+    if (keep(f)) out.push_back({f.name, f.diskBytes(), int64_t(f.st.st_mtime), recordedTrace(dfd, f.name)});
+  return out;
+}
+
+}  // namespace
+
+std::vector<DecodeCacheFile> listDecodeCache(const std::string& folder) {
+  const int dfd = openForListing(folder);
+  if (dfd < 0) return {};
+  try {
+    auto files = described(dfd, folder, [](const detail::OwnFile& f) { return !f.temp; });
+    ::close(dfd);
+    return files;
+  } catch (...) {
+    ::close(dfd);
+    throw;
+  }
+}
+
+std::vector<DecodeCacheFile> clearDecodeCache(const std::string& folder) {
+  const int dfd = openForListing(folder);
+  if (dfd < 0) return {};
+  std::vector<DecodeCacheFile> removed;
+  try {
+    // A temporary still being written belongs to a running replay: only a dead one's goes.
+    for (DecodeCacheFile& f : described(dfd, folder, [](const detail::OwnFile& f) { return !f.temp || f.staleTemp(); })) {
+      if (::unlinkat(dfd, f.name.c_str(), 0) != 0 && errno != ENOENT)
+        throw Error(Error::Kind::Io, folder + "/" + f.name + ": cannot remove (" + detail::errnoText() + ")");
+      removed.push_back(std::move(f));
+    }
+  } catch (...) {
+    ::close(dfd);
+    throw;
+  }
+  ::close(dfd);
+  return removed;
 }
 
 }  // namespace trtrace

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace trtrace {
 
@@ -36,6 +37,29 @@ struct DecodeCacheReport {
   uint64_t failed = 0;            // blobs left out (damaged in the trace: reported when used)
   unsigned threads = 0;
   double seconds = 0;             // decode (or check) time
+  // Folder mode, when the folder's cache files exceed kDecodeCacheAdviceBytes after this one: one
+  // line saying so and how to shrink it (the player says it once per run); "" otherwise.
+  std::string advice;
 };
+
+inline constexpr uint64_t kDecodeCacheAdviceBytes = uint64_t(1) << 30;
+
+// One file of a decode cache folder (`trtrace cache list`).
+struct DecodeCacheFile {
+  std::string name;    // <32 hex digits>.tdc
+  uint64_t bytes = 0;  // on disk (what the folder's bound counts)
+  int64_t lastUse = 0; // when it was last built or reused (its mtime, seconds since the epoch)
+  std::string trace;   // the trace that last used it, where recorded (an extended attribute); else ""
+};
+
+// The cache's own files in `folder`, least recently used first (the order the bound removes them
+// in): regular files named as the cache names them, owned by this user; links, other names and
+// other owners' files are not the cache's and are left out. An existing folder is trusted as the
+// player trusts it (yours, mode 0700): else Error (Io) with the player's line ("decode cache:
+// <folder>: mode 0777 lets other users in: ..."). A folder that does not exist holds none.
+std::vector<DecodeCacheFile> listDecodeCache(const std::string& folder);
+// Removes those files (and temporaries a dead process left, as the bound does); returns the removed.
+// Nothing else is touched: a link is removed by no one, followed by no one.
+std::vector<DecodeCacheFile> clearDecodeCache(const std::string& folder);
 
 }  // namespace trtrace
