@@ -217,6 +217,9 @@ int main(int argc, char** argv) {
       pos = F::alignUp(pos + sizeof h + h.payloadSize, F::kBlockAlign);
     }
   }
+  // The C interface (fuzz_capi) reads what the trace reader reads: the same traces seed it.
+  fs::create_directories(out / "capi");
+  for (const auto& t : traces) fs::copy_file(t, out / "capi" / fs::path(t).filename(), fs::copy_options::overwrite_existing);
   std::printf("fuzz_seedgen: %zu traces, %d blob payloads in %s\n", traces.size() + 2, n, out.c_str());
   return 0;
 }

@@ -1,6 +1,7 @@
 // The C interface over the trace reader (trtrace_c.h): thin wrappers that turn the reader's views
 // into JSON and exceptions into one error line.
 #include "trtrace_c.h"
+#include "trtrace/text.h"
 
 #include <cctype>
 #include <cmath>
@@ -54,15 +55,7 @@ bool guarded(char** error, int* kind, Fn&& fn) {
   return false;
 }
 
-std::string str(std::string_view s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\', o += c;
-    else if (static_cast<unsigned char>(c) < 0x20) { char b[8]; std::snprintf(b, sizeof b, "\\u%04x", c); o += b; }
-    else o += c;
-  }
-  return o + "\"";
-}
+std::string str(std::string_view s) { return jsonString(s); }  // the one JSON string writer (trtrace/text.h)
 std::string num(double d) {
   if (std::isnan(d)) return "NaN";
   if (std::isinf(d)) return d > 0 ? "Infinity" : "-Infinity";

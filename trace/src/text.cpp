@@ -5,40 +5,6 @@
 #include <cstdio>
 
 namespace trtrace {
-
-void appendJsonString(std::string& o, std::string_view s) {
-  o += '"';
-  for (char c : s) {
-    switch (c) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\r': o += "\\r"; break;
-      case '\t': o += "\\t"; break;
-      case '\b': o += "\\b"; break;
-      case '\f': o += "\\f"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", static_cast<unsigned char>(c));
-          o += b;
-        } else {
-          o += c;
-        }
-    }
-  }
-  o += '"';
-}
-
-std::string jsonString(std::string_view s) {
-  std::string o;
-  appendJsonString(o, s);
-  return o;
-}
-
-}  // namespace trtrace
-
-namespace trtrace {
 namespace {
 
 // The length of the valid UTF-8 sequence at s[i] (1 to 4), or 0 when the bytes there are not one
@@ -61,6 +27,54 @@ size_t utf8Length(std::string_view s, size_t i, uint32_t& cp) {
   if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
   return n;
 }
+
+}  // namespace
+
+void appendJsonString(std::string& o, std::string_view s) {
+  o += '"';
+  for (size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    uint32_t cp = 0;
+    const size_t n = static_cast<unsigned char>(c) < 0x80 ? 1 : utf8Length(s, i, cp);
+    if (n == 0) {  // not UTF-8: JSON text cannot carry the byte, U+FFFD stands for it
+      o += "\\ufffd";
+      ++i;
+      continue;
+    }
+    if (n > 1) {
+      o.append(s, i, n);
+      i += n;
+      continue;
+    }
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\r': o += "\\r"; break;
+      case '\t': o += "\\t"; break;
+      case '\b': o += "\\b"; break;
+      case '\f': o += "\\f"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char b[8];
+          std::snprintf(b, sizeof b, "\\u%04x", static_cast<unsigned char>(c));
+          o += b;
+        } else {
+          o += c;
+        }
+    }
+    ++i;
+  }
+  o += '"';
+}
+
+std::string jsonString(std::string_view s) {
+  std::string o;
+  appendJsonString(o, s);
+  return o;
+}
+
+namespace {
 
 // Code points a terminal acts on or shows as something else: C1 controls (8-bit CSI, ...),
 // bidi embeddings/overrides/isolates, line and paragraph separators.

@@ -1,7 +1,8 @@
 // Text for the outside world, written one way by every tool:
 // - trtrace::jsonString: the one JSON string writer (the converter's NVIDIA JSON, every --json
-//   report): json.dumps's escapes (\" \\ \n \r \t \b \f, \u00XX for other control bytes), other
-//   bytes as they are (ensure_ascii=False).
+//   report): json.dumps's escapes (\" \\ \n \r \t \b \f, \u00XX for other control bytes), valid
+//   UTF-8 as it is (ensure_ascii=False), and \ufffd for each byte that is not UTF-8 (JSON text
+//   cannot carry it; a reader would refuse the document).
 // - trtrace::terminalText: the one escaper of text shown on a terminal (dump, info, diff, and every
 //   error line, which may echo a name from a trace). A trace is hostile input: a name holding ESC
 //   could drive the terminal, a newline could forge a line of output, invalid UTF-8 or a bidi
