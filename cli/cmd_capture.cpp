@@ -24,8 +24,8 @@
 #include "commands.h"
 #include "library.h"
 #include "summary.h"
-#include "trtrace/convert.h"
 #include "trtrace/capture_names.h"
+#include "trtrace/convert.h"
 #include "trtrace/error.h"
 #include "trtrace/files.h"
 
@@ -145,6 +145,27 @@ std::vector<std::string> captureEnv(const std::string& shim, const std::string& 
       env.push_back(kv);
     }
   }
+  env.push_back("LD_PRELOAD=" + preload);
+  env.push_back("TRT_SHIM_OUTPUT_FILE=" + out);
+  if (!json.empty()) env.push_back("TRT_SHIM_OUTPUT_JSON_FILE=" + json);
+  return env;
+}
+
+struct FileStamp {
+  bool exists = false;
+  struct stat st {};
+  bool operator==(const FileStamp& o) const {
+    return exists == o.exists && (!exists || (st.st_ino == o.st.st_ino && st.st_dev == o.st.st_dev &&
+                                              st.st_size == o.st.st_size && st.st_mtim.tv_sec == o.st.st_mtim.tv_sec &&
+                                              st.st_mtim.tv_nsec == o.st.st_mtim.tv_nsec));
+  }
+};
+FileStamp stampOf(const std::string& path) {
+  FileStamp s;
+  s.exists = ::stat(path.c_str(), &s.st) == 0;
+  return s;
+}
+
 // The files in OUT's folder that a capture of OUT may write (trtrace/capture_names.h: OUT,
 // OUT.<pid>, OUT.<pid>.<n>), with their stamps: those new or changed after the run are its traces.
 std::map<std::string, FileStamp> candidateTraces(const std::string& out) {
@@ -169,27 +190,6 @@ void printWritten(const std::vector<std::string>& traces, const std::string& out
     std::fprintf(stderr, "trtrace: capture: %s%s: %s%s%s\n", t.c_str(), r->closedCleanly() ? "" : " (not closed)",
                  summaryLine(summarise(*r)).c_str(), json.empty() ? "" : "; JSON+BIN: ", json.c_str());
   }
-}
-
-  env.push_back("LD_PRELOAD=" + preload);
-  env.push_back("TRT_SHIM_OUTPUT_FILE=" + out);
-  if (!json.empty()) env.push_back("TRT_SHIM_OUTPUT_JSON_FILE=" + json);
-  return env;
-}
-
-struct FileStamp {
-  bool exists = false;
-  struct stat st {};
-  bool operator==(const FileStamp& o) const {
-    return exists == o.exists && (!exists || (st.st_ino == o.st.st_ino && st.st_dev == o.st.st_dev &&
-                                              st.st_size == o.st.st_size && st.st_mtim.tv_sec == o.st.st_mtim.tv_sec &&
-                                              st.st_mtim.tv_nsec == o.st.st_mtim.tv_nsec));
-  }
-};
-FileStamp stampOf(const std::string& path) {
-  FileStamp s;
-  s.exists = ::stat(path.c_str(), &s.st) == 0;
-  return s;
 }
 
 }  // namespace
