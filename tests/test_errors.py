@@ -22,7 +22,7 @@ from test_versions import VENVS, capture as capture_on, libfile
 DOC = ROOT / "docs" / "errors.md"
 TOOLS = {"tensorrt_player", "trtrace verify", "trtrace info", "trtrace dump", "trtrace convert", "trtrace rewrite",
          "trtrace rewrite --salvage", "trtrace diff", "trtrace strip", "trtrace extract", "trtrace reduce", "trtrace export",
-         "capture", "trtrace capture"}
+         "capture", "trtrace capture", "trtrace cache"}
 # Inputs that claim huge sizes: their rows run with the address space capped at 1 GiB, so a tool that
 # allocated by the claim would fail (or be killed) instead of printing the documented line.
 MEMORY_CAPPED = {"random_count", "huge_json_ids"}
@@ -122,6 +122,9 @@ def inputs(tmp_path_factory):
     c["library_abi"] = c["library_missing"] = c["library_fifo"] = c["unwritable_output"] = good
     c["not_failing"] = c["fail_regex_invalid"] = c["artifacts_not_empty"] = c["export_dir_not_empty"] = good
     c["bad_option"] = c["timeout_nan"] = c["timeout_huge"] = good
+    (d / "open_cache").mkdir()   # trtrace cache: a folder others may write in; a file; no folder
+    os.chmod(d / "open_cache", 0o777)
+    c["cache_folder_open"], c["cache_not_a_folder"], c["cache_no_folder"] = d / "open_cache", good, pathlib.Path("temp")
     os.mkfifo(d / "lib.fifo")
     c["unwritable_output_json"] = d / "good.json"
     c.update(hardening_inputs(d, env, good, data, bl, js, bn, put))
@@ -219,6 +222,8 @@ def command(case, tool, src, out_dir, lib):
     binp = src.with_suffix(".bin")
     if tool == "capture":
         return [BIN / "cpp_app", out_dir / "app.engine"], None
+    if tool == "trtrace cache":                   # src: the cache folder
+        return [TRTRACE, "cache", "list", "--decode-cache", src], None
     if tool == "trtrace capture":                 # the command: src, run by path (none for no_command)
         out = src if case == "capture_output_is_input" else out_dir / "c.trtrace"
         program = {"capture_no_command": [], "capture_output_is_input": [sys.executable, src]}.get(case, [src])
@@ -277,7 +282,7 @@ def test_every_case_has_rows_for_what_it_claims():
               "export_dir_not_empty", "export_null_receiver", "export_not_utf8",
               "capture_no_command", "capture_not_found", "capture_output_is_input",
               "capture_no_library", "json_missing_trace_beside", "trace_missing_json_beside",
-              "bad_option", "timeout_nan", "timeout_huge"}
+              "bad_option", "timeout_nan", "timeout_huge", "cache_folder_open", "cache_not_a_folder", "cache_no_folder"}
     assert cases == traces | others
     # Every trace input is documented for the player and verify at least.
     for case in traces:
@@ -378,7 +383,8 @@ def test_rewrite_salvage_keeps_the_calls_before_the_damage(inputs, tmp_path):
     assert p.returncode == 0, p.stderr
 
 
-SUBCOMMANDS = ["info", "dump", "verify", "rewrite", "convert", "diff", "strip", "extract", "reduce", "export", "capture"]
+SUBCOMMANDS = ["info", "dump", "verify", "rewrite", "convert", "diff", "strip", "extract", "reduce", "export", "capture",
+               "cache"]
 
 
 @pytest.mark.parametrize("sub", SUBCOMMANDS + ["tensorrt_player"])
