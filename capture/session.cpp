@@ -486,7 +486,7 @@ void Session::close() noexcept {
   try {
     // A huge model's weights may still be queued for compression: report the final drain.
     if (const uint64_t pending = w->pendingBlobBytes()) {
-      Progress p("trtrace: writing queued weights to " + path_, pending);
+      Progress p("trtrace " + path_, "writing queued weights", pending);
       w->drainBlobs([&](uint64_t left) { p.update(pending - std::min(left, pending)); });
     }
     w->close();

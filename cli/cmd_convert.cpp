@@ -43,7 +43,7 @@ Command addConvert(CLI::App& app) {
               t.allCalls = o->allCalls;
               t.durable = o->sync;
               t.requireCalls = true;  // converting nothing is an error
-              Progress progress("trtrace convert " + o->in, 0, Progress::Unit::Calls);
+              Progress progress("trtrace convert " + o->in, "converting calls", 0, Progress::Unit::Calls);
               t.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };
               s = convert::traceToJson(o->in, o->out, t);
               dir = "trace -> JSON+BIN";
@@ -53,7 +53,7 @@ Command addConvert(CLI::App& app) {
               j.zstdLevel = o->level;
               j.workerThreads = o->threads;
               j.durable = o->sync;
-              Progress progress("trtrace convert " + o->in, 0);
+              Progress progress("trtrace convert " + o->in, "writing weights", 0);
               j.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };
               s = convert::jsonToTrace(o->in, o->out, j);
               dir = "JSON+BIN -> trace";

@@ -107,7 +107,7 @@ static int runExtract(const ExtractOptions& o) {
   const std::vector<bool> keep = neededCalls(*r, id);
   std::unordered_set<BlobRef, BlobRefHasher> blobs;
   uint64_t kept = 0, blobBytes = 0, index = 0;
-  Progress progress("trtrace extract " + o.out, r->callCount(), Progress::Unit::Calls);
+  Progress progress("trtrace extract " + o.out, "copying calls", r->callCount(), Progress::Unit::Calls);
   r->forEachCall([&](const CallView& c) {
     progress.update(c.seq());
     if (!keep[index++]) return true;

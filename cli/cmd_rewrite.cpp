@@ -147,7 +147,7 @@ std::unordered_set<BlobRef, BlobRefHasher> copyBlobs(const Reader& r, Writer& w,
   std::vector<const BlobInfo*> inFileOrder;
   for (auto& b : r.blobs()) total += b.ref.length, inFileOrder.push_back(&b);
   std::sort(inFileOrder.begin(), inFileOrder.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
-  Progress progress("trtrace rewrite " + o.out, total);
+  Progress progress("trtrace rewrite " + o.out, "copying weights", total);
   std::unordered_set<BlobRef, BlobRefHasher> damaged;
   for (const BlobInfo* pb : inFileOrder) {
     const BlobInfo& b = *pb;

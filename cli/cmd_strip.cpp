@@ -131,7 +131,7 @@ static int runStrip(const StripOptions& o) {
   files::PendingOutputs outputs;  // OUT is never IN, and appears complete or not at all
   auto w = createDerived(*r, outputs, o.out);
   Stripper s(*r, *w, o);
-  Progress progress("trtrace strip " + o.out, r->callCount(), Progress::Unit::Calls);
+  Progress progress("trtrace strip " + o.out, "copying calls", r->callCount(), Progress::Unit::Calls);
   r->forEachCall([&](const CallView& c) {
     progress.update(c.seq());
     copyCall(c, *w, c.networkId(), [&](CallEncoder& e, const ValueView& v, bool ret) { s.weights(e, v, ret); });

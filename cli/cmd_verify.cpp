@@ -19,7 +19,7 @@ Command addVerify(CLI::App& app) {
   sub->add_flag("-q,--quiet", *quiet, "Print problems only");
   return {sub, [=] {
     auto r = convert::openCapture(*path);
-    Progress progress("trtrace verify " + *path, r->mapping().size());
+    Progress progress("trtrace verify " + *path, "checking blocks", r->mapping().size());
     auto rep = verifyTrace(*r, [&](uint64_t done, uint64_t) { progress.update(done); });
     for (auto& i : rep.issues)
       std::fprintf(stderr, "trtrace: %s: %s\n",

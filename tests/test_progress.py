@@ -43,10 +43,12 @@ def reports(lines, pattern, label):
 def cases(trace):
     d = trace.parent
     return [
-        ([TRTRACE, "verify", trace], BYTES_LINE, f"trtrace verify {trace}"),
-        ([TRTRACE, "rewrite", "--raw", trace, d / "r.trtrace"], BYTES_LINE, f"trtrace rewrite {d / 'r.trtrace'}"),
-        ([TRTRACE, "convert", trace, d / "c.json"], CALLS_LINE, f"trtrace convert {trace}"),
-        ([TRTRACE, "convert", d / "c.json", d / "back.trtrace"], BYTES_LINE, f"trtrace convert {d / 'c.json'}"),
+        ([TRTRACE, "verify", trace], BYTES_LINE, f"trtrace verify {trace}: checking blocks"),
+        ([TRTRACE, "rewrite", "--raw", trace, d / "r.trtrace"], BYTES_LINE,
+         f"trtrace rewrite {d / 'r.trtrace'}: copying weights"),
+        ([TRTRACE, "convert", trace, d / "c.json"], CALLS_LINE, f"trtrace convert {trace}: converting calls"),
+        ([TRTRACE, "convert", d / "c.json", d / "back.trtrace"], BYTES_LINE,
+         f"trtrace convert {d / 'c.json'}: writing weights"),
         ([PLAYER, "-j", trace, "-o", d / "e.engine", "--lib", trt_lib(), "-q"], CALLS_LINE,
          f"tensorrt_player {trace}: replaying calls"),
     ]
