@@ -189,32 +189,32 @@ class Statement {
 };
 
 // The docstring after the shebang; returns the position after its closing line, or npos.
-inline size_t docstringEnd(std::string_view text) {
+inline size_t docstringEnd(std::string_view script) {
   static const std::string_view open = "#!/usr/bin/env python3\n\"\"\"";
-  if (text.substr(0, open.size()) != open) return std::string_view::npos;
-  const size_t close = literalEnd(text, open.size());  // no '"' inside: the first one closes it
-  if (close == std::string_view::npos || text.substr(close, 4) != "\"\"\"\n") return std::string_view::npos;
+  if (script.substr(0, open.size()) != open) return std::string_view::npos;
+  const size_t close = literalEnd(script, open.size());  // no '"' inside: the first one closes it
+  if (close == std::string_view::npos || script.substr(close, 4) != "\"\"\"\n") return std::string_view::npos;
   return close + 4;
 }
 
 }  // namespace pycheck
 
-// "" if `text` is a build.py the exporter may write (see the file comment), else what is wrong.
-inline std::string checkScript(std::string_view text, std::string_view prelude, std::string_view end) {
+// "" if `script` is a build.py the exporter may write (see the file comment), else what is wrong.
+inline std::string checkScript(std::string_view script, std::string_view prelude, std::string_view end) {
   using namespace pycheck;
-  for (char c : text)
+  for (char c : script)
     if (c != '\n' && (c < 0x20 || c > 0x7e)) return "holds a byte that is not printable ASCII";
-  size_t at = docstringEnd(text);
+  size_t at = docstringEnd(script);
   if (at == std::string_view::npos) return "does not start with the shebang and a well-formed docstring";
   static const std::string_view networks = "NETWORKS = ";
-  if (text.substr(at, prelude.size()) != prelude || text.substr(at + prelude.size(), networks.size()) != networks)
+  if (script.substr(at, prelude.size()) != prelude || script.substr(at + prelude.size(), networks.size()) != networks)
     return "does not have the fixed prelude after its docstring";
   at += prelude.size() + networks.size();
-  const size_t nl = text.find('\n', at);
-  if (nl == std::string_view::npos || nl == at || text.substr(at, nl - at).find_first_not_of("0123456789") != std::string_view::npos)
+  const size_t nl = script.find('\n', at);
+  if (nl == std::string_view::npos || nl == at || script.substr(at, nl - at).find_first_not_of("0123456789") != std::string_view::npos)
     return "NETWORKS is not a number";
-  if (text.size() < nl + 1 + end.size() || text.substr(text.size() - end.size()) != end) return "does not have the fixed end";
-  std::string_view body = text.substr(nl + 1, text.size() - end.size() - nl - 1);
+  if (script.size() < nl + 1 + end.size() || script.substr(script.size() - end.size()) != end) return "does not have the fixed end";
+  std::string_view body = script.substr(nl + 1, script.size() - end.size() - nl - 1);
   std::set<std::string, std::less<>> vars = {"trt", "logger"};
   std::vector<Tok> toks;
   for (size_t line = 1; !body.empty(); ++line) {
