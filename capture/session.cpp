@@ -126,8 +126,10 @@ void parseWriteFault(const char* v) {
   gFailWriteErrno = err == "EIO" ? EIO : ENOSPC;
 }
 
-// Best-effort flush when the application dies of a fatal signal, then the previous disposition.
-constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM};
+// Best-effort flush when the application dies of a fatal signal, then the previous disposition:
+// the faults, abort, and the signals that end a process by default (SIGTERM, a closed terminal's
+// SIGHUP, SIGINT, SIGQUIT). A signal the process ignores at start is left alone: it ends nothing.
+constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGHUP, SIGINT, SIGQUIT};
 struct sigaction gPrevious[sizeof(kFatalSignals) / sizeof(int)];
 std::atomic<bool> gInSignal{false};
 
@@ -149,6 +151,7 @@ void onFatalSignal(int sig) {
 
 void installSignalHandlers() {
   for (size_t i = 0; i < std::size(kFatalSignals); ++i) {
+    if (sigaction(kFatalSignals[i], nullptr, &gPrevious[i]) == 0 && gPrevious[i].sa_handler == SIG_IGN) continue;
     struct sigaction sa {};
     sa.sa_handler = onFatalSignal;
     sigemptyset(&sa.sa_mask);
