@@ -15,11 +15,15 @@
 
 namespace trtrace::cli::diffing {
 
+// Objects are named structurally: a hash of how they were obtained -- the creating call (its API,
+// its other arguments, weights by content), the first name the app gives the object, and the
+// names of the objects the call was given, to kNameDepth objects upstream -- so two captures'
+// names agree whatever their handle numbers and wherever a layer was inserted before, two objects
+// made alike are told apart by their app names or their inputs, and a changed call renames what
+// lies at most kNameDepth objects downstream of it, not the rest of the network.
+inline constexpr int kNameDepth = 2;
+
 // One compared call, ~80 bytes whatever its arguments: what the alignment and the comparison need.
-// Objects are named structurally (a hash of how they were obtained: the creating call's API, its
-// receiver's and object arguments' names and its other arguments, weights by type and count but
-// not content), so two captures' names agree whatever their handle numbers and wherever a layer
-// was inserted before, and a weight's new content does not rename everything computed from it.
 struct CallRec {
   uint64_t seq = 0;
   uint64_t key = 0;      // the whole call: API, arguments (weights by content), objects by name
@@ -33,7 +37,7 @@ struct CallRec {
 };
 
 struct ObjInfo {
-  uint64_t name = 0;     // structural name (above)
+  uint64_t names[kNameDepth + 1] = {};  // structural name (above) at each depth
   int32_t layer = -1;    // the layer it is or belongs to
   uint32_t creator = 0;  // API that made it
   std::string text;      // how it was obtained: "network", layer k as layerRef(k), "L3.getOutput(0)"

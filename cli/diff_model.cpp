@@ -10,6 +10,7 @@
 // order, with B's objects mapped to A's through the pairs' results: an aligned pair that differs
 // (an argument, the object called, the result, weights aliasing) is a change.
 #include <algorithm>
+#include <iterator>
 #include <tuple>
 
 #include "diff_internal.h"
@@ -66,35 +67,58 @@ void putShape(std::string& s, const ValueView& v) {
 // Pass 1: the compact records of one trace.
 class ModelBuilder {
  public:
-  explicit ModelBuilder(TraceModel& m) : m_(m) {}
+  ModelBuilder(TraceModel& m, std::unordered_map<uint64_t, uint64_t> appNames) : m_(m), appNames_(std::move(appNames)) {}
   void add(const CallView& c);
 
  private:
   struct Parts {
-    std::string shape, names, content;
+    std::string shape, content;
+    std::string names[kNameDepth + 1];  // the objects' names at each depth
     std::vector<uint64_t> ptrs;
   };
-  uint64_t nameOf(uint64_t h) const;
+  const ObjInfo* find(uint64_t h) const;
+  void putNames(uint64_t h, Parts& p) const;
   void addArg(const ValueView& v, Parts& p, CallRec& r);
-  void nameResult(const CallView& c, const api::ApiDesc* d, CallRec& r, uint64_t h, uint64_t name, const ObjInfo* recv);
+  void nameResult(const CallView& c, const api::ApiDesc* d, CallRec& r, uint64_t h, const Parts& p, const ObjInfo* recv);
 
   TraceModel& m_;
+  const std::unordered_map<uint64_t, uint64_t> appNames_;  // handle -> hash of the first name the app gave it
 };
 
-uint64_t ModelBuilder::nameOf(uint64_t h) const {
-  if (!h) return 0;
+// The name the app first gives each object (setName), by handle: part of the object's structural
+// name, so that two objects made alike (two activations of one tensor) are told apart by it.
+std::unordered_map<uint64_t, uint64_t> appNames(const Reader& r, bool allCalls) {
+  static constexpr uint32_t kSetName[] = {api::kTensor_setName, api::kLayer_setName, api::kLoop_setName,
+                                          api::kIfConditional_setName, api::kAttention_setName};
+  std::unordered_map<uint64_t, uint64_t> names;
+  r.forEachCall([&](const CallView& c) {
+    if (std::find(std::begin(kSetName), std::end(kSetName), c.apiId()) != std::end(kSetName) && c.receiver() &&
+        c.argCount() && c.arg(0).kind() == ValueKind::String && compared(api::find(c.apiId()), allCalls))
+      names.try_emplace(c.receiver(), hashOf(std::string(c.arg(0).asString())));
+    return true;
+  });
+  return names;
+}
+
+const ObjInfo* ModelBuilder::find(uint64_t h) const {
   auto it = m_.objs.find(h);
-  return it != m_.objs.end() ? it->second.name : hashOf("handle" + std::to_string(h));  // never obtained: by number
+  return it == m_.objs.end() ? nullptr : &it->second;  // stays valid: a node container
+}
+
+void ModelBuilder::putNames(uint64_t h, Parts& p) const {
+  const ObjInfo* o = h ? find(h) : nullptr;
+  const uint64_t unknown = h ? hashOf("handle" + std::to_string(h)) : 0;  // never obtained: by number
+  for (int k = 0; k <= kNameDepth; ++k) put(p.names[k], o ? o->names[k] : unknown);
 }
 
 void ModelBuilder::addArg(const ValueView& v, Parts& p, CallRec& r) {
   putShape(p.shape, v);
   if (v.kind() == ValueKind::Handle) {
     m_.pool.push_back(v.asU64());
-    put(p.names, nameOf(v.asU64()));
+    putNames(v.asU64(), p);
   } else if (v.kind() == ValueKind::HandleArray) {
     put(p.shape, uint64_t(v.handles().size()));
-    for (uint64_t h : v.handles()) m_.pool.push_back(h), put(p.names, nameOf(h));
+    for (uint64_t h : v.handles()) m_.pool.push_back(h), putNames(h, p);
   } else if (isWeights(v)) {
     put(p.content, weightsContent(v));
     p.ptrs.push_back(v.weightsPtr());
@@ -102,10 +126,18 @@ void ModelBuilder::addArg(const ValueView& v, Parts& p, CallRec& r) {
   }
 }
 
-void ModelBuilder::nameResult(const CallView& c, const api::ApiDesc* d, CallRec& r, uint64_t h, uint64_t name,
+// Names at depth 0 (the creating call without its objects, and the app's name for the object) to
+// kNameDepth (with its objects' names one depth less): a change renames what lies at most
+// kNameDepth objects downstream, so the alignment's first level still anchors beyond it.
+void ModelBuilder::nameResult(const CallView& c, const api::ApiDesc* d, CallRec& r, uint64_t h, const Parts& p,
                               const ObjInfo* recv) {
   ObjInfo o;
-  o.name = name, o.creator = r.api;
+  auto named = appNames_.find(h);
+  std::string own = p.shape + p.content;
+  put(own, named == appNames_.end() ? uint64_t(0) : named->second);
+  o.names[0] = hashOf(own);
+  for (int k = 1; k <= kNameDepth; ++k) o.names[k] = hashOf(own + p.names[k - 1]);
+  o.creator = r.api;
   if (d && d->result.kind == api::Kind::Handle && d->result.layer) {
     auto& layers = m_.layers[r.net];
     o.layer = int32_t(layers.size()), o.text = layerRef(layers.size());
@@ -123,11 +155,10 @@ void ModelBuilder::add(const CallView& c) {
   CallRec r;
   r.seq = c.seq(), r.api = c.apiId(), r.net = c.networkId(), r.hOff = uint32_t(m_.pool.size());
   r.getter = d && d->has(api::flag::kGetter);
-  auto ri = m_.objs.find(c.receiver());
-  const ObjInfo* recv = ri == m_.objs.end() ? nullptr : &ri->second;  // stays valid: a node container
+  const ObjInfo* recv = find(c.receiver());
   Parts p;
   put(p.shape, r.api), put(p.shape, uint32_t(c.argCount()));
-  put(p.names, nameOf(c.receiver()));
+  putNames(c.receiver(), p);
   m_.pool.push_back(c.receiver());
   for (size_t k = 0; k < c.argCount(); ++k)
     if (!foreignArg(d, k)) addArg(c.arg(k), p, r);
@@ -137,10 +168,13 @@ void ModelBuilder::add(const CallView& c) {
   r.nH = uint32_t(m_.pool.size() - r.hOff);
   m_.pool.insert(m_.pool.end(), p.ptrs.begin(), p.ptrs.end());
   r.nW = uint32_t(p.ptrs.size());
-  r.shape = hashOf(p.shape), r.content = hashOf(p.content), r.key = hashOf(p.shape + p.names + p.content);
-  r.slot = hashOf(p.names.substr(0, sizeof(uint64_t)) + std::to_string(r.api));
+  const std::string& names = p.names[kNameDepth];
+  auto named = result ? appNames_.find(result) : appNames_.end();  // what the app calls the object made
+  r.shape = hashOf(p.shape), r.content = hashOf(p.content);
+  r.key = hashOf(p.shape + names + p.content + std::to_string(named == appNames_.end() ? 0 : named->second));
+  r.slot = hashOf(names.substr(0, sizeof(uint64_t)) + std::to_string(r.api));
   r.layer = recv ? recv->layer : -1, r.recvCreator = recv ? recv->creator : 0;
-  if (result && !m_.objs.count(result)) nameResult(c, d, r, result, hashOf(p.shape + p.names), recv);
+  if (result && !m_.objs.count(result)) nameResult(c, d, r, result, p, recv);
   if (d && d->id == api::kLayer_setName && recv && recv->layer >= 0 && recv->text == layerRef(size_t(recv->layer)) &&
       c.argCount() && c.arg(0).kind() == ValueKind::String)
     m_.layers[r.net][size_t(recv->layer)].name = std::string(c.arg(0).asString());
@@ -322,7 +356,7 @@ uint64_t Comparison::mapToA(uint64_t hb) const {
 
 void buildModel(const Reader& r, bool allCalls, TraceModel& m) {
   m.reader = &r, m.allCalls = allCalls;
-  ModelBuilder b(m);
+  ModelBuilder b(m, appNames(r, allCalls));
   Progress progress("trtrace diff", r.callCount(), Progress::Unit::Calls);
   r.forEachCall([&](const CallView& c) {
     progress.update(c.seq());
