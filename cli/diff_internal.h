@@ -40,6 +40,7 @@ struct ObjInfo {
   uint64_t names[kNameDepth + 1] = {};  // structural name (above) at each depth
   int32_t layer = -1;    // the layer it is or belongs to
   uint32_t creator = 0;  // API that made it
+  uint32_t net = 0;      // network of the call that made it
   std::string text;      // how it was obtained: "network", layer k as layerRef(k), "L3.getOutput(0)"
 };
 

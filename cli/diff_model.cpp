@@ -137,14 +137,14 @@ void ModelBuilder::nameResult(const CallView& c, const api::ApiDesc* d, CallRec&
   put(own, named == appNames_.end() ? uint64_t(0) : named->second);
   o.names[0] = hashOf(own);
   for (int k = 1; k <= kNameDepth; ++k) o.names[k] = hashOf(own + p.names[k - 1]);
-  o.creator = r.api;
+  o.creator = r.api, o.net = r.net;
   if (d && d->result.kind == api::Kind::Handle && d->result.layer) {
     auto& layers = m_.layers[r.net];
     o.layer = int32_t(layers.size()), o.text = layerRef(layers.size());
     layers.push_back({std::string(api::ifaceName(d->result.iface)), ""});
     r.layer = o.layer, r.createsLayer = true;
   } else {
-    o.layer = recv ? recv->layer : -1;
+    o.layer = r.layer;  // the receiver's layer, if it is of this network
     o.text = d && d->has(api::flag::kStartsNetwork) ? "network" : fullText(m_, c, d);
   }
   m_.objs.emplace(h, std::move(o));
@@ -173,11 +173,13 @@ void ModelBuilder::add(const CallView& c) {
   r.shape = hashOf(p.shape), r.content = hashOf(p.content);
   r.key = hashOf(p.shape + names + p.content + std::to_string(named == appNames_.end() ? 0 : named->second));
   r.slot = hashOf(names.substr(0, sizeof(uint64_t)) + std::to_string(r.api));
-  r.layer = recv ? recv->layer : -1, r.recvCreator = recv ? recv->creator : 0;
+  // A layer index counts within its network: one named by a call of another network (a hostile
+  // trace) is no layer of this one.
+  r.layer = recv && recv->net == r.net ? recv->layer : -1, r.recvCreator = recv ? recv->creator : 0;
   if (result && !m_.objs.count(result)) nameResult(c, d, r, result, p, recv);
-  if (d && d->id == api::kLayer_setName && recv && recv->layer >= 0 && recv->text == layerRef(size_t(recv->layer)) &&
+  if (d && d->id == api::kLayer_setName && recv && r.layer >= 0 && recv->text == layerRef(size_t(r.layer)) &&
       c.argCount() && c.arg(0).kind() == ValueKind::String)
-    m_.layers[r.net][size_t(recv->layer)].name = std::string(c.arg(0).asString());
+    m_.layers[r.net][size_t(r.layer)].name = std::string(c.arg(0).asString());
   m_.byNet[r.net].push_back(uint32_t(m_.calls.size()));
   m_.calls.push_back(r);
 }
@@ -309,8 +311,8 @@ uint8_t PairComparer::compare(const CallRec& x, const CallRec& y) {
   if (rx && ry) {
     auto [it, fresh] = c_.bToA.try_emplace(ry, rx);
     if (!fresh && it->second != rx) what |= kDiffResult;
-  } else if (rx || ry) {
-    what |= kDiffResult;
+  } else if (rx) {  // A made an object, B none. Not the other way: a round trip through NVIDIA's
+    what |= kDiffResult;  // JSON gives a failed build's null result a handle
   }
   if (!sameAliasing(x, y)) what |= kDiffAliasing;
   return what;
@@ -351,7 +353,10 @@ uint64_t contentHash(const ValueView& v) {
 uint64_t Comparison::mapToA(uint64_t hb) const {
   if (!hb) return 0;
   auto it = bToA.find(hb);
-  return it == bToA.end() ? ~uint64_t(0) : it->second;  // an object only B has matches none of A's
+  if (it != bToA.end()) return it->second;
+  // A handle no call of either trace made (a hostile trace's) compares by number; an object only
+  // B made matches none of A's.
+  return !B.objs.count(hb) && !A.objs.count(hb) ? hb : ~uint64_t(0);
 }
 
 void buildModel(const Reader& r, bool allCalls, TraceModel& m) {

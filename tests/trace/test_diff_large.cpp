@@ -112,3 +112,39 @@ TEST(DiffLarge, UnalignableTracesStayBounded) {
   const long peakKiB = std::stol(runCli("tail -n 1 " + rss).out);
   EXPECT_LT(peakKiB, 160 * 1024) << "peak RSS " << peakKiB << " KiB";
 }
+
+// A hostile trace: a layer of network 1 named by a call of network 2, a network never made, an
+// object's handle given again as another call's result, a receiver no call made. Each layer index
+// counts within its own network and an unknown handle compares by number: a trace against itself
+// is equivalent, against a variant different (exit 1), never a crash.
+void writeHostile(const std::string& path, int v) {
+  WriterOptions o;
+  o.path = path;
+  auto w = Writer::create(o, tt::header());
+  w->beginCall(api::kentry_createInferBuilder_INTERNAL, 0, 0).argBool(true).argI64(1).retHandle(1).endCall();
+  w->beginCall(api::kBuilder_createNetworkV2, 1, 1).argU64(0).retHandle(2).endCall();
+  w->beginCall(api::kBuilder_createNetworkV2, 1, 2).argU64(0).retHandle(20).endCall();
+  const int64_t dims[] = {1, 8};
+  w->beginCall(api::kNetworkDefinition_addInput, 2, 1).argString("x").argEnum(api::kEnumDataType, 0).argDims(dims).retHandle(3).endCall();
+  w->beginCall(api::kNetworkDefinition_addActivation, 2, 1).argHandle(3).argEnum(api::kEnumActivationType, 0).retHandle(4).endCall();
+  w->beginCall(api::kLayer_setName, 4, 2).argString("n" + std::to_string(v)).endCall();
+  w->beginCall(api::kNetworkDefinition_addActivation, 20, 2).argHandle(3).argEnum(api::kEnumActivationType, v).retHandle(5).endCall();
+  w->beginCall(api::kLayer_getOutput, 5, 1).argI64(0).retHandle(4).endCall();
+  w->beginCall(api::kLayer_setName, 5, 7).argString("z").endCall();
+  w->beginCall(api::kLayer_getOutput, 999, 2).argI64(0).retHandle(6).endCall();
+  if (v) w->beginCall(api::kNetworkDefinition_addActivation, 20, 2).argHandle(4).argEnum(api::kEnumActivationType, 1).retHandle(30).endCall();
+  w->close();
+}
+
+TEST(DiffLarge, HostileObjectReferencesCompare) {
+  tt::TempDir d;
+  const std::string a = d.path("a.trtrace"), b = d.path("b.trtrace");
+  writeHostile(a, 0);
+  writeHostile(b, 2);
+  const Output same = runCli(std::string(TRTRACE_CLI) + " diff " + a + " " + a);
+  EXPECT_EQ(same.code, 0) << same.out;
+  for (const auto& args : {a + " " + b, b + " " + a, "--json " + a + " " + b}) {
+    const Output r = runCli(std::string(TRTRACE_CLI) + " diff " + args);
+    EXPECT_EQ(r.code, 1) << r.out;
+  }
+}
