@@ -37,6 +37,24 @@ venv=$deps/venv
 make_venv "$venv" "$root/tools/requirements.txt"
 make_venv "$deps/venv-1.7" "$root/tools/requirements-1.7.txt"
 
+# --- .deps/venv-torch: Torch-TensorRT-RTX 2.14 over TensorRT-RTX 1.6.1 (tests/test_torch_frontend.py) ---
+# Large (3 GB to download, 5.8 GB installed: torch's CUDA wheels), so a failure warns and that test
+# skips instead of stopping the setup; TRTRACE_SETUP_TORCH=0 leaves it out. No pip cache: it would
+# keep another 3 GB.
+torch_venv() {
+  local venv=$deps/venv-torch req=$root/tools/requirements-torch.txt
+  cmp -s "$req" "$venv/.trtrace-requirements" 2>/dev/null && return 0
+  if [ "${TRTRACE_SETUP_TORCH:-1}" = 0 ]; then log "TRTRACE_SETUP_TORCH=0: not creating $venv"; return 0; fi
+  log "creating Python environment $venv (pinned: ${req#$root/}; about 3 GB to download)"
+  if { [ -x "$venv/bin/python" ] || python3 -m venv "$venv"; } &&
+     "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-cache-dir -r "$req"; then
+    cp "$req" "$venv/.trtrace-requirements"
+  else
+    log "WARNING: could not install ${req#$root/}; the Torch-TensorRT-RTX tests will be skipped"
+  fi
+}
+torch_venv
+
 # --- NVIDIA's reference shims (compare-only; separate prefixes, no dependencies) --------------------
 # EP 0.4.0 bundles TensorRT-RTX 1.6.1 and its shim, EP 0.5.0 bundles 1.7.1 and its shim.
 nv_install() {  # nv_install <prefix> <package==version>
