@@ -19,6 +19,24 @@ BlobHint blobHint(abi::DataType t) {
   }
 }
 
+bool holdsLearnedValues(abi::DataType t) {
+  switch (t) {  // every enumerator, so that a type a new spec adds is a compile warning here
+    case abi::DataType::kINT32:
+    case abi::DataType::kINT64:
+    case abi::DataType::kBOOL:
+    case abi::DataType::kUINT8: return false;
+    case abi::DataType::kFLOAT:
+    case abi::DataType::kHALF:
+    case abi::DataType::kBF16:
+    case abi::DataType::kFP8:
+    case abi::DataType::kFP4:
+    case abi::DataType::kINT8:
+    case abi::DataType::kINT4:
+    case abi::DataType::kE8M0: return true;
+  }
+  return true;
+}
+
 uint16_t floatToHalf(double d) {
   float f = static_cast<float>(d);  // exact for values that came from a half
   uint32_t x;

@@ -21,6 +21,14 @@ inline bool travelsAsDims(int64_t nbDims) { return nbDims >= 0 && static_cast<ui
 // The byte grouping a blob of weights of this type compresses best with (none for others).
 BlobHint blobHint(abi::DataType t);
 
+// Whether weights of this type are a model's learned numbers: the floating types (FLOAT, HALF,
+// BF16, FP8, FP4) and those the library defines as encodings of floating values (INT8 and INT4
+// quantized weights, E8M0 block scales). The others (INT32, INT64, BOOL, and UINT8, which the
+// library never reads as a quantized value) are the integers and truth values a network's
+// shapes, axes, indices and masks are computed from: what a build's structure depends on. A value
+// outside the enum counts as learned (a tool that hides weights then hides it too).
+bool holdsLearnedValues(abi::DataType t);
+
 // IEEE binary16. floatToHalf rounds to nearest, ties to even (the one rounding of the tree: exact
 // for values that came from a half, and the closest half of any other); overflow gives infinity,
 // NaN stays NaN.

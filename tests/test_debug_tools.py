@@ -3,17 +3,20 @@
 diff: a trace and its NVIDIA-JSON round trip are equivalent (exit 0); one changed attribute is
 reported at its call (seq, API, argument, both values) and as a changed layer; changed weights by
 hash; added layers. strip: the output replays (same structure, other numbers), keeps aliasing, and
-holds no 16-byte window of any original weight. extract: each network of a two-network capture
+holds no 16-byte window of any original (floating) weight; real ONNX networks whose shapes come from
+integer constants still replay, those being kept. extract: each network of a two-network capture
 replays alone to the app's engine of that network, with only what it needs.
 """
 import json
+import os
 import pathlib
+import re
 import subprocess
 import sys
 
 import pytest
 
-from conftest import APPS, PLAYER, SHIM, TRTRACE, capture, play, run_app, trt_lib, trtrace
+from conftest import APPS, PLAYER, ROOT, SHIM, TRTRACE, capture, play, run_app, trt_lib, trtrace
 
 # A one-layer network whose LeakyReLU alpha is the app's argument: two captures differ in one call.
 ALPHA_APP = """
@@ -149,6 +152,38 @@ def test_strip_keep_below_and_zeros(two_nets, tmp_path):
     assert r["kept"] > 0 and r["replaced"] > 0 and r["kept_bytes"] < 100 * r["kept"]
     p = play(tmp_path / "k.trtrace", tmp_path / "k.engine", "--check", check=False)
     assert p.returncode in (0, 4), p.stdout + p.stderr
+
+
+# Real ONNX networks (the corpus's onnx 1.17 data) whose builds compute shapes from INT32/INT64
+# constants: the reshape targets of a Conv1d, of a BatchNorm1d and of squeezenet's flatten.
+STRIP_NETWORKS = ("pytorch-converted/test_Conv1d/model.onnx",
+                  "pytorch-converted/test_BatchNorm1d_3d_input_eval/model.onnx", "light/light_squeezenet.onnx")
+LEARNED_TYPES = {0, 1, 2, 6, 7, 9, 10, 11}  # DataType: FLOAT HALF INT8 FP8 BF16 INT4 FP4 E8M0
+WEIGHTS_TYPE = re.compile(r"^Weights\w+ weights\[type (\d+) ")
+
+
+@pytest.mark.parametrize("model", STRIP_NETWORKS)
+def test_strip_keeps_integer_weights_so_real_networks_replay(tmp_path, model):
+    """strip replaces the learned weights (floating and quantized types) and keeps integer and bool
+    ones, the shapes, axes and indices the build depends on (docs: strip): the stripped capture of
+    each network builds. --all-types replaces those too, and the build then fails."""
+    path = pathlib.Path(os.environ.get("TRTRACE_ONNX_DATA") or ROOT / ".deps" / "onnx-1.17-data") / model
+    if not path.is_file():
+        pytest.skip(f"{path}: no onnx backend test data (tools/setup.sh could not fetch onnx==1.17.0)")
+    t, out = tmp_path / "t.trtrace", tmp_path / "s.trtrace"
+    capture("../corpus/onnx_app.py", t, path, "--out", tmp_path / "app.engine")
+    rep = json.loads(trtrace("strip", t, "-o", out, "--json").stdout)
+    assert rep["replaced"] > 0 and rep["kept_integer"] > 0 and rep["kept"] == 0, rep
+    p = play(out, tmp_path / "s.engine", "--check", check=False)
+    assert p.returncode in (0, 4), p.stdout + p.stderr
+    # Only learned weights changed: every difference is one of their values.
+    changed = [WEIGHTS_TYPE.match(x["a"]) for x in json.loads(diff(t, out, "--json").stdout)["differences"]]
+    assert changed and all(m and int(m.group(1)) in LEARNED_TYPES for m in changed), changed
+    all_types = tmp_path / "a.trtrace"
+    rep = json.loads(trtrace("strip", t, "-o", all_types, "--all-types", "--json").stdout)
+    assert rep["kept_integer"] == 0 and rep["replaced"] > 0, rep
+    p = play(all_types, tmp_path / "a.engine", check=False)
+    assert p.returncode == 2 and "the build failed, but it succeeded at capture" in p.stderr, p.stdout + p.stderr
 
 
 @pytest.mark.parametrize("network", [0, 1])
