@@ -86,16 +86,53 @@ const std::string_view kScriptPrelude =
     "logger = trt.Logger(trt.Logger.WARNING)\n"
     "failed = 0\n\n\n"
     "def weights(name):\n    return np.load(HERE / \"weights\" / f\"{name}.npy\")\n\n\n"
+    "def read(obj, name):\n"
+    "    \"\"\"A read back the app made, through a property: the same library call (it may change the library's\n"
+    "    state). The bindings raise where the library answered with its error value, which the app only saw.\"\"\"\n"
+    "    try:\n"
+    "        getattr(obj, name)\n"
+    "    except (RuntimeError, ValueError):\n"
+    "        pass\n\n\n"
+    "def read_call(method, *args):\n"
+    "    \"\"\"A read back the app made, through a method (see read).\"\"\"\n"
+    "    try:\n"
+    "        method(*args)\n"
+    "    except (RuntimeError, ValueError):\n"
+    "        pass\n\n\n"
+    "def engine_path(network):\n"
+    "    return cli.out if NETWORKS == 1 else f\"{cli.out}{network}\"\n\n\n"
+    "class EngineStream(trt.IStreamWriter):\n"
+    "    \"\"\"The writer of a streamed build (build_serialized_network_to_stream): the engine goes to its file.\"\"\"\n\n"
+    "    def __init__(self, network):\n"
+    "        trt.IStreamWriter.__init__(self)\n"
+    "        self.path = engine_path(network)\n"
+    "        self.file = open(self.path, \"wb\")\n"
+    "        self.nbytes = 0\n"
+    "        streams[network] = self\n\n"
+    "    def write(self, data):\n"
+    "        self.file.write(data)\n"
+    "        self.nbytes += len(data)\n"
+    "        return len(data)\n\n\n"
+    "streams = {}\n\n\n"
+    "def stream(network):\n"
+    "    return EngineStream(network)\n\n\n"
     "def save(engine, network):\n"
+    "    \"\"\"A build's result: its engine (None: failed), or a streamed build's True/False.\"\"\"\n"
     "    global failed\n"
-    "    if engine is None:\n"
+    "    streamed = streams.pop(network, None)\n"
+    "    if streamed is not None:\n"
+    "        streamed.file.close()\n"
+    "    if engine is None or engine is False:\n"
     "        print(f\"network {network}: build failed\", file=sys.stderr)\n"
     "        failed = 1\n"
+    "        if streamed is not None:\n"
+    "            pathlib.Path(streamed.path).unlink()\n"
     "        return\n"
-    "    path = cli.out if NETWORKS == 1 else f\"{cli.out}{network}\"\n"
-    "    with open(path, \"wb\") as f:\n"
-    "        f.write(engine)\n"
-    "    print(f\"network {network}: engine {path} ({engine.nbytes} bytes)\")\n\n\n";
+    "    path, nbytes = engine_path(network), streamed.nbytes if streamed is not None else engine.nbytes\n"
+    "    if streamed is None:\n"
+    "        with open(path, \"wb\") as f:\n"
+    "            f.write(engine)\n"
+    "    print(f\"network {network}: engine {path} ({nbytes} bytes)\")\n\n\n";
 
 const std::string_view kScriptEnd = "\nsys.exit(failed)\n";
 
@@ -145,13 +182,15 @@ class PyScript {
  public:
   explicit PyScript(const Reader& r) : r_(r) {}
   void add(const CallView& c);
+  void finish() const { checkJoined(); }
   std::string text(std::string_view source, uint32_t networks) const;
   const std::vector<NpyFile>& npys() const { return npys_; }
   size_t statements() const { return statements_; }
 
  private:
-  [[noreturn]] void fail(const CallView& c, const std::string& why) const {
-    throw Inexpressible(r_.path() + ": call #" + std::to_string(c.seq()) + " (" + callName(c) +
+  [[noreturn]] void fail(const CallView& c, const std::string& why) const { fail(c.seq(), callName(c), why); }
+  [[noreturn]] void fail(uint64_t seq, const std::string& call, const std::string& why) const {
+    throw Inexpressible(r_.path() + ": call #" + std::to_string(seq) + " (" + call +
                         "): cannot be written with the tensorrt_rtx Python API (" + why + ")");
   }
   // Names in messages come from this build's table, never from the trace's own descriptors.
@@ -173,11 +212,23 @@ class PyScript {
   std::string weights(const CallView& c, const ValueView& v);
   std::string structValue(const CallView& c, const api::ApiDesc& d, size_t i, const ValueView& v) const;
   std::string args(const CallView& c, const api::ApiDesc& d, size_t from = 0);
+  void read(const CallView& c, const api::ApiDesc& d, const std::string& self);
+  void join(const CallView& c, const api::ApiDesc& d, const std::string& self);
+  void checkJoined() const;
+
+  // Calls of a Joined form waiting for the rest of their selectors (key: receiver and the other
+  // arguments, as written).
+  struct Joining {
+    uint64_t seq;      // the first of them, for a message
+    std::string call;  // Interface::method
+    std::vector<std::string> values;  // per selector enumerator; empty: not set yet
+  };
 
   const Reader& r_;
   std::unordered_map<uint64_t, std::string> vars_;
   std::unordered_map<std::string, size_t> ordinals_;
   std::unordered_map<uint64_t, size_t> byPtr_;  // weights pointer identity -> npys_ index
+  std::vector<std::pair<std::string, Joining>> joining_;  // in order of their first call
   std::vector<NpyFile> npys_;
   std::string body_;
   size_t statements_ = 0;
@@ -203,7 +254,7 @@ std::string PyScript::bind(uint64_t h, std::string_view type) {
 // (New) has none, and a comment (Observe) names an unknown one by its handle.
 std::string PyScript::receiver(const CallView& c, const api::ApiDesc& d) const {
   if (d.pyForm == api::PyForm::New) return "";
-  if (d.pyForm == api::PyForm::Observe) {
+  if (d.pyForm == api::PyForm::Observe || d.pyForm == api::PyForm::Read || d.pyForm == api::PyForm::ReadCall) {
     const auto it = vars_.find(c.receiver());
     return it != vars_.end() ? it->second : "@" + std::to_string(c.receiver());
   }
@@ -259,6 +310,8 @@ std::string PyScript::value(const CallView& c, const api::ApiDesc& d, size_t i, 
   switch (v.kind()) {
     case ValueKind::Null: return "None";
     case ValueKind::Bool:
+      // A build's application object is its engine writer (the spec's build role): the script's own.
+      if (foreign && v.asBool() && d.has(api::flag::kBuild)) return "stream(" + std::to_string(c.networkId() - 1) + ")";
       if (foreign && v.asBool()) fail(c, argLabel(c, i) + ": an application object");
       return foreign ? "None" : v.asBool() ? "True" : "False";
     case ValueKind::I64: return std::to_string(v.asI64());
@@ -292,13 +345,14 @@ std::string PyScript::structValue(const CallView& c, const api::ApiDesc& d, size
   return "trt.Permutation(" + pyList<int32_t>(perm.order, false, [](int32_t x) { return std::to_string(x); }) + ")";
 }
 
-// The arguments in the bindings' order. A count the spec pairs with an array ([len=]/[bytes=]:
+// The arguments in the bindings' order (an output the library fills is not one). A count the spec pairs with an array ([len=]/[bytes=]:
 // ParamDesc::lengthOf) is not written: the bindings take the sequence alone (add_concatenation(inputs),
 // add_einsum(inputs, equation)); add() has checked that it is the sequence's length.
 std::string PyScript::args(const CallView& c, const api::ApiDesc& d, size_t from) {
   std::string o;
   for (size_t i = from; i < c.argCount(); ++i)
-    if (i >= d.nargs || d.params[i].lengthOf < 0) o += (o.empty() ? "" : ", ") + value(c, d, i, c.arg(i));
+    if (i >= d.nargs || (d.params[i].lengthOf < 0 && d.params[i].kind != api::Kind::Out))
+      o += (o.empty() ? "" : ", ") + value(c, d, i, c.arg(i));
   return o;
 }
 
@@ -314,6 +368,9 @@ void PyScript::add(const CallView& c) {
   switch (d->pyForm) {
     case api::PyForm::None: fail(c, "no one-statement counterpart in the bindings");
     case api::PyForm::Observe: return observe(c, *d, self);
+    case api::PyForm::Read:
+    case api::PyForm::ReadCall: return read(c, *d, self);
+    case api::PyForm::Joined: return join(c, *d, self);
     case api::PyForm::Delete: s = "del " + self; vars_.erase(c.receiver()); break;
     case api::PyForm::New: s = "trt." + py + "(logger)"; break;
     case api::PyForm::Get: s = self + "." + py; break;
@@ -327,11 +384,61 @@ void PyScript::add(const CallView& c) {
   // A build (the spec's role, recorded outcome or not) is saved; a failed build's None is kept too:
   // save() reports it.
   const bool build = d->has(api::flag::kBuild);
+  if (build) checkJoined();
   std::string result;
   if (made || (build && expression)) result = bind(made, d->pyForm == api::PyForm::New ? d->pyName : api::ifaceName(d->result.iface));
   body_ += (result.empty() ? "" : result + " = ") + s + "\n";
   ++statements_;
   if (!result.empty() && build) body_ += "save(" + result + ", " + std::to_string(c.networkId() - 1) + ")\n";
+}
+
+// A read back: the same library call through the bindings (it may change the library's state:
+// Tensor.getDimensions runs shape inference), after a comment of what the app read; the prelude's
+// read()/read_call() keep a binding's exception at the library's error value from ending the
+// script. On an object the script does not hold, only the comment.
+void PyScript::read(const CallView& c, const api::ApiDesc& d, const std::string& self) {
+  observe(c, d, self);
+  if (self.empty() || self[0] == '@') return;
+  const std::string a = d.pyForm == api::PyForm::ReadCall ? args(c, d) : "";
+  body_ += d.pyForm == api::PyForm::ReadCall ? "read_call(" + self + "." + std::string(d.pyName) + (a.empty() ? "" : ", " + a) + ")\n"
+                                             : "read(" + self + ", \"" + std::string(d.pyName) + "\")\n";
+  ++statements_;
+}
+
+// A Joined call (OptimizationProfile::setDimensions -> set_shape(name, min, opt, max)): buffered
+// under its receiver and other arguments until every enumerator of its selector (the enum
+// parameter, enumerators 0, 1, ...) has a value, then written once, the values in enum order. The
+// bindings raise where the library returned false, so a refused call cannot be written.
+void PyScript::join(const CallView& c, const api::ApiDesc& d, const std::string& self) {
+  size_t sel = d.nargs;
+  for (size_t i = 0; i < d.nargs && sel == d.nargs; ++i)
+    if (d.params[i].kind == api::Kind::Enum) sel = i;
+  if (sel + 2 != d.nargs || c.argCount() != d.nargs) fail(c, "a joined call without a selector before its value");
+  if (const auto ret = c.ret(); ret && ret->kind() == ValueKind::Bool && !ret->asBool())
+    fail(c, "the library refused it; " + std::string(d.pyName) + " raises ValueError there");
+  const ValueView s = c.arg(sel);
+  size_t n = 0;
+  while (n < 64 && !api::enumeratorName(d.params[sel].enumId, int64_t(n)).empty()) ++n;
+  if (s.kind() != ValueKind::Enum || s.asI64() < 0 || size_t(s.asI64()) >= n) fail(c, argLabel(c, sel) + ": not a selector");
+  std::string key = self + "." + std::string(d.pyName) + "(";
+  for (size_t i = 0; i < sel; ++i) key += value(c, d, i, c.arg(i)) + ", ";
+  auto it = std::find_if(joining_.begin(), joining_.end(), [&](const auto& j) { return j.first == key; });
+  if (it == joining_.end()) it = joining_.insert(joining_.end(), {key, Joining{c.seq(), callName(c), std::vector<std::string>(n)}});
+  it->second.values[size_t(s.asI64())] = value(c, d, sel + 1, c.arg(sel + 1));
+  if (std::any_of(it->second.values.begin(), it->second.values.end(), [](const std::string& v) { return v.empty(); })) return;
+  std::string line = it->first;
+  for (size_t i = 0; i < n; ++i) line += (i ? ", " : "") + it->second.values[i];
+  body_ += line + ")\n";
+  ++statements_;
+  joining_.erase(it);
+}
+
+// Before a build and at the end: a joined call still missing selectors cannot be written (the
+// bindings set them all at once).
+void PyScript::checkJoined() const {
+  if (joining_.empty()) return;
+  const Joining& j = joining_.front().second;
+  fail(j.seq, j.call, "only some selectors set; the bindings set all " + std::to_string(j.values.size()) + " in one call");
 }
 
 std::string PyScript::text(std::string_view source, uint32_t networks) const {
@@ -417,6 +524,7 @@ ExportResult exportPython(const Reader& r, const std::string& source, const std:
     script.add(c);
     return true;
   });
+  script.finish();
   if (r.callCount() == 0) throw Error(Error::Kind::Empty, source + ": no calls to export");
   PendingDir out(dir);
   if (!script.npys().empty() && mkdir((out.temp() + "/weights").c_str(), 0755) != 0)

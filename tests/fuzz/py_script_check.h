@@ -10,7 +10,7 @@
 //    where EXPR is a number, a "..." literal (only \\ \" \xNN \uNNNN \UNNNNNNNN escapes), None,
 //    True, False, -EXPR, a list or tuple of EXPRs, or a variable with attributes and calls after
 //    it. A variable is one the prelude defines (trt, logger) or an earlier line assigned (names
-//    ending in a digit: network_definition_0, w3); only weights(), save() and float() are called
+//    ending in a digit: network_definition_0, w3); only weights(), save(), stream(), read(), read_call() and float() are called
 //    by bare name; no Python keyword is used as a name.
 #pragma once
 #include <cctype>
@@ -160,7 +160,7 @@ class Statement {
     if (a.kind == Tok::Punct && (a.s == "(" || a.s == "[")) return list(a.s == "(" ? ")" : "]", depth);
     if (a.kind != Tok::Name) return false;
     if (a.s == "None" || a.s == "True" || a.s == "False") return true;
-    const bool callable = a.s == "weights" || a.s == "save" || a.s == "float";
+    const bool callable = a.s == "weights" || a.s == "save" || a.s == "stream" || a.s == "read" || a.s == "read_call" || a.s == "float";
     if (isKeyword(a.s) || !(vars_.count(a.s) || callable) || (callable != is(i_, Tok::Punct, "("))) return false;
     while (true) {  // trailers: .name and (args)
       if (punct(".")) {
