@@ -91,7 +91,8 @@ struct Comparison {
   std::vector<Item> items;                   // differences, sorted by (order, sub)
   std::map<uint32_t, std::vector<long>> toA, toB;  // per network: layer partners (-1: none)
   std::unordered_map<uint64_t, uint64_t> bToA;     // B's handles -> A's, from the aligned pairs
-  uint64_t moved = 0;
+  std::vector<uint32_t> movedA;  // A's calls B makes elsewhere in the network (aligned as moves)
+  uint64_t moved = 0;            // of those, the ones that compare equal
   uint64_t mapToA(uint64_t hb) const;
 };
 

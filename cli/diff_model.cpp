@@ -277,7 +277,7 @@ void NetworkAligner::matchMoves() {
     }
     gone[it->second] = true;
     pairs_.push_back({deleted_[it->second], ins.first});
-    ++c_.moved;
+    c_.movedA.push_back(deleted_[it->second]);
   }
   inserted_ = std::move(left);
   std::vector<uint32_t> kept;
@@ -382,10 +382,13 @@ void compareModels(Comparison& c) {
     NetworkAligner(c, ia == c.A.byNet.end() ? none : ia->second, ib == c.B.byNet.end() ? none : ib->second, pairs).run();
   }
   std::sort(pairs.begin(), pairs.end());
+  std::sort(c.movedA.begin(), c.movedA.end());
   PairComparer cmp(c);
-  for (auto [i, j] : pairs)
-    if (const uint8_t what = cmp.compare(c.A.calls[i], c.B.calls[j]))
-      c.items.push_back({Difference::Kind::Changed, i, j, what, 2 * c.A.calls[i].seq, 0});
+  for (auto [i, j] : pairs) {
+    const uint8_t what = cmp.compare(c.A.calls[i], c.B.calls[j]);
+    if (what) c.items.push_back({Difference::Kind::Changed, i, j, what, 2 * c.A.calls[i].seq, 0});
+    else c.moved += std::binary_search(c.movedA.begin(), c.movedA.end(), i);  // a move only if the same call
+  }
   layerPartners(c, pairs);
   std::stable_sort(c.items.begin(), c.items.end(),
                    [](const Item& x, const Item& y) { return std::tie(x.order, x.sub) < std::tie(y.order, y.sub); });
