@@ -29,11 +29,19 @@ void forEachCompared(const Reader& r, bool allCalls, const std::function<void(ui
 
 std::string layerRef(size_t k) { return "\x01" + std::to_string(k) + "\x02"; }
 
+// Only object texts hold references: their values are escaped (terminalText), so a \x01 there is
+// one of ours; anything else between the markers is left as it is.
 std::string renderRefs(std::string s, const std::vector<long>* toA) {
-  for (size_t p; (p = s.find('\x01')) != std::string::npos;) {
+  for (size_t p = 0; (p = s.find('\x01', p)) != std::string::npos;) {
     const size_t e = s.find('\x02', p);
-    if (e == std::string::npos) break;  // cannot happen: call texts are escaped (terminalText)
-    const size_t k = std::stoul(s.substr(p + 1, e - p - 1));
+    if (e == std::string::npos) break;
+    size_t k = 0;
+    bool digits = e > p + 1 && e - p <= 12;
+    for (size_t i = p + 1; digits && i < e; ++i) digits = s[i] >= '0' && s[i] <= '9', k = k * 10 + size_t(s[i] - '0');
+    if (!digits) {
+      ++p;
+      continue;
+    }
     const long mapped = !toA ? long(k) : k < toA->size() ? (*toA)[k] : -1;
     s.replace(p, e - p + 1, mapped >= 0 ? "L" + std::to_string(mapped) : "B:L" + std::to_string(k));
   }
@@ -137,7 +145,8 @@ Snap Renderer::snapshot(const TraceModel& m, const CallView& c, const std::vecto
     if (v.kind() == ValueKind::Handle) a.objs = {v.asU64()};
     if (v.kind() == ValueKind::HandleArray) a.objs.assign(v.handles().begin(), v.handles().end());
     if (!a.objects) a.content = contentHash(v);
-    a.shown = std::string(kindName(v.kind())) + " " + renderRefs(a.objects || isWeights(v) ? valueText(m, v) : v.toString(), map);
+    a.shown = std::string(kindName(v.kind())) + " " +
+              (a.objects ? renderRefs(valueText(m, v), map) : isWeights(v) ? valueText(m, v) : v.toString());
     s.args.push_back(std::move(a));
   }
   s.receiver = renderRefs(objText(m, c.receiver()), map);

@@ -114,7 +114,8 @@ TEST(DiffLarge, UnalignableTracesStayBounded) {
 }
 
 // A hostile trace: a layer of network 1 named by a call of network 2, a network never made, an
-// object's handle given again as another call's result, a receiver no call made. Each layer index
+// object's handle given again as another call's result, a receiver no call made, names holding
+// the markers diff uses for layer references. Each layer index
 // counts within its own network and an unknown handle compares by number: a trace against itself
 // is equivalent, against a variant different (exit 1), never a crash.
 void writeHostile(const std::string& path, int v) {
@@ -125,7 +126,8 @@ void writeHostile(const std::string& path, int v) {
   w->beginCall(api::kBuilder_createNetworkV2, 1, 1).argU64(0).retHandle(2).endCall();
   w->beginCall(api::kBuilder_createNetworkV2, 1, 2).argU64(0).retHandle(20).endCall();
   const int64_t dims[] = {1, 8};
-  w->beginCall(api::kNetworkDefinition_addInput, 2, 1).argString("x").argEnum(api::kEnumDataType, 0).argDims(dims).retHandle(3).endCall();
+  const std::string input = std::string("x\x01") + (v ? "7" : "z") + "\x02";  // our layer markers, in a name
+  w->beginCall(api::kNetworkDefinition_addInput, 2, 1).argString(input).argEnum(api::kEnumDataType, 0).argDims(dims).retHandle(3).endCall();
   w->beginCall(api::kNetworkDefinition_addActivation, 2, 1).argHandle(3).argEnum(api::kEnumActivationType, 0).retHandle(4).endCall();
   w->beginCall(api::kLayer_setName, 4, 2).argString("n" + std::to_string(v)).endCall();
   w->beginCall(api::kNetworkDefinition_addActivation, 20, 2).argHandle(3).argEnum(api::kEnumActivationType, v).retHandle(5).endCall();
