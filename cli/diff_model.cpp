@@ -10,6 +10,8 @@
 // order, with B's objects mapped to A's through the pairs' results: an aligned pair that differs
 // (an argument, the object called, the result, weights aliasing) is a change.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <iterator>
 #include <tuple>
 
@@ -43,6 +45,12 @@ Hash128 weightsContent(const ValueView& v) {
   return Hash128{v.seed(), 0x5eed};
 }
 
+// Equal numbers compare equal (-0 and 0), and NaN equals NaN whatever its payload.
+double canonical(double x) {
+  if (std::isnan(x)) return std::numeric_limits<double>::quiet_NaN();
+  return x == 0 ? 0.0 : x;
+}
+
 // Kind and content of a value that is not an object; weights by type and count (content apart).
 void putShape(std::string& s, const ValueView& v) {
   const ValueKind k = v.kind() == ValueKind::WeightsInline ? ValueKind::WeightsBlob : v.kind();
@@ -52,11 +60,14 @@ void putShape(std::string& s, const ValueView& v) {
     case ValueKind::Bool: put(s, uint8_t(v.asBool())); break;
     case ValueKind::I64: put(s, v.asI64()); break;
     case ValueKind::U64: put(s, v.asU64()); break;
-    case ValueKind::F32: case ValueKind::F64: put(s, v.asF64()); break;
+    case ValueKind::F32: case ValueKind::F64: put(s, canonical(v.asF64())); break;
     case ValueKind::String: putBytes(s, v.asString().data(), v.asString().size()); break;
     case ValueKind::Enum: put(s, v.typeId()), put(s, v.asI64()); break;
     case ValueKind::Dims: case ValueKind::I64Array: putBytes(s, v.ints().data(), v.ints().size_bytes()); break;
-    case ValueKind::F32Array: putBytes(s, v.floats().data(), v.floats().size_bytes()); break;
+    case ValueKind::F32Array:
+      put(s, uint64_t(v.floats().size()));
+      for (float x : v.floats()) put(s, canonical(x));
+      break;
     case ValueKind::Bytes: putBytes(s, v.bytes().data(), v.bytes().size()); break;
     case ValueKind::WeightsInline: case ValueKind::WeightsBlob: case ValueKind::WeightsRandom:
       put(s, v.dtype()), put(s, v.count());
