@@ -5,13 +5,12 @@
 // count and length: FLOAT, HALF, BF16 seeded uniform in [-1, 1), the other replaced types zeros;
 // --zeros: zeros for all. Integer and bool weights (INT32, INT64, BOOL, UINT8) are kept: they are
 // the shapes, axes, indices and masks the build's structure is computed from (a Conv1d's reshape
-// target, a Hardmax's axis), so replacing them breaks the build rather than hiding a model; a
+// target, a Squeeze's axes), so replacing them breaks the build rather than hiding a model; a
 // type-driven rule, never a guess from layer kinds or names. --all-types replaces those too.
-// Equal contents get equal replacements and
-// every weights pointer identity is kept, so aliasing (which replay keys on) is unchanged; weights
-// recorded as random (a seed, no bytes) stay as they are. Everything else (calls, shapes,
-// attributes, the recorded build results) is copied. OUT appears complete or not at all, never
-// over IN (trtrace/files.h).
+// Equal contents get equal replacements and every weights pointer identity is kept, so aliasing
+// (which replay keys on) is unchanged; weights recorded as random (a seed, no bytes) stay as they
+// are. Everything else (calls, shapes, attributes, the recorded build results) is copied. OUT
+// appears complete or not at all, never over IN (trtrace/files.h).
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -97,7 +96,9 @@ class Stripper {
       // A Lost blob gets a stand-in too (of the right length: zeros for a structure type).
       const bool keep = (structure || length < o_.keepBelow) && !r_.blobLost(v.blob());
       count(keep, structure, length);
-      it = blobs_.emplace(key, put(keep ? r_.checkedBlob(v.blob()) : BlobView::owned(standIn(v.dtype(), length, nextSeed(), o_.zeros), length))).first;
+      it = blobs_.emplace(key, put(keep ? r_.checkedBlob(v.blob())
+                                        : BlobView::owned(standIn(v.dtype(), length, nextSeed(), o_.zeros), length)))
+               .first;
     }
     ret ? e.retWeightsBlob(v.dtype(), v.count(), it->second, v.weightsPtr())
         : e.argWeightsBlob(v.dtype(), v.count(), it->second, v.weightsPtr());
