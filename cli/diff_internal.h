@@ -22,6 +22,7 @@ namespace trtrace::cli::diffing {
 // made alike are told apart by their app names or their inputs, and a changed call renames what
 // lies at most kNameDepth objects downstream of it, not the rest of the network.
 inline constexpr int kNameDepth = 2;
+inline constexpr size_t kMaxObjectText = 240;  // ObjInfo::text, in bytes
 
 // One compared call, ~80 bytes whatever its arguments: what the alignment and the comparison need.
 struct CallRec {

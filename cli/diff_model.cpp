@@ -157,6 +157,9 @@ void ModelBuilder::nameResult(const CallView& c, const api::ApiDesc* d, CallRec&
   } else {
     o.layer = r.layer;  // the receiver's layer, if it is of this network
     o.text = d && d->has(api::flag::kStartsNetwork) ? "network" : fullText(m_, c, d);
+    // Each object's text holds its receiver's: a chain of objects each obtained from the last (a
+    // hostile trace) would make them grow with the chain. Shown, not compared: cut short.
+    if (o.text.size() > kMaxObjectText) o.text.resize(kMaxObjectText), o.text += "...";
   }
   m_.objs.emplace(h, std::move(o));
 }

@@ -172,3 +172,25 @@ TEST(DiffLarge, HostileObjectReferencesCompare) {
     EXPECT_EQ(r.code, 1) << r.out;
   }
 }
+
+// Objects each obtained from the last one (a hostile trace: 20,000 getOutput calls, each on the
+// previous result). Their shown names are cut short, so memory stays with the number of objects,
+// not its square (the positional diff this replaced took over 1 GiB here).
+TEST(DiffLarge, ObjectChainsStayBounded) {
+  tt::TempDir d;
+  const std::string a = d.path("a.trtrace"), b = d.path("b.trtrace");
+  for (const auto& [path, n] : {std::pair{a, 20000}, std::pair{b, 20001}}) {
+    WriterOptions o;
+    o.path = path;
+    auto w = Writer::create(o, tt::header());
+    w->beginCall(api::kentry_createInferBuilder_INTERNAL, 0, 0).argBool(true).argI64(1).retHandle(1).endCall();
+    for (int i = 0; i < n; ++i) w->beginCall(api::kLayer_getOutput, uint64_t(1 + i), 0).argI64(0).retHandle(uint64_t(2 + i)).endCall();
+    w->close();
+  }
+  long peakKiB = 0;
+  const Output r = diffMeasured(d, a, b, peakKiB);
+  EXPECT_EQ(r.code, 1) << r.out.substr(0, 2000);
+  EXPECT_EQ(field(r.out, "inserted"), 1) << r.out.substr(0, 2000);
+  EXPECT_EQ(field(r.out, "changed") + field(r.out, "deleted"), 0);
+  expectBoundedPeak(d, peakKiB);
+}
