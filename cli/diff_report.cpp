@@ -66,9 +66,11 @@ std::string weightsText(const ValueView& v) {
 
 std::string valueText(const TraceModel& m, const ValueView& v) {
   if (v.kind() == ValueKind::Handle) return objText(m, v.asU64());
-  if (v.kind() == ValueKind::HandleArray) {
+  if (v.kind() == ValueKind::HandleArray) {  // the first few: a text per object made would grow with them all
+    constexpr size_t kShown = 16;
     std::string s = "[";
-    for (uint64_t h : v.handles()) s += objText(m, h) + " ";
+    for (size_t i = 0; i < v.handles().size() && i < kShown; ++i) s += objText(m, v.handles()[i]) + " ";
+    if (v.handles().size() > kShown) s += "... " + std::to_string(v.handles().size() - kShown) + " more ";
     return s + "]";
   }
   if (isWeights(v)) return weightsText(v);
