@@ -102,9 +102,13 @@ def _wait(pid: int, timeout: Optional[float]) -> tuple[int, Any, int, bool]:
     return box["status"], box["usage"], box["t"], timed_out
 
 
+def _seconds(a: int, b: int) -> float:
+    return max(0, b - a) / 1e9
+
+
 def _phases(j: dict[str, Any], spawn: int, reaped: int) -> dict[str, float]:
     p = j["phases"]
-    ns = lambda a, b: max(0, b - a) / 1e9  # noqa: E731
+    ns = _seconds
     replay = ns(p["decoded_ns"], p["replayed_ns"])
     return {"start": ns(spawn, p["start_ns"]), "open": ns(p["start_ns"], p["opened_ns"]),
             "library": ns(p["opened_ns"], p["library_ns"]), "decode": ns(p["library_ns"], p["decoded_ns"]),
@@ -188,7 +192,8 @@ def variants_of(libs: Sequence[str], sets: Sequence[str]) -> list[Variant]:
             raise BenchError(f"--set {s}: expected Interface::method=V1,V2,...")
         axes.append([f"{name}={x}" for x in values.split(",")])
     combos = list(itertools.product(*axes)) if axes else [()]
-    return [Variant(lib, tuple(c)) for lib in (list(libs) or [None]) for c in combos]
+    choices: list[Optional[str]] = list(libs) or [None]
+    return [Variant(lib, tuple(c)) for lib in choices for c in combos]
 
 
 def check_settings(player: str, trace: str, variants: Sequence[Variant]) -> None:
@@ -286,7 +291,7 @@ def _positive(kind: type) -> Any:
 class _Parser(argparse.ArgumentParser):
     """Usage errors as every trtrace tool gives them: one line with the tool's prefix, exit 1."""
 
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> Any:
         sys.stderr.write(f"trtrace: bench: {message} (trtrace bench --help)\n")
         sys.exit(EXIT_USAGE)
 
@@ -355,16 +360,14 @@ def bench(traces: Sequence[str], *, libs: Sequence[str] = (), runs: Optional[int
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from . import bench_plot, bench_report as report
+    from . import bench_report as report
     a = parser().parse_args(argv)
     try:
         doc = bench(a.traces, libs=a.lib, runs=a.runs, min_time=a.min_time, warmup=a.warmup, network=a.network, sets=a.sets,
                     jobs=a.jobs, timeout=a.timeout, alpha=a.alpha, min_effect=a.min_effect, player=a.player)
-        outputs = {a.json: lambda: json.dumps(doc, indent=1).encode(), a.csv: lambda: report.csv_text(doc).encode(),
-                   a.md: lambda: report.markdown(doc).encode(), a.plot: lambda: bench_plot.write(a.plot, doc)}
-        for path, make in outputs.items():
+        for path, fmt in ((a.json, "json"), (a.csv, "csv"), (a.md, "md"), (a.plot, "plot")):
             if path:
-                _write(path, make(), doc_inputs(doc, a))
+                _write(path, _render(fmt, path, doc), doc_inputs(doc, a))
         sys.stdout.write(report.terminal(doc))
         late = report.regressions(doc, _load_baseline(a.compare), a.alpha, a.min_effect) if a.compare else []
     except (BenchError, OSError, ValueError) as e:
@@ -379,6 +382,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return EXIT_FAILED_RUNS if any(r["failures"] for r in doc["results"]) else EXIT_OK
 
 
+def _render(fmt: str, path: str, doc: dict[str, Any]) -> bytes:
+    from . import bench_plot, bench_report as report
+    if fmt == "json":
+        return json.dumps(doc, indent=1).encode()
+    if fmt == "csv":
+        return report.csv_text(doc).encode()
+    if fmt == "md":
+        return report.markdown(doc).encode()
+    return bench_plot.write(path, doc)
+
+
 def doc_inputs(doc: dict[str, Any], a: argparse.Namespace) -> list[str]:
     return [t["path"] for t in doc["traces"]] + ([a.compare] if a.compare else [])
 
@@ -386,7 +400,8 @@ def doc_inputs(doc: dict[str, Any], a: argparse.Namespace) -> list[str]:
 def _load_baseline(path: str) -> dict[str, Any]:
     try:
         with open(path, "rb") as f:
-            return json.load(f)
+            doc: dict[str, Any] = json.load(f)
+            return doc
     except ValueError as e:
         raise BenchError(f"{path}: not JSON ({e})") from None
 

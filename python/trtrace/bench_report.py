@@ -58,10 +58,11 @@ def trace_facts(path: str, hash_limit: int = 1 << 30) -> dict[str, Any]:
 # ---- the document -----------------------------------------------------------------------------
 def _figure(r: Any, name: str) -> Optional[float]:
     if name == "wall":
-        return r.wall
+        return float(r.wall)
     if name in ("cpu_user", "cpu_sys", "peak_rss"):
         return float(getattr(r, name))
-    return r.phases.get(name)
+    v = r.phases.get(name)
+    return None if v is None else float(v)
 
 
 def results(runs: Sequence[Any], traces: Sequence[str], nvar: int) -> list[dict[str, Any]]:
@@ -208,6 +209,11 @@ def csv_text(doc: dict[str, Any]) -> str:
     return buf.getvalue()
 
 
+def _run_figure(r: dict[str, Any], f: str) -> float:
+    """A figure of a run as the JSON document holds it (seconds)."""
+    return float(r["wall"] if f == "wall" else r["phases"].get(f, 0.0))
+
+
 def regressions(doc: dict[str, Any], baseline: dict[str, Any], alpha: float, min_effect: float) -> list[str]:
     """--compare: each figure of each trace x variant label measured slower than in the baseline."""
     if baseline.get("schema") != "trtrace-bench/1":
@@ -222,8 +228,7 @@ def regressions(doc: dict[str, Any], baseline: dict[str, Any], alpha: float, min
     rows = []
     for key in sorted(now.keys() & then.keys()):
         for f in TIMES:
-            fig = lambda r: r["wall"] if f == "wall" else r["phases"].get(f, 0.0)  # noqa: E731
-            rows.append((key, f, stats.compare([fig(r) for r in then[key]], [fig(r) for r in now[key]])))
+            rows.append((key, f, stats.compare([_run_figure(r, f) for r in then[key]], [_run_figure(r, f) for r in now[key]])))
     adjusted = stats.holm([c["p"] for _, _, c in rows])
     out = []
     for (key, f, c), p in zip(rows, adjusted):

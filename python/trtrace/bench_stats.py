@@ -18,7 +18,7 @@ import math
 from typing import Any, Sequence
 
 import numpy as np
-from scipy import stats as st
+from scipy import stats as st  # type: ignore[import-untyped]  # no stubs ship with SciPy
 
 OUTLIER_Z = 14.826
 
@@ -65,7 +65,8 @@ def compare(base: Sequence[float], other: Sequence[float], seed: int = 0) -> dic
 
     def stat(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
         den = np.median(x, axis=axis)
-        return np.median(y, axis=axis) / np.where(den > 0, den, np.nan)
+        ratios: np.ndarray = np.median(y, axis=axis) / np.where(den > 0, den, np.nan)
+        return ratios
 
     boot = st.bootstrap((b, o), stat, n_resamples=2000, method="percentile", confidence_level=0.95,
                         random_state=np.random.default_rng(seed), vectorized=True)
