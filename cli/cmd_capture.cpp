@@ -201,9 +201,11 @@ Command addCapture(CLI::App& app) {
   auto* sub = app.add_subcommand("capture", "Run a command with the capture shim: trtrace capture [-o OUT] [--json] -- CMD ARGS...");
   sub->add_option("-o,--output", *out, "The trace to write (default capture.trtrace)");
   sub->add_flag("--json", *json, "Also write NVIDIA's JSON+BIN layout (OUT without .trtrace, + .json/.bin)");
+  sub->prefix_command();  // without `--`, the command starts at the first argument that is not an option of capture
   return {sub, [=]() -> int {
     try {
       *cmd = commandAfterSeparator();
+      if (cmd->empty()) *cmd = sub->remaining();
       if (cmd->empty()) throw Error(Error::Kind::Usage, "capture: no command given (trtrace capture [-o OUT] [--json] -- CMD ARGS...)");
       const std::string exe = resolveCommand(cmd->front());
       std::string jsonPath;

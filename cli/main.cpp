@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
         break;
       }
   CLI::App app{"trtrace: record/replay traces of TensorRT-RTX network builds"};
+  app.set_version_flag("--version", versionLine("trtrace"));
   app.require_subcommand(1);
   std::vector<Command> commands;
   for (auto add : kCommands) commands.push_back(add(app));

@@ -14,12 +14,23 @@
 
 #include <CLI/CLI.hpp>
 
+#include "trtrace/api_abi.h"
 #include "trtrace/error.h"
+#include "trtrace/format.h"
 #include "trtrace/text.h"
 
 namespace trtrace::cli {
 
 inline constexpr int kUsage = 64;
+
+// What --version prints (both tools): the release, the trace format it writes, and the library
+// versions the API spec describes.
+inline std::string versionLine(const char* tool) {
+  std::string libs;
+  for (const auto& v : abi::kSpecVersions) libs += (libs.empty() ? "" : ", ") + std::string(v.text);
+  return std::string(tool) + " " + TRTRACE_VERSION + " (trace format " + std::to_string(format::kVersionMajor) + "." +
+         std::to_string(format::kVersionMinor) + "; " + abi::kLibraryName + " " + libs + ")";
+}
 
 // The subcommand being parsed when the error came, for the message ("" for a tool without them).
 inline std::string failingCommand(const CLI::App& app) {

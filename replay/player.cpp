@@ -357,6 +357,7 @@ int play(const Args& a) {
 
 int main(int argc, char** argv) {
   CLI::App app{"tensorrt_player: rebuild TensorRT-RTX engines from a capture, without the application"};
+  app.set_version_flag("--version", trtrace::cli::versionLine("tensorrt_player"));
   Args a;
   app.add_option("-j,--json-file,capture", a.capture, "capture: a trtrace trace or NVIDIA JSON (+BIN beside it)")->required();
   app.add_option("-o,--output", a.output, "engine file; several networks: <output>0, <output>1, ...");

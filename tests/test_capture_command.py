@@ -45,6 +45,26 @@ def test_capture_writes_a_trace_that_replays_to_the_same_engine(tmp_path):
         assert (tmp_path / f"r.engine{i}").read_bytes() == (tmp_path / f"app.engine{i}").read_bytes()
 
 
+def test_capture_without_the_separator_takes_the_command_from_its_first_argument(tmp_path):
+    # `trtrace capture [options] CMD ARGS`: capture's options come first; from the command on, every
+    # argument is the command's, its own options included (--out here is build_cnn.py's).
+    cmd = [str(TRTRACE), "capture", "-o", "m.trtrace", sys.executable, str(APPS / "build_cnn.py"), "--out",
+           str(tmp_path / "app.engine")]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=clean_env(), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert " 1 networks, 1 builds (1 ok)" in p.stderr.splitlines()[-1], p.stderr
+    assert (tmp_path / "m.trtrace").exists() and (tmp_path / "app.engine").exists()
+
+
+def test_both_tools_say_their_version():
+    for tool in (TRTRACE, PLAYER):
+        p = subprocess.run([str(tool), "--version"], capture_output=True, text=True)
+        assert p.returncode == 0 and p.stderr == "", p.stderr
+        name, version, rest = p.stdout.strip().split(" ", 2)
+        assert name == tool.name and version.count(".") == 2, p.stdout
+        assert "trace format 2." in rest and "tensorrt_rtx 1.6" in rest and "1.7" in rest, p.stdout
+
+
 def test_capture_returns_the_commands_exit_code(tmp_path):
     p = capture(tmp_path, "-o", "f.trtrace", app_args=("--fail",))   # the app's build fails: it exits 1
     plain = subprocess.run([sys.executable, str(APPS / "build_cnn.py"), "--out", str(tmp_path / "x"), "--fail"],
