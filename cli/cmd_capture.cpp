@@ -24,6 +24,7 @@
 #include "commands.h"
 #include "library.h"
 #include "summary.h"
+#include "usage.h"
 #include "trtrace/capture_names.h"
 #include "trtrace/convert.h"
 #include "trtrace/error.h"
@@ -205,7 +206,14 @@ Command addCapture(CLI::App& app) {
   return {sub, [=]() -> int {
     try {
       *cmd = commandAfterSeparator();
-      if (cmd->empty()) *cmd = sub->remaining();
+      // prefix_command leaves everything from the first argument that is not capture's own: an
+      // option there is one capture does not have, and a command there as well as after -- is two.
+      if (const std::vector<std::string> rest = sub->remaining(); !rest.empty()) {
+        if (rest.front().size() > 1 && rest.front()[0] == '-')
+          return usageError("trtrace", "capture", "The following argument was not expected: " + rest.front());
+        if (!cmd->empty()) return usageError("trtrace", "capture", "a command before -- as well as after it: " + rest.front());
+        *cmd = rest;
+      }
       if (cmd->empty()) throw Error(Error::Kind::Usage, "capture: no command given (trtrace capture [-o OUT] [--json] -- CMD ARGS...)");
       const std::string exe = resolveCommand(cmd->front());
       std::string jsonPath;

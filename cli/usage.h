@@ -39,6 +39,15 @@ inline std::string failingCommand(const CLI::App& app) {
   return name;
 }
 
+// The one line of a command line that does not parse, "<tool>: <sub>: <message> (see <tool> <sub>
+// --help)"; returns kUsage.
+inline int usageError(const char* tool, const std::string& sub, const std::string& msg) {
+  const std::string help = std::string(tool) + (sub.empty() ? "" : " " + sub) + " --help";
+  std::fprintf(stderr, "%s: %s%s (see %s)\n", tool, sub.empty() ? "" : (sub + ": ").c_str(), terminalText(msg).c_str(),
+               help.c_str());
+  return kUsage;
+}
+
 // Parses argv; returns -1 when the tool should run, else the exit code to return.
 inline int parseCommandLine(CLI::App& app, int argc, const char* const* argv, const char* tool) {
   try {
@@ -49,11 +58,7 @@ inline int parseCommandLine(CLI::App& app, int argc, const char* const* argv, co
     std::string msg = e.what();
     for (char& c : msg) if (c == '\n') c = ' ';
     while (!msg.empty() && msg.back() == ' ') msg.pop_back();
-    const std::string sub = failingCommand(app);
-    const std::string help = std::string(tool) + (sub.empty() ? "" : " " + sub) + " --help";
-    std::fprintf(stderr, "%s: %s%s (see %s)\n", tool, sub.empty() ? "" : (sub + ": ").c_str(),
-                 terminalText(msg.empty() ? std::string("bad command line") : msg).c_str(), help.c_str());
-    return kUsage;
+    return usageError(tool, failingCommand(app), msg.empty() ? std::string("bad command line") : msg);
   }
 }
 

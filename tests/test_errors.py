@@ -405,7 +405,7 @@ def test_command_line_errors_are_one_prefixed_line_and_exit_64(tmp_path, sub):
     if sub in ("convert",):
         bad += [["x", "y", "--threads", "100000"], ["x", "y", "--level", "99"]]
     if sub == "capture":
-        bad = [["--no-such-option", "--", "true"]]
+        bad = [["--no-such-option", "--", "true"], ["--no-such-option", "true"], ["true", "--", "true"]]
     for args in bad:
         p = subprocess.run([*tool, *args], capture_output=True, text=True, cwd=tmp_path)
         err = p.stderr.splitlines()
