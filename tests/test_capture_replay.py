@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import APPS, PLAYER, ROOT, SHIM, capture, cpp_app, drop_in_dir, play, run_app, trt_lib, trtrace
+from conftest import APPS, ASAN_RUNTIME, PLAYER, ROOT, SHIM, capture, cpp_app, drop_in_dir, play, run_app, trt_lib, trtrace
 
 
 def info(trace):
@@ -248,6 +248,11 @@ def test_check_costs_one_rebuild_by_default_and_up_to_12_when_thorough(tmp):
     assert "--check=thorough: up to 12 rebuilds" in usage and "(up to 12 more builds of each differing network)" in usage
 
 
+# The recheck varies the layout through glibc's allocator (GLIBC_TUNABLES, early blocks of other
+# sizes); ASan replaces that allocator and ignores both, so under ASan every rebuild lands in the
+# first replay's class, and whether that is the capture's depends only on how many allocations came
+# before (it changes with any change to the player or the shim). The normal build runs this test.
+@pytest.mark.skipif(bool(ASAN_RUNTIME), reason="the recheck's layout variation is glibc malloc's; ASan replaces it")
 def test_heap_layout_dependent_network_replays_the_captured_engine(tmp):
     """Issue 12, class 5: TensorRT-RTX builds some networks (this small BERT with expanded LayerNorm)
     into different bytes depending only on the process's heap layout (the -j path's length or one
