@@ -37,8 +37,10 @@ if ASAN_RUNTIME:
         if ASAN_RUNTIME not in preload.split(":"):
             # libstdc++ with it: ASan resolves its C++ exception interceptors at start-up.
             env["LD_PRELOAD"] = ":".join(p for p in (ASAN_RUNTIME, "libstdc++.so.6", preload) if p)
-        program = args[0] if isinstance(args, (list, tuple)) else str(args).split()[0]
-        if os.path.basename(str(program)).startswith("python"):
+        # A Python interpreter gets no leak report at its exit, also when it is started through
+        # another program (/usr/bin/time python ..., trtrace capture -- python ...).
+        words = list(args) if isinstance(args, (list, tuple)) else str(args).split()
+        if any(os.path.basename(str(w)).startswith("python") for w in words[:8]):
             env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
         kw["env"] = env
         _popen_init(self, args, *a, **kw)

@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from conftest import ASAN_RUNTIME
+
 HERE = pathlib.Path(__file__).resolve().parent / "corpus"
 sys.path.insert(0, str(HERE))
 import corpus_tools  # noqa: E402  (tests/corpus/)
@@ -53,6 +55,8 @@ def test_sample_replays_on_both_paths_and_every_tool_holds(tmp_path):
         pytest.skip(f"{data}: no onnx backend test data (tools/setup.sh could not fetch onnx==1.17.0)")
     nets = rc.discover(data, exports.write_all(tmp_path / "own-models"))
     sample, with_tools = rc.select(nets, HERE / "sample.txt"), rc.select(nets, HERE / "tools-sample.txt")
+    if ASAN_RUNTIME:  # its engine's bytes depend on the heap layout (test_capture_replay.py), ASan's differs
+        sample = [n for n in sample if n[1] != "bert_tiny"]
     paths = ("ours", "nvidia") if rc.nv.available() else ("ours",)
     lines = []
     results = rc.run(sample, tmp_path, os.cpu_count() or 2, paths, progress=lines.append, tools=corpus_tools.TOOLS,
