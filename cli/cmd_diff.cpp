@@ -109,10 +109,10 @@ static int runDiff(const DiffOptions& o) {
     const TraceDiff d = diffTraces(*a, *b, o.allCalls);
     const BlobSets blobs = compareBlobs(*a, *b);
     o.json ? printJson(d.calls, blobs, d.networks) : printText(d.calls, blobs, d.networks, o);
-    return !d.calls.total() && !blobs.differ ? 0 : 1;
-  } catch (const std::exception& e) {  // cannot compare: one line, exit 2 (1 means "different")
+    return !d.calls.total() && !blobs.differ ? exits::diff::kEquivalent : exits::diff::kDifferent;
+  } catch (const std::exception& e) {  // cannot compare: one line (kError's 1 means "different" here)
     std::fprintf(stderr, "trtrace: %s\n", topLevelMessage(e, "diff " + o.a + " " + o.b).c_str());
-    return 2;
+    return exits::diff::kCannotCompare;
   }
 }
 

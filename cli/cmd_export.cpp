@@ -1,8 +1,8 @@
 // trtrace export IN --python DIR [--json]: the trace as a standalone Python script (issue 17):
 // DIR/build.py and DIR/weights/*.npy rebuild the same engine(s) with the tensorrt_rtx bindings, no
 // trtrace needed (export_python.h: the generator, shared with the export fuzzer). A call the
-// bindings cannot express stops the export with one line naming the call (exit 4): never a wrong
-// script. DIR must be new or empty; it appears complete or not at all.
+// bindings cannot express stops the export with one line naming the call (exit 5, kInexpressible):
+// never a wrong script. DIR must be new or empty; it appears complete or not at all.
 #include <cstdio>
 #include <memory>
 #include <string>

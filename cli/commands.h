@@ -1,6 +1,6 @@
 // The trtrace subcommands. Each one registers itself on the CLI11 app and returns the function
 // that runs it. To add a subcommand (e.g. `convert`): write cli/cmd_<name>.cpp with an add<Name>
-// function, declare it here, list it in kCommands, and add the file to trace/CMakeLists.txt.
+// function, declare it here and list it in kCommands (cli/CMakeLists.txt builds every cli/*.cpp).
 #pragma once
 #include <functional>
 #include <string>
@@ -8,13 +8,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include "exit_codes.h"
 #include "trtrace/progress.h"
 
 namespace trtrace::cli {
 
-// Exit codes shared by all subcommands.
-enum Exit : int { kOk = 0, kError = 1, kCorrupt = 2, kTruncated = 3, kNotFailing = 4 /* reduce: the build does not fail */,
-                 kInexpressible = 4 /* export: a call the Python API cannot express */ };
+using namespace trtrace::exits::tool;  // the subcommands' exit codes (exit_codes.h)
 
 struct Command {
   CLI::App* sub = nullptr;

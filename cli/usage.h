@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "exit_codes.h"
 #include "trtrace/api_abi.h"
 #include "trtrace/error.h"
 #include "trtrace/format.h"
@@ -21,7 +22,7 @@
 
 namespace trtrace::cli {
 
-inline constexpr int kUsage = 64;
+using exits::kUsage;  // exit_codes.h
 
 // What --version prints (both tools): the release, the trace format it writes, and the library
 // versions the API spec describes.

@@ -32,6 +32,7 @@
 #include "trtrace/format.h"
 #include "trtrace/hash.h"
 #include "trtrace/text.h"
+#include "../cli/exit_codes.h"
 #include "../cli/usage.h"  // the command line of every tool: usage errors, validators
 
 using namespace trtrace;
@@ -39,15 +40,7 @@ using namespace trtrace::replay;
 
 namespace {
 
-// Exit codes (docs/errors.md).
-enum Exit : int {
-  kOk = 0,
-  kBadInput = 1,            // unreadable/corrupt capture, bad options, library not loadable
-  kDivergence = 2,          // the replay behaved differently from the capture
-  kFailureReproduced = 3,   // the capture's build failure happened again (as recorded, or not recorded)
-  kEngineDiffers = 4,       // --check: an engine differs from the one recorded at capture
-  kNondeterministic = 5,    // --check: rebuilds at other heap layouts gave different engines
-};
+using namespace trtrace::exits::player;  // the player's exit codes (cli/exit_codes.h, docs/errors.md)
 
 // A build call without a recorded outcome (converted NVIDIA captures: docs/format.md, "Build
 // outcomes"): whatever the replay gives is taken as what the app got.

@@ -18,6 +18,8 @@
 #include <set>
 #include <tuple>
 
+#include "../cli/exit_codes.h"
+
 extern char** environ;
 
 namespace trtrace::replay {
@@ -93,7 +95,7 @@ bool rebuild(const RecheckArgs& a, uint32_t network, int k, const std::string& e
   if (rc != 0) return false;
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-  return WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 4);
+  return WIFEXITED(status) && WEXITSTATUS(status) == exits::player::kOk;  // no --check in a child: 0 = engine written
 }
 
 // XXH3-128 and size of a file (mapped, read once).

@@ -3,7 +3,7 @@
 Every test app (the Python ones of tests/apps/ as tests/test_capture_replay.py captures them, and
 the native C++ app in the drop-in layout) is captured, exported, and the exported build.py, run by
 plain Python without trtrace, rebuilds engines byte-identical to the player's from the same trace.
-A call the bindings cannot express stops the export with one line naming the call (exit 4).
+A call the bindings cannot express stops the export with one line naming the call (exit 5).
 """
 import os
 import subprocess
@@ -66,7 +66,7 @@ def test_export_refuses_a_call_it_cannot_write(tmp):
     t = tmp / "r.trtrace"
     capture("build_cnn.py", t, "--out", tmp / "r.engine", env={"TRT_SHIM_MARK_AS_RANDOM_WEIGHTS_GREATER_EQUAL_THAN": "9"})
     p = trtrace("export", t, "--python", tmp / "py", check=False)
-    assert p.returncode == 4 and p.stdout == "", p.stdout + p.stderr
+    assert p.returncode == 5 and p.stdout == "", p.stdout + p.stderr
     err = p.stderr.splitlines()
     assert len(err) == 1 and err[0].startswith(f"trtrace: {t}: call #") and "(NetworkDefinition::addConvolutionNd): " \
         "cannot be written with the tensorrt_rtx Python API (weights the capture marked random" in err[0], p.stderr

@@ -4,7 +4,7 @@ are not UTF-8 -- reaches it only as an escaped literal (or an escaped whole-line
 exported script parses, has the same statement structure as the script of the same app with
 benign names, rebuilds the same engine (the names reach the library byte for byte), and runs
 nothing of the trace. What the bindings cannot express (a string that is not UTF-8, a call on a
-null object) stops the export with one line, exit 4, and nothing written.
+null object) stops the export with one line, exit 5, and nothing written.
 """
 import ast
 import os
@@ -85,7 +85,7 @@ def test_read_back_bytes_are_escaped(tmp):
 def refused(tmp, t, why):
     p = trtrace("export", t, "--python", tmp / "py", check=False)
     err = p.stderr.splitlines()
-    assert p.returncode == 4 and p.stdout == "" and len(err) == 1, (p.returncode, p.stdout, p.stderr)
+    assert p.returncode == 5 and p.stdout == "" and len(err) == 1, (p.returncode, p.stdout, p.stderr)
     assert err[0].startswith(f"trtrace: {t}: call #") and why in err[0], err[0]
     assert not (tmp / "py").exists()
 

@@ -150,7 +150,7 @@ class ToolChecks:
         e = self.net.tool(self.net.trtrace, "export", self.trace, "--python", out)
         if e.rc != 0:
             m = CANNOT.search(e.err)
-            if e.rc == 4 and m:
+            if e.rc == 5 and m:  # export: a call the Python API cannot express
                 listed = listed_cannot_express()
                 if m.group(1) in listed:
                     return {"outcome": "cannot-express-listed", "reason": f"{m.group(1)}: {listed[m.group(1)]}"}
