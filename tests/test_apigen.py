@@ -108,7 +108,7 @@ def test_no_string_tests_on_api_kinds_or_names():
 
 
 def test_the_scan_sees_a_name_test(tmp):
-    # The patterns catch the forms the tree used to have (a guard against a scan that sees nothing).
+    # The patterns catch the forms such string tests take (a guard against a scan that sees nothing).
     import re
     samples = ['if (d->method == "~") {', 'd->ret != "handle:HostMemory"', 'd->method.starts_with("get")',
                'kind == "struct:Permutation"', 'd.kinds[i]', 'if (api::enumName(t) == "DataType") return t;',

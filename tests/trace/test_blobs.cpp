@@ -479,7 +479,7 @@ TEST(Blobs, AReleasedFirstBufferIsReadFromALaterOneWithTheSameBytes) {
       EXPECT_EQ(w->putBlob(ghostCopy.data(), n), ghostRef);
       ::munmap(m, n + page);          // released by the app before the worker read it
       changed[7] ^= std::byte{0xff};  // and the second source changed
-      ghost[0] ^= std::byte{1};       // both sources of this one changed: Lost, as before
+      ghost[0] ^= std::byte{1};       // both sources of this one changed: Lost
       ghostCopy[0] ^= std::byte{1};
       w->beginCall(1, 0, 0).argWeightsBlob(0, n, wantRef).argWeightsBlob(0, n, ghostRef).endCall();
       w->close();
@@ -496,7 +496,7 @@ TEST(Blobs, AReleasedFirstBufferIsReadFromALaterOneWithTheSameBytes) {
 
 // Format 2.5 Replaced blobs: bytes the app changed in place before a worker read them, which the
 // capture then said were superseded (its check before a build found them changed), are stored with
-// no bytes and not counted as lost; those it said nothing of are Lost, as before. The choice waits
+// no bytes and not counted as lost; those it said nothing of stay Lost. The choice waits
 // for a caller's drain, so a worker that found the bytes changed before the capture's check still
 // gives Replaced; and bytes passed again meanwhile are stored, with no byteless record at all.
 TEST(Blobs, BytesChangedBeforeTheBuildAreReplacedNotLost) {

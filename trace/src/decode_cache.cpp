@@ -253,7 +253,7 @@ Hash128 copyRaw(const Reader::Impl& r, const BlobInfo& bi, int fd, uint64_t at, 
 
 // Decodes (or copies) every blob of L from the trace into fd at its offset, the trace's pages
 // released as it goes; returns the offsets per blob of the index, kNone for one that does not give
-// its key (damaged in the trace: reported as before when it is used). Throws Error (Io) for the file.
+// its key (damaged in the trace: reported when a call uses it). Throws Error (Io) for the file.
 std::vector<uint64_t> decodeAll(const Reader::Impl& r, const Layout& L, int fd, unsigned threads,
                                 const std::string& what, uint64_t& failed) {
   std::vector<uint64_t> offsets(r.blobs.size(), DecodeCache::kNone);
