@@ -22,8 +22,11 @@
 #include <memory>
 #include <optional>
 #include <regex>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
+
+#include <simdjson.h>
 
 #include "child_run.h"
 #include "commands.h"
@@ -33,6 +36,7 @@
 #include "trtrace/error.h"
 #include "trtrace/files.h"
 #include "trtrace/reader.h"
+#include "trtrace/text.h"
 #include "trtrace/writer.h"
 #include "usage.h"
 
@@ -133,6 +137,8 @@ class ReduceChecker {
 
  private:
   std::vector<std::string> command(const std::string& trace) const;
+  // The default verdict: the player's exit 3 with the input's failure text (file comment).
+  bool byFailureText() const { return o_.check.empty() && !regex_ && !o_.failCode; }
   const ReduceOptions& o_;
   std::string player_, expected_;
   std::optional<std::regex> regex_;
@@ -141,6 +147,7 @@ class ReduceChecker {
 std::vector<std::string> ReduceChecker::command(const std::string& trace) const {
   if (o_.check.empty()) {
     std::vector<std::string> argv{player_, "-q", trace};
+    if (byFailureText()) argv.insert(argv.begin() + 2, "--json");  // the failure text is read from its report
     if (!o_.lib.empty()) argv.insert(argv.begin() + 2, {"--lib", o_.lib});
     return argv;
   }
@@ -153,25 +160,66 @@ std::vector<std::string> ReduceChecker::command(const std::string& trace) const 
   return {"/bin/sh", "-c", cmd};
 }
 
-// The failure's text: for each network the player reports "network N: build failed..." for, that
-// line's network and the first library error line under it ("network 0: <error>; network 1: ...").
-// The library numbers unnamed layers in creation order ("(Unnamed Layer* 10) [ElementWise]"), so a
-// removal before one renumbers it: the number is left out of the comparison (the type stays).
-static std::string failureText(const std::string& out) {
-  static const std::regex unnamed(R"(\(Unnamed Layer\* \d+\))");
-  std::string text, network;
-  size_t at = 0;
-  while (at < out.size()) {
+// One network of the player's --json report (replay/player.cpp, printJson): built or not, and the
+// library's error messages of its build.
+struct PlayedNetwork {
+  int64_t network = 0;
+  bool ok = false;
+  std::vector<std::string> errors;
+};
+
+// The player's --json report in a child's output (stdout and stderr interleaved: the report is the
+// one line that opens with its first key); nullopt when there is none (the player stopped first).
+static std::optional<std::vector<PlayedNetwork>> playerReport(const std::string& out) {
+  static constexpr std::string_view kOpening = "{\"capture\": ";
+  for (size_t at = 0; at < out.size();) {
     size_t end = out.find('\n', at);
     if (end == std::string::npos) end = out.size();
-    const std::string line = out.substr(at, end - at);
+    const std::string_view line(out.data() + at, end - at);
     at = end + 1;
-    if (!network.empty() && line.rfind("  ", 0) == 0)
-      text += (text.empty() ? "" : "; ") + network + ": " + std::regex_replace(line.substr(2), unnamed, "(Unnamed Layer* #)");
-    const size_t failed = line.rfind("network ", 0) == 0 ? line.find(": build failed") : std::string::npos;
-    network = failed == std::string::npos ? "" : line.substr(0, failed);
+    if (line.substr(0, kOpening.size()) != kOpening) continue;
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    simdjson::dom::array networks;
+    if (parser.parse(simdjson::padded_string(line)).get(doc) || doc["networks"].get_array().get(networks)) continue;
+    std::vector<PlayedNetwork> report;
+    for (simdjson::dom::element n : networks) {
+      PlayedNetwork p;
+      simdjson::dom::array errors;
+      if (n["network"].get_int64().get(p.network) || n["ok"].get_bool().get(p.ok) || n["errors"].get_array().get(errors))
+        return std::nullopt;
+      for (simdjson::dom::element e : errors) {
+        std::string_view text;
+        if (e.get_string().get(text)) return std::nullopt;
+        p.errors.emplace_back(text);
+      }
+      report.push_back(std::move(p));
+    }
+    return report;
   }
+  return std::nullopt;
+}
+
+// The failure's text: for each network whose build failed, its number and the library's first
+// error ("network 0: <error>; network 1: ..."), as a terminal shows it. The library numbers
+// unnamed layers in creation order ("(Unnamed Layer* 10) [ElementWise]"), so a removal before one
+// renumbers it: the number is left out of the comparison (the type stays).
+static std::string failureText(const std::vector<PlayedNetwork>& report) {
+  static const std::regex unnamed(R"(\(Unnamed Layer\* \d+\))");
+  std::string text;
+  for (const PlayedNetwork& n : report)
+    if (!n.ok && !n.errors.empty())
+      text += (text.empty() ? "network " : "; network ") + std::to_string(n.network) + ": " +
+              std::regex_replace(terminalText(n.errors.front()), unnamed, "(Unnamed Layer* #)");
   return text;
+}
+
+// Why a replay that reported does not fail: what each network did.
+static std::string outcomes(const std::vector<PlayedNetwork>& report) {
+  std::string text;
+  for (const PlayedNetwork& n : report)
+    text += (text.empty() ? "network " : "; network ") + std::to_string(n.network) + (n.ok ? ": built" : ": build failed");
+  return text.empty() ? "no build" : text;
 }
 
 static std::string lastLine(const std::string& out) {
@@ -199,9 +247,10 @@ ReduceChecker::Verdict ReduceChecker::run(const std::string& trace) const {
     if (!matched) v.line = "no line matches --fail-regex";
   } else if (!o_.check.empty()) {
     v.fails = c.status != 0;
-  } else {
-    v.line = failureText(c.output);
+  } else if (const auto report = playerReport(c.output)) {
+    v.line = failureText(*report);
     v.fails = c.status == 3 && !v.line.empty() && (expected_.empty() || v.line == expected_);
+    if (v.line.empty()) v.line = outcomes(*report);
   }
   v.timedOut = c.timedOut;
   if (c.timedOut && o_.failCode != 124) v.fails = false;  // a hang is not the failure being reduced

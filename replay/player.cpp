@@ -146,9 +146,19 @@ bool sameAsCapture(const NetworkResult& r) {
   return r.captured && r.captured->engineHash == r.engineHash && r.captured->engineSize == r.engineSize;
 }
 
-// What each built network's engine is, next to the capture's: "identical", "different" or
-// "nondeterministic" (absent: the capture recorded no engine for it).
-using Verdicts = std::map<uint32_t, std::string>;
+// What each built network's engine is, next to the capture's (absent: the capture recorded no
+// engine for it); --json names it (vs_capture).
+enum class Verdict { Identical, Different, Nondeterministic };
+using Verdicts = std::map<uint32_t, Verdict>;
+
+const char* verdictName(Verdict v) {
+  switch (v) {
+    case Verdict::Identical: return "identical";
+    case Verdict::Different: return "different";
+    case Verdict::Nondeterministic: return "nondeterministic";
+  }
+  return "unknown";
+}
 
 // What --check costs, for --help: each rebuild is one more build of a network whose engine differs.
 constexpr const char* kCheckHelp =
@@ -174,8 +184,8 @@ Verdicts compareWithCapture(const Args& a, const std::string& lib, std::vector<N
   for (auto& r : results) {
     if (!r.ok || !r.captured || !r.captured->ok) continue;
     auto& v = verdicts[r.network];
-    v = sameAsCapture(r) ? "identical" : "different";
-    if (!a.check || v == "identical") continue;
+    v = sameAsCapture(r) ? Verdict::Identical : Verdict::Different;
+    if (!a.check || v == Verdict::Identical) continue;
     std::vector<std::string> pass;
     if (a.opt.seed) pass.insert(pass.end(), {"--seed", std::to_string(a.opt.seed)});
     if (a.opt.skipUnsupported) pass.push_back("--skip-unsupported");
@@ -187,11 +197,11 @@ Verdicts compareWithCapture(const Args& a, const std::string& lib, std::vector<N
                                       rebuildsFor(a.checkDepth));
     if (rc.verdict == Recheck::Verdict::Matched) {
       r.engineHash = r.captured->engineHash, r.engineSize = r.captured->engineSize;
-      v = "identical";
+      v = Verdict::Identical;
       std::fprintf(stderr, "tensorrt_player: network %u: identical to capture on a rebuild at another heap layout "
                    "(library nondeterminism: its first build differed)\n", r.network - 1);
     } else if (rc.verdict == Recheck::Verdict::Nondeterministic) {
-      v = "nondeterministic";
+      v = Verdict::Nondeterministic;
       std::fprintf(stderr, "tensorrt_player: network %u: differs: library nondeterminism suspected (%d builds at "
                    "different heap layouts gave %d distinct engines, none the capture's)\n", r.network - 1, rc.builds, rc.distinct);
     } else {
@@ -257,11 +267,13 @@ void printJson(const Args& a, const Replayer::Stats& s, double openSeconds, cons
   for (size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
     const auto it = verdicts.find(r.network);
-    const char* same = it == verdicts.end() ? "unknown" : it->second.c_str();
+    const char* same = it == verdicts.end() ? "unknown" : verdictName(it->second);
+    std::string errors;  // the library's error messages of this build, as it logged them
+    for (const auto& e : r.errors) errors += (errors.empty() ? "" : ", ") + jsonString(e);
     std::printf("%s{\"network\": %u, \"ok\": %s, \"engine\": %s, \"size\": %llu, \"xxh3\": \"%s\", "
-                "\"build_s\": %.6f, \"vs_capture\": \"%s\"}",
+                "\"build_s\": %.6f, \"vs_capture\": \"%s\", \"errors\": [%s]}",
                 i ? ", " : "", r.network - 1, r.ok ? "true" : "false", jsonString(r.path).c_str(),
-                (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), r.buildSeconds, same);
+                (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), r.buildSeconds, same, errors.c_str());
   }
   std::printf("]%s}\n", phasesJson(s, settings).c_str());
 }
@@ -272,8 +284,9 @@ void printText(const Args& a, const Replayer::Stats& s, double openSeconds, cons
     if (r.ok) {
       std::string vs = r.captured ? "" : std::string("; ") + kOutcomeUnknown;
       if (auto it = verdicts.find(r.network); it != verdicts.end())
-        vs = it->second == "identical" ? ", identical to capture"
-             : it->second == "different" ? ", DIFFERENT from capture" : ", differs: library nondeterminism suspected";
+        vs = it->second == Verdict::Identical   ? ", identical to capture"
+             : it->second == Verdict::Different ? ", DIFFERENT from capture"
+                                                 : ", differs: library nondeterminism suspected";
       std::printf("network %u: engine %s (%llu bytes, xxh3 %s%s)\n", r.network - 1, r.path.empty() ? "(not written)" : r.path.c_str(),
                   (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), vs.c_str());
     } else {
@@ -337,11 +350,11 @@ int play(const Args& a) {
   gPhases.checked = Phases::now();
   if (a.json) printJson(a, s, openSeconds, cache, results, verdicts, chosen, settings);
   else printText(a, s, openSeconds, results, verdicts);
-  auto any = [&](const char* v) {
+  auto any = [&](Verdict v) {
     return std::any_of(verdicts.begin(), verdicts.end(), [&](const auto& kv) { return kv.second == v; });
   };
-  if (a.check && any("different")) return kEngineDiffers;
-  if (a.check && any("nondeterministic")) return kNondeterministic;
+  if (a.check && any(Verdict::Different)) return kEngineDiffers;
+  if (a.check && any(Verdict::Nondeterministic)) return kNondeterministic;
   if (failureReproduced) return kFailureReproduced;
   return kOk;
 }

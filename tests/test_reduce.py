@@ -264,3 +264,39 @@ def test_reduce_artifacts_never_follow_a_planted_link(tmp_path):
     assert p.stderr.splitlines()[-1].startswith(f"trtrace: --artifacts {art}: not empty"), p.stderr
     assert victim.read_text() == "keep me\n" and sorted(os.listdir(outside)) == ["precious.txt"]
     assert not (tmp_path / "min.trtrace").exists()
+
+
+# The player tells reduce what failed as data (issue 26): its --json report carries each network's
+# library errors, and reduce's default verdict reads them there, never the player's human text.
+def test_player_json_carries_each_networks_errors(chain, tmp_path):
+    text = play(chain, tmp_path / "t.engine", "-q", check=False)
+    report = play(chain, tmp_path / "j.engine", "-q", "--json", check=False)
+    assert text.returncode == report.returncode == 3, report.stdout + report.stderr
+    (net,) = json.loads(report.stdout)["networks"]
+    assert net["network"] == 0 and net["ok"] is False, net
+    assert net["errors"] and net["errors"][0] == first_error(text), (net, text.stdout)
+
+
+FAKE_PLAYER = """#!/bin/sh
+# A player that reports a failure only in its --json report; its other output looks like another one.
+echo 'network 7: build failed:' >&2
+echo '  a decoy that no report holds' >&2
+case " $* " in *" --json "*) ;; *) exit 0 ;; esac
+printf '%s\\n' '{"capture": "x", "networks": [{"network": 0, "ok": true, "errors": []}, {"network": 1, "ok": false, "errors": ["(Unnamed Layer* 12) [Shuffle]: bad\\nreshape", "second"]}]}'
+exit 3
+"""
+
+
+def test_reduce_reads_the_failure_from_the_players_json(chain, tmp_path):
+    """reduce runs the tensorrt_player beside it: here one whose failure is only in its --json report."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "trtrace").write_bytes(TRTRACE.read_bytes())
+    (tools / "tensorrt_player").write_text(FAKE_PLAYER)
+    for t in ("trtrace", "tensorrt_player"):
+        (tools / t).chmod(0o755)
+    p = subprocess.run([str(tools / "trtrace"), "reduce", str(chain), "-o", str(tmp_path / "min.trtrace"), "--json"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    # The first error of each failed network, escaped as a terminal shows it, unnamed layers unnumbered.
+    assert json.loads(p.stdout)["failure"] == r"exit 3: network 1: (Unnamed Layer* #) [Shuffle]: bad\nreshape", p.stdout
