@@ -27,11 +27,11 @@ enum Exit : int {
 namespace tool {
 enum Exit : int {
   kOk = 0,
-  kError = 1,           // cannot read or write a file, bad input or options, nothing to do
-  kCorrupt = 2,         // corrupt input
-  kTruncated = 3,       // truncated input, where the subcommand needs a whole trace
-  kNotFailing = 4,      // reduce: the capture does not fail, nothing to reduce
-  kInexpressible = 5,   // export: a call the Python API cannot express, nothing written
+  kError = 1,          // cannot read or write a file, bad input or options, nothing to do
+  kCorrupt = 2,        // corrupt input
+  kTruncated = 3,      // truncated input, where the subcommand needs a whole trace
+  kNotFailing = 4,     // reduce: the capture does not fail, nothing to reduce
+  kInexpressible = 5,  // export: a call the Python API cannot express, nothing written
 };
 }  // namespace tool
 

@@ -2,6 +2,7 @@
 (cli/exit_codes.h, python/trtrace/bench.py), docs/format.md's version and tables against
 trace/include/trtrace/format.h and schema/trace.fbs, and no history narrated in sources or docs
 (git holds it). Source text only: nothing is built or run."""
+
 import re
 
 from conftest import ROOT
@@ -16,13 +17,15 @@ BENCH_PY = ROOT / "python" / "trtrace" / "bench.py"
 
 # -- exit codes ------------------------------------------------------------------------------------
 
+
 def exit_enums():
     """{namespace: [(name, code, comment)]} of cli/exit_codes.h's enums, and its kUsage."""
     text = EXIT_CODES.read_text()
     enums = {}
     for ns, body in re.findall(r"namespace (\w+) \{\s*enum Exit : int \{(.*?)\};", text, re.S):
-        enums[ns] = [(n, int(v), c.strip()) for n, v, c in
-                     re.findall(r"^\s*(k\w+) = (\d+),[ \t]*(?://(.*))?$", body, re.M)]
+        enums[ns] = [
+            (n, int(v), c.strip()) for n, v, c in re.findall(r"^\s*(k\w+) = (\d+),[ \t]*(?://(.*))?$", body, re.M)
+        ]
     usage = int(re.search(r"inline constexpr int kUsage = (\d+);", text).group(1))
     return enums, usage
 
@@ -30,6 +33,7 @@ def exit_enums():
 def bench_codes():
     """{EXIT_NAME: code} of bench.py's module-level EXIT_* assignments (bench's codes are its Python side's)."""
     import ast
+
     codes = {}
     for node in ast.parse(BENCH_PY.read_text()).body:
         if isinstance(node, ast.Assign) and isinstance(node.targets[0], (ast.Name, ast.Tuple)):
@@ -176,7 +180,7 @@ def enum_docs(name):
 def md_table(after):
     """[(field, type)] of the first table of docs/format.md after the line starting with `after`."""
     text = FORMAT_MD.read_text()
-    rest = text[text.index(after):]
+    rest = text[text.index(after) :]
     rows = []
     for line in rest.splitlines()[1:]:
         line = line.strip()
@@ -212,8 +216,11 @@ def test_format_version_matches():
 
 
 def test_format_struct_tables_match():
-    for struct, heading in (("FileHeader", "## FileHeader"), ("BlockHeader", "## Blocks"),
-                            ("SegmentZstdHeader", "- **Zstd** (`flags` bit 0")):
+    for struct, heading in (
+        ("FileHeader", "## FileHeader"),
+        ("BlockHeader", "## Blocks"),
+        ("SegmentZstdHeader", "- **Zstd** (`flags` bit 0"),
+    ):
         assert md_table(heading) == struct_fields(struct), struct
 
 
@@ -226,12 +233,11 @@ def test_format_block_types_and_flags_match():
         assert f"### {n} block (type {v})" in md, n
     flags = enum_values("BlockFlags")
     assert flags == [("kSegmentZstd", 1)] and "Only bit 0 is defined: `kSegmentZstd`" in md
-    assert f"`0x{constant('kBlockMagic'):08X}` (\"TRBK\")" in md
+    assert f'`0x{constant("kBlockMagic"):08X}` ("TRBK")' in md
 
 
 def test_format_blob_encodings_and_transforms_match():
     md = FORMAT_MD.read_text()
-    h = format_h()
     documented = dict(re.findall(r"^- \*\*(\w+)\*\* \(encoding (\d+)", md, re.M))
     encodings = enum_values("BlobEncoding")
     assert {n: int(v) for n, v in documented.items()} == dict(encodings)
@@ -242,8 +248,9 @@ def test_format_blob_encodings_and_transforms_match():
         assert not since_h or since_h.group(1) == since_md.group(1), n
     transforms = enum_values("BlobTransform")
     m = re.search(r"\*\*Byte grouping\*\* \(transform (\d) = (\d)-byte elements, (\d) = (\d)-byte\)", md)
-    assert [(int(m.group(1)), int(m.group(2))), (int(m.group(3)), int(m.group(4)))] == \
-        [(v, int(re.search(r"\d", n).group())) for n, v in transforms if v], transforms
+    assert [(int(m.group(1)), int(m.group(2))), (int(m.group(3)), int(m.group(4)))] == [
+        (v, int(re.search(r"\d", n).group())) for n, v in transforms if v
+    ], transforms
     record = [f for f, _ in struct_fields("BlobRecord")]
     listed = re.search(r"`BlobRecord`: ([^.]*)\.", md).group(1).replace("\n", " ")
     listed = re.sub(r" \([^)]*\)", "", listed.replace("hash (lo, hi)", "hashLo, hashHi"))
@@ -259,8 +266,8 @@ def test_format_sizes_match():
     for name in ("kMaxSegmentRawSize", "kSmallBlobMax", "kMaxChunkRawSize"):
         value = constant(name)
         for m in re.finditer(rf"`{name}`", md):
-            sizes = re.findall(r"(\d+) (MiB|KiB)", md[max(0, m.start() - 80):m.start()])
-            assert sizes and int(sizes[-1][0]) * units[sizes[-1][1]] == value, (name, md[m.start() - 80:m.end()])
+            sizes = re.findall(r"(\d+) (MiB|KiB)", md[max(0, m.start() - 80) : m.start()])
+            assert sizes and int(sizes[-1][0]) * units[sizes[-1][1]] == value, (name, md[m.start() - 80 : m.end()])
             checked += 1
     assert checked >= 3
 
@@ -295,7 +302,9 @@ HISTORY = re.compile(
     r"|\bwas [^.;()\n]{0,40}\buntil\b"
     r"|\b(formerly|previously)\b"
     r"|\bno longer (crash|fail|hang|leak)"
-    r"|\bused to\b", re.I)
+    r"|\bused to\b",
+    re.I,
+)
 CASED = re.compile(r"(^|[.:;(]\s+|^\s*(//|#)\s*)Before, ")
 PASSIVE = re.compile(r"\b(is|are|be|been|being|was|were|gets?)\s+used to\b", re.I)
 SUFFIXES = {".cpp", ".h", ".hpp", ".inc", ".c", ".py", ".md", ".txt", ".cmake", ".fbs", ".api", ".sh", ".toml", ".in"}
@@ -304,12 +313,23 @@ NOT_SCANNED = {"BENCHMARKS.md", "tests/test_docs_code.py"}
 
 def scanned_files():
     import subprocess
-    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                         capture_output=True, text=True, check=True).stdout.split("\n")
+
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")
     for name in out:
         p = ROOT / name
-        if name and name not in NOT_SCANNED and not name.startswith("dist/") and p.is_file() and \
-                (p.suffix in SUFFIXES or p.name in ("Makefile", "CMakeLists.txt")):
+        if (
+            name
+            and name not in NOT_SCANNED
+            and not name.startswith("dist/")
+            and p.is_file()
+            and (p.suffix in SUFFIXES or p.name in ("Makefile", "CMakeLists.txt"))
+        ):
             yield name, p
 
 
@@ -323,12 +343,22 @@ def history_phrases(text):
 
 
 def test_the_history_scan_sees_the_forms():
-    samples = ["(it was 8 MiB until issue 16: 4 MB of ...)", "decodes into memory on use (the old behaviour).",
-               "is left out and reported, as before, when", "// Before, a reused cache left ~90% resident",
-               "# since issue 12 the player keys by pointer", "the shim used to write JSON"]
+    samples = [
+        "(it was 8 MiB until issue 16: 4 MB of ...)",
+        "decodes into memory on use (the old behaviour).",
+        "is left out and reported, as before, when",
+        "// Before, a reused cache left ~90% resident",
+        "# since issue 12 the player keys by pointer",
+        "the shim used to write JSON",
+    ]
     assert [s for s in samples if not list(history_phrases(s))] == []
-    legit = ["Readers before 2.5 ignore the field", "RawSmall (encoding 2, since 2.3)", "the buffer is used to hold",
-             "bytes that no longer give their key", "(issue 17)"]
+    legit = [
+        "Readers before 2.5 ignore the field",
+        "RawSmall (encoding 2, since 2.3)",
+        "the buffer is used to hold",
+        "bytes that no longer give their key",
+        "(issue 17)",
+    ]
     assert [s for s in legit if list(history_phrases(s))] == []
 
 
@@ -355,11 +385,17 @@ GENERATED = {"trtrace/api_abi.h", "trtrace/api_table.h", "capture_gen.inc", "rep
 def test_design_layout_homes_exist():
     """Each file the layout's concept table names as a home exists, so the index cannot drift."""
     import subprocess
+
     section = DESIGN_MD.read_text().split("## Layout: who uses whom", 1)[1].split("\n## ", 1)[0]
     rows = [l for l in section.splitlines() if l.startswith("| ") and not l.startswith("| concept")]
     assert len(rows) >= 15, "the layout's concept table is gone"
-    names = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                           capture_output=True, text=True, check=True).stdout.split("\n")
+    names = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")
     basenames = {n.rsplit("/", 1)[-1] for n in names}
     missing = []
     for row in rows:
