@@ -302,6 +302,7 @@ HISTORY = re.compile(
     r"|\bwas [^.;()\n]{0,40}\buntil\b"
     r"|\b(formerly|previously)\b"
     r"|\bno longer (crash|fail|hang|leak)"
+    r"|\(before: "
     r"|\bused to\b",
     re.I,
 )
@@ -350,6 +351,7 @@ def test_the_history_scan_sees_the_forms():
         "// Before, a reused cache left ~90% resident",
         "# since issue 12 the player keys by pointer",
         "the shim used to write JSON",
+        "at once (before: accepted, and calls never returned)",
     ]
     assert [s for s in samples if not list(history_phrases(s))] == []
     legit = [

@@ -115,8 +115,8 @@ print("ok")
 
 
 def test_python_refuses_a_footer_that_lies(lies):
-    """trtrace.open of a footer claiming 2^62 calls: TraceError "corrupt" at once (before: accepted,
-    and Trace.calls never returned). A footer whose segment entry claims calls the segment does not
+    """trtrace.open of a footer claiming 2^62 calls: TraceError "corrupt" at once (accepted, it would
+    keep Trace.calls from ever returning). A footer whose segment entry claims calls the segment does not
     hold: open works (O(1)), reading the calls fails "corrupt" naming the segment."""
     d, t = lies
     p = run_python(f"""
