@@ -91,6 +91,11 @@ def mobilenet_v3_small():
     return torchvision.models.mobilenet_v3_small(weights=None)
 
 
+def shufflenet_v2_x0_5():
+    import torchvision
+    return torchvision.models.shufflenet_v2_x0_5(weights=None)
+
+
 def timm_model(name):
     def make():
         import timm
@@ -102,7 +107,9 @@ def timm_model(name):
 MODELS = {
     "resnet18": resnet18,                                  # torchvision: conv, batch norm, pooling
     "mobilenet_v3_small": mobilenet_v3_small,              # torchvision: depthwise, squeeze-excite, hardswish
+    "shufflenet_v2_x0_5": shufflenet_v2_x0_5,              # torchvision: channel shuffle (permutation), concat
     "timm_vit_tiny": timm_model("vit_tiny_patch16_224"),   # timm: attention, layer norm, GELU
+    "timm_convnext_atto": timm_model("convnext_atto"),     # timm: depthwise 7x7, layer norm over channels
 }
 
 
@@ -118,11 +125,21 @@ def compile_model(name, seed):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", required=True, help="engine file (several models: OUT0, OUT1, ...)")
+    ap.add_argument("--out", help="engine file (several models: OUT0, OUT1, ...)")
+    ap.add_argument("--list", action="store_true", help="print the model names, one per line, and exit")
     ap.add_argument("--model", action="append", choices=sorted(MODELS), help="repeatable; default resnet18")
     ap.add_argument("--sm", default="8.9", help="compute capability the device queries answer")
     ap.add_argument("--seed", type=int, default=0, help="weights of model i: torch.manual_seed(SEED + i)")
+    ap.add_argument("--heap-shift", type=int, default=0,
+                    help="hold a malloc'd block of this many bytes during the builds: another heap layout for "
+                         "the same builds (the corpus runner's nondeterminism check)")
     args = ap.parse_args()
+    if args.list:
+        print("\n".join(sorted(MODELS)))
+        return 0
+    if not args.out:
+        ap.error("--out is required")
+    shift = bytearray(args.heap_shift)  # noqa: F841  (> 512 bytes: from malloc's heap)
     models = args.model or ["resnet18"]
     cpu_only_device_answers(args.sm)
     cpu_only_engine_reading()

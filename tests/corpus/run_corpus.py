@@ -3,7 +3,9 @@
 every trtrace tool on our capture, and says per network, path and tool whether the result
 reproduced the application.
 
-For each network (tests/corpus/onnx_app.py parses and builds it on the CPU):
+For each network (tests/corpus/onnx_app.py parses and builds it on the CPU; the `torch` source's
+networks are Torch-TensorRT-RTX compiling one PyTorch model, tests/apps/torch_app.py, run when
+.deps/venv-torch exists and holds the library version of this run):
   app alone                      -> engine E_app (or a build failure, exit 2)
   ours:   app under our shim     -> trace, engine E_cap; `trtrace verify`; UNSUPPORTED records
           (`trtrace dump`); `tensorrt_player --check=thorough --json` -> E_play
@@ -51,7 +53,9 @@ BUILD = nv.BUILD
 BIN = pathlib.Path(os.environ.get("TRTRACE_BIN", BUILD / "bin"))
 SHIM = BUILD / "lib" / "libtensorrt_shim.so"
 APP = HERE / "onnx_app.py"
-SOURCES = ("node", "pytorch-converted", "pytorch-operator", "simple", "light", "own")
+TORCH_PYTHON = ROOT / ".deps" / "venv-torch" / "bin" / "python"  # tools/requirements-torch.txt
+TORCH_APP = ROOT / "tests" / "apps" / "torch_app.py"  # Torch-TensorRT-RTX compiling one model per network
+SOURCES = ("node", "pytorch-converted", "pytorch-operator", "simple", "light", "own", "torch")
 OUTCOMES_OK = ("replay-identical", "failure-reproduced", "differs", "nvidia-shim-crash", "app-crash")
 CLEAN = ("replay-identical", "failure-reproduced")  # outcomes whose work files are removed
 PADS = (1, 9, 100, 1000, 4000)  # extra bytes of environment or argv in the second builds (confirm_nondeterminism)
@@ -70,10 +74,29 @@ def data_dir():
     return pathlib.Path(nv.setting("TRTRACE_ONNX_DATA") or ROOT / ".deps" / "onnx-1.17-data")
 
 
-def discover(data, own=None):
-    """[(source, name, model path)] for every .onnx under data/<source>/ and own/, sorted."""
+def trt_version(interpreter):
+    code = "import tensorrt_rtx as t; print(t.__version__)"
+    r = subprocess.run([str(interpreter), "-c", code], capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def torch_models():
+    """The Torch-TensorRT-RTX models (torch_app.py --list) when .deps/venv-torch exists and its
+    TensorRT-RTX is the one this run replays with (torch-tensorrt-rtx 2.14 pins 1.6.1), else ()."""
+    if not TORCH_PYTHON.exists() or trt_version(TORCH_PYTHON) != trt_version(python()):
+        return ()
+    r = subprocess.run([str(TORCH_PYTHON), str(TORCH_APP), "--list"], capture_output=True, text=True)
+    return tuple(r.stdout.split()) if r.returncode == 0 else ()
+
+
+def discover(data, own=None, torch=()):
+    """[(source, name, model)] for every .onnx under data/<source>/ and own/ (model: its path), then
+    every Torch-TensorRT-RTX model in `torch` (model: its torch_app.py name), sorted."""
     nets = []
     for source in SOURCES:
+        if source == "torch":
+            nets += [("torch", name, name) for name in sorted(torch)]
+            continue
         if source == "own" and own is None:
             continue
         base = pathlib.Path(own) if source == "own" else data / source
@@ -113,7 +136,11 @@ class Network:
         return self._capture
 
     def app(self, engine, env=None, heap_shift=0):
-        return Step([python(), APP, self.model, "--out", engine, "--heap-shift", str(heap_shift)], env, self.timeout)
+        if self.source == "torch":
+            cmd = [TORCH_PYTHON, TORCH_APP, "--model", self.model]
+        else:
+            cmd = [python(), APP, self.model]
+        return Step(cmd + ["--out", engine, "--heap-shift", str(heap_shift)], env, self.timeout)
 
     def player(self, trace, engine, *extra, env=None):
         return self.tool(BIN / "tensorrt_player", "-j", trace, "-o", engine, "--lib", nv.setting("TRTRACE_TRT_LIB"),
@@ -188,6 +215,8 @@ class Network:
             return defect("divergence", play)
         if play.rc == 5:  # --check: rebuilds at other heap layouts disagreed (the player's own confirmation)
             return {"outcome": "differs", "reason": play.first_error()}
+        if play.rc == 6:  # -o given, no build in the capture: the app's build call was not recorded
+            return defect("no-build-in-capture", play)
         if play.rc not in (0, 4):
             return defect("player-fails", play)
         if not built_ok:
@@ -449,7 +478,8 @@ def main():
         paths = tuple(p for p in paths if p != "nvidia")
     columns = paths + args.tools
     own = exports.write_all(args.out / "own-models")
-    nets = discover(data, own)
+    torch = torch_models()
+    nets = discover(data, own, torch)
     if args.sample:
         nets = select(nets, args.sample)
     if args.match:
@@ -463,7 +493,7 @@ def main():
             "build": str(BUILD), "commit": commit or "unknown", "paths": paths, "tools": args.tools,
             "date": time.strftime("%Y-%m-%d"), "seconds": 0.0}
 
-    order = {(s, n): i for i, (s, n, _) in enumerate(discover(data, own))}
+    order = {(s, n): i for i, (s, n, _) in enumerate(discover(data, own, torch))}
 
     def merged(results):  # with the --retry file's clean results, in corpus order
         return sorted(results + list(kept.values()), key=lambda r: order.get((r["source"], r["name"]), -1))
