@@ -39,7 +39,7 @@ void disposeOwned(Object* o) {
   for (Object* c : owned) {
     c->owner = nullptr;
     c->disposing = true;
-    Session::get().unregister(c);
+    Session::get().objects().unregister(c);
     delete c;
   }
 }
@@ -63,7 +63,7 @@ Object::~Object() {
     forgetWeights(network);
     Session::get().drain();
   }
-  Session::get().unregister(this);
+  Session::get().objects().unregister(this);
   delete static_cast<abi::PublicRoot*>(real);
 }
 
@@ -82,13 +82,13 @@ void* unwrap(const void* pub) {
 void forget(const void* pub) {
   if (Object* o = ours(pub)) {
     o->disposing = true;
-    Session::get().unregister(o);
+    Session::get().objects().unregister(o);
     delete o;
   }
 }
 
 Object* wrap(const void* real, const Iface& iface, Object* owner, uint32_t network) {
-  return Session::get().wrap(real, iface, owner, network);
+  return Session::get().objects().wrap(real, iface.make, iface.appOwned ? nullptr : owner, network);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -98,7 +98,7 @@ Call::Call(Object* self, uint32_t apiId, bool unsupported, uint32_t networkHint)
     : self_(self), api_(apiId), network_(self && self->network ? self->network : networkHint) {
   Session& s = Session::get();
   if (s.config().singleThread) {
-    Session::apiLock().lock();
+    apiLock().lock();
     serialized_ = true;
   }
   if (s.config().dumpApi) {
@@ -136,7 +136,7 @@ Call::~Call() {
     std::fprintf(stderr, "trtrace: %*sexit  %.*s::%.*s\n", 2 * tDepth, "", d ? int(d->interface.size()) : 0,
                  d ? d->interface.data() : "", d ? int(d->method.size()) : 0, d ? d->method.data() : "");
   }
-  if (serialized_) Session::apiLock().unlock();
+  if (serialized_) apiLock().unlock();
 }
 
 void Call::argBool(bool v) { record([&](CallEncoder& e) { e.argBool(v); }); }
@@ -182,13 +182,13 @@ void Call::argWeights(const abi::Weights& w) {
     }
     // The library tells weights apart by pointer (setWeightsName refuses one pointer with two counts
     // or types): the pointer's identity is recorded with the content, and replay reproduces it.
-    const uint64_t ptr = s.weightsIdentity(w.values);
+    const uint64_t ptr = s.weights().of(w.values);
     if (w.count <= s.config().inlineMax) {
       e.argWeightsInline(dtype, count, {static_cast<const std::byte*>(w.values), bytes}, ptr);
       passed.hash = hash128(w.values, bytes);
       passed.watched = true;
     } else if (w.count >= s.config().randomMin) {
-      e.argWeightsRandom(dtype, count, s.nextRandomSeed(), ptr);
+      e.argWeightsRandom(dtype, count, s.weights().nextRandomSeed(), ptr);
     } else {
       // Hashed here, on the application's thread, at the call; written once, off this thread.
       Writer* wr = s.writer();
@@ -268,8 +268,8 @@ void* Call::retHandle(const void* real, const Iface& iface) {
   void* result = const_cast<void*>(real);  // capture failed (out of memory): the real object, unrecorded
   auto wrapIt = [&] {
     uint32_t net = network_;
-    if (&iface == &kIfaceNetworkDefinition && !s.find(real)) net = s.newNetworkId();
-    Object* o = s.wrap(real, iface, self_, net);
+    if (&iface == &kIfaceNetworkDefinition && !s.objects().find(real)) net = s.objects().newNetworkId();
+    Object* o = wrap(real, iface, self_, net);
     result = created_ = o;
     return o->handle;
   };

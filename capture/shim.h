@@ -177,7 +177,7 @@ class Call {
   uint32_t api_;
   uint32_t network_;
   CallEncoder* enc_ = nullptr;
-  bool serialized_ = false;  // holds Session::apiLock (TRT_SHIM_FORCE_SINGLE_THREAD_API)
+  bool serialized_ = false;  // holds apiLock() (TRT_SHIM_FORCE_SINGLE_THREAD_API)
   std::vector<PassedWeights> passed_;  // its weights arguments, in order (weightsBound)
   Object* created_ = nullptr;          // the object it returned, wrapped
 };

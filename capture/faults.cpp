@@ -1,0 +1,40 @@
+// Test fault injectors (faults.h).
+#include "faults.h"
+
+#include <signal.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+
+namespace trtrace::capture {
+
+std::optional<WriteFaultSpec> parseWriteFault(const char* value) {
+  const std::string s(value);
+  const size_t colon = s.find(':');
+  const std::string err = colon == std::string::npos ? "ENOSPC" : s.substr(colon + 1);
+  char* end = nullptr;
+  const long long n = std::strtoll(s.c_str(), &end, 10);
+  if (end == s.c_str() || (*end && *end != ':') || n < 0 || (err != "ENOSPC" && err != "EIO")) return std::nullopt;
+  return WriteFaultSpec{n, err == "EIO" ? EIO : ENOSPC};
+}
+
+void Faults::configure(const EnvLookup& env) {
+  if (env("TRTRACE_FAULT_KILL_AT_CALL")) killAtCall_ = envInt(env, "TRTRACE_FAULT_KILL_AT_CALL", -1);
+  if (const char* v = env("TRTRACE_FAULT_WRITE_FAIL")) {
+    if (const std::optional<WriteFaultSpec> f = parseWriteFault(v)) writeFail_ = *f;
+    else warnBadValue("TRTRACE_FAULT_WRITE_FAIL", v, "N or N:ENOSPC or N:EIO");
+  }
+}
+
+void Faults::callStarting() {
+  const int64_t n = callsStarted_.fetch_add(1);
+  if (n == killAtCall_.load(std::memory_order_relaxed)) raise(SIGKILL);
+}
+
+std::function<int()> Faults::writeHook() {
+  if (writeFail_.at < 0) return {};
+  return [this] { return writes_.fetch_add(1) == writeFail_.at ? writeFail_.err : 0; };
+}
+
+}  // namespace trtrace::capture

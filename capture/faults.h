@@ -1,0 +1,40 @@
+// Test fault injectors (test-only; docs/design.md "Robustness"): faults at exact, reproducible points
+// that a test cannot get on demand from a real process or filesystem. Unset (the default): no effect
+// beyond reading two variables.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+#include "config.h"
+
+namespace trtrace::capture {
+
+// TRTRACE_FAULT_WRITE_FAIL=N[:ENOSPC|:EIO]: write N (0-based) fails with that errno (ENOSPC when not named).
+struct WriteFaultSpec {
+  int64_t at = -1;
+  int err = 0;
+};
+std::optional<WriteFaultSpec> parseWriteFault(const char* value);  // nullopt: not of that form
+
+class Faults {
+ public:
+  // Bad values: one warning line each, that injector off.
+  void configure(const EnvLookup& env);
+  // TRTRACE_FAULT_KILL_AT_CALL=N: the process raises SIGKILL when the recording of call N (0-based,
+  // in the order calls start being recorded) begins, so call N and everything after it never reach
+  // the trace (the crash-safety tests).
+  void callStarting();
+  // The writer's fault hook (WriterOptions::writeFault) for TRTRACE_FAULT_WRITE_FAIL: counts every
+  // write the trace writer makes to the file, on any thread. Empty when that injector is off.
+  std::function<int()> writeHook();
+
+ private:
+  std::atomic<int64_t> killAtCall_{-1};
+  std::atomic<int64_t> callsStarted_{0};
+  WriteFaultSpec writeFail_;
+  std::atomic<int64_t> writes_{0};
+};
+
+}  // namespace trtrace::capture

@@ -1,0 +1,35 @@
+// Flush policy and writer options of a capture (flush_policy.h).
+#include "flush_policy.h"
+
+#include <cstdint>
+
+namespace trtrace::capture {
+
+FlushRules flushRules(const Config& c) {
+  FlushRules r;
+  if (c.flushEveryCall) {
+    r.segments = FlushPolicy::EveryCall;
+    r.blobsOnCallingThread = true;
+    r.exportAfterCall = true;
+  } else if (c.flushOnBuild) {
+    r.segments = FlushPolicy::OnBuild;
+  }
+  // With every-call too: each build still flushes (nothing is left to write) and exports.
+  r.flushAfterBuild = c.flushOnBuild;
+  return r;
+}
+
+WriterOptions writerOptions(const Config& c, const std::string& path) {
+  const FlushRules rules = flushRules(c);
+  WriterOptions o;
+  o.path = path;
+  o.zstdLevel = c.zstdLevel;
+  o.durable = c.durable;
+  o.rawWhenWaitedOn = true;  // the application never waits for zstd (docs/design.md, "Capture cost")
+  o.workerThreads = rules.blobsOnCallingThread ? 0 : c.workers;
+  o.queueBytes = c.queueMiB > 0 ? static_cast<uint64_t>(c.queueMiB) << 20 : UINT64_MAX;
+  o.flush = rules.segments;
+  return o;
+}
+
+}  // namespace trtrace::capture

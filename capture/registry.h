@@ -1,0 +1,68 @@
+// The registry of our stand-in objects, keyed by the real library's object, and the numbers a trace
+// names them by: handles 1, 2, ... in order of first appearance (0 = null), network ids 1, 2, ...
+// A template over the object type so that it is testable without the generated wrappers; T has
+// `real`, `handle`, `network`, `owner` (T*) and `owned` (std::vector<T*>): capture::Object.
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+
+namespace trtrace::capture {
+
+template <class T>
+class Registry {
+ public:
+  // The object of `real`, or one made by `make(real)` on first sight: numbered, in `network`, and
+  // owned by `owner` when given (its lifetime ends with the owner's). nullptr for a null `real`.
+  template <class Make>
+  T* wrap(const void* real, Make&& make, T* owner, uint32_t network) {
+    if (!real) return nullptr;
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = byReal_.find(real);
+    if (it != byReal_.end()) return it->second;
+    T* o = make(const_cast<void*>(real));
+    o->handle = ++nextHandle_;
+    o->network = network;
+    if (owner) {
+      o->owner = owner;
+      owner->owned.push_back(o);
+    }
+    byReal_.emplace(real, o);
+    return o;
+  }
+
+  T* find(const void* real) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = byReal_.find(real);
+    return it == byReal_.end() ? nullptr : it->second;
+  }
+
+  // `o` is going away: its mapping (if still its own) and its owner's link to it are dropped.
+  void unregister(T* o) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = byReal_.find(o->real);
+    if (it != byReal_.end() && it->second == o) byReal_.erase(it);
+    if (o->owner) {
+      auto& v = o->owner->owned;
+      v.erase(std::remove(v.begin(), v.end(), o), v.end());
+    }
+  }
+
+  uint32_t newNetworkId() { return ++networks_; }
+  uint32_t networks() const { return networks_.load(); }
+
+  // In a forked child: the lock may have been held by a thread that did not survive the fork.
+  // The objects and numbers go on (the child's trace starts after them).
+  void afterFork() { new (&mu_) std::mutex(); }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<const void*, T*> byReal_;
+  uint64_t nextHandle_ = 0;
+  std::atomic<uint32_t> networks_{0};
+};
+
+}  // namespace trtrace::capture

@@ -1,0 +1,127 @@
+// capture/registry.h and capture/weights_identity.h: the numbers a trace names objects and weights by.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "registry.h"
+#include "weights_identity.h"
+
+using trtrace::capture::Registry;
+using trtrace::capture::WeightsIdentity;
+
+namespace {
+
+// What the registry needs of capture::Object.
+struct Node {
+  void* real = nullptr;
+  uint64_t handle = 0;
+  uint32_t network = 0;
+  Node* owner = nullptr;
+  std::vector<Node*> owned;
+};
+
+struct Fixture : testing::Test {
+  Registry<Node> reg;
+  std::vector<std::unique_ptr<Node>> made;
+  int reals[8] = {};
+  Node* wrap(int i, Node* owner = nullptr, uint32_t network = 0) {
+    return reg.wrap(&reals[i], [&](void* r) {
+      made.push_back(std::make_unique<Node>());
+      made.back()->real = r;
+      return made.back().get();
+    }, owner, network);
+  }
+};
+
+using ObjectRegistry = Fixture;
+
+TEST_F(ObjectRegistry, NullIsNullAndMakesNothing) {
+  EXPECT_EQ(reg.wrap(nullptr, [&](void*) -> Node* { ADD_FAILURE() << "made"; return nullptr; }, nullptr, 0), nullptr);
+  EXPECT_EQ(reg.find(nullptr), nullptr);
+}
+
+TEST_F(ObjectRegistry, HandlesNumberFirstAppearancesFromOne) {
+  Node* a = wrap(0);
+  Node* b = wrap(1, nullptr, 7);
+  EXPECT_EQ(wrap(0), a);  // the same real object: the same wrapper, made once
+  EXPECT_EQ(made.size(), 2u);
+  EXPECT_EQ(a->handle, 1u);
+  EXPECT_EQ(b->handle, 2u);
+  EXPECT_EQ(b->network, 7u);
+  EXPECT_EQ(reg.find(&reals[1]), b);
+  EXPECT_EQ(reg.find(&reals[2]), nullptr);
+}
+
+TEST_F(ObjectRegistry, OwnedObjectsAreLinkedAndUnlinked) {
+  Node* net = wrap(0);
+  Node* layer = wrap(1, net, 1);
+  Node* tensor = wrap(2, net, 1);
+  EXPECT_EQ(layer->owner, net);
+  EXPECT_EQ(net->owned, (std::vector<Node*>{layer, tensor}));
+  reg.unregister(layer);
+  EXPECT_EQ(net->owned, (std::vector<Node*>{tensor}));
+  EXPECT_EQ(reg.find(&reals[1]), nullptr);
+  Node* again = wrap(1, net, 1);  // the library reused the address: a new object, a new handle
+  EXPECT_NE(again, layer);
+  EXPECT_EQ(again->handle, 4u);
+}
+
+// An object whose address the registry already maps to a newer wrapper leaves that mapping alone.
+TEST_F(ObjectRegistry, UnregisteringAStaleObjectKeepsTheNewerMapping) {
+  Node* old = wrap(0);
+  reg.unregister(old);
+  Node* fresh = wrap(0);
+  reg.unregister(old);
+  EXPECT_EQ(reg.find(&reals[0]), fresh);
+}
+
+TEST_F(ObjectRegistry, NetworkIdsCountFromOne) {
+  EXPECT_EQ(reg.networks(), 0u);
+  EXPECT_EQ(reg.newNetworkId(), 1u);
+  EXPECT_EQ(reg.newNetworkId(), 2u);
+  EXPECT_EQ(reg.networks(), 2u);
+}
+
+// Threads wrapping the same objects at once get one wrapper each and distinct handles 1..N.
+TEST_F(ObjectRegistry, ConcurrentWrapsMakeOneWrapperPerObject) {
+  std::mutex madeMu;
+  std::vector<std::thread> threads;
+  std::vector<Node*> seen[4];
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 8; ++i)
+        seen[t].push_back(reg.wrap(&reals[i], [&](void* r) {
+          std::lock_guard lk(madeMu);
+          made.push_back(std::make_unique<Node>());
+          made.back()->real = r;
+          return made.back().get();
+        }, nullptr, 0));
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(made.size(), 8u);
+  for (int t = 1; t < 4; ++t) EXPECT_EQ(seen[t], seen[0]);
+  std::set<uint64_t> handles;
+  for (Node* n : seen[0]) handles.insert(n->handle);
+  EXPECT_EQ(handles, (std::set<uint64_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+}
+
+TEST(WeightsIdentityTest, NumbersPointersByFirstAppearance) {
+  WeightsIdentity w;
+  float a[2] = {}, b[2] = {};
+  EXPECT_EQ(w.of(b), 1u);
+  EXPECT_EQ(w.of(a), 2u);
+  EXPECT_EQ(w.of(b), 1u);
+  EXPECT_EQ(w.of(a + 1), 3u);
+}
+
+TEST(WeightsIdentityTest, RandomSeedsCountFromOne) {
+  WeightsIdentity w;
+  EXPECT_EQ(w.nextRandomSeed(), 1u);
+  EXPECT_EQ(w.nextRandomSeed(), 2u);
+}
+
+}  // namespace
