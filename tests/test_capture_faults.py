@@ -5,7 +5,7 @@ capturing, and leaves the trace as a valid prefix; the application's build goes 
 byte-identical to the application's alone.
 
 The faults come from the shim's test fault injector TRTRACE_FAULT_WRITE_FAIL=N[:ENOSPC|EIO]
-(capture/session.cpp; applied in the writer's one write function, trace/src/writer.cpp pwriteAll):
+(capture/faults.cpp; applied in the writer's one write function, trace/src/writer.cpp pwriteAll):
 write N fails with that errno. It is a test double for faults a real filesystem gives only when it
 is full or failing; a seeded RNG draws N among the writes a complete capture makes, for every flush
 policy, with the native app and the Python app. For each draw:

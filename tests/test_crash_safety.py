@@ -1,7 +1,7 @@
 """Crash safety of the capture (issue #9, deliverable 2), on the real TensorRT-RTX library.
 
 The application is killed with SIGKILL at exact call numbers drawn from a seeded RNG, by the
-shim's test fault injector TRTRACE_FAULT_KILL_AT_CALL=N (capture/session.cpp: SIGKILL when call N
+shim's test fault injector TRTRACE_FAULT_KILL_AT_CALL=N (capture/faults.cpp: SIGKILL when call N
 starts being recorded). For each kill point and each flush policy:
   * `trtrace verify` exits 3 (truncated) and says the calls it holds are a clean prefix;
   * the trace holds exactly the calls the policy promises: FLUSH_AFTER_EVERY_CALL every call

@@ -62,7 +62,7 @@ struct WriterOptions {
   // in its own time (an application's exit does not wait for the disk); a trace torn by a power
   // loss still never reads as valid (docs/format.md).
   bool durable = false;
-  // Test-only fault injection (capture/session.cpp, TRTRACE_FAULT_WRITE_FAIL): called before every
+  // Test-only fault injection (capture/faults.cpp, TRTRACE_FAULT_WRITE_FAIL): called before every
   // write to the file; a non-zero errno fails that write as the system would (ENOSPC, EIO), faults
   // a test cannot get from a real filesystem on demand. Empty (the default): no effect.
   std::function<int()> writeFault;
