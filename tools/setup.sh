@@ -11,7 +11,9 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 # --- Debian packages ---------------------------------------------------------------------------
 apt_pkgs=(cmake g++ make pkg-config python3-venv libflatbuffers-dev flatbuffers-compiler
           libzstd-dev libxxhash-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-          libsimdjson-dev clang libclang-rt-14-dev time)
+          libsimdjson-dev clang libclang-rt-14-dev time
+          libcurl4-openssl-dev libssl-dev          # registry/: push and pull (HTTP, TLS, SHA-256)
+          docker-registry apache2-utils openssl)   # tests/test_registry.py: the registry, htpasswd, a certificate
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -1,0 +1,479 @@
+"""trtrace push / pull against a real registry (docs/registry.md): Debian's docker-registry (the CNCF
+distribution server) started per test on 127.0.0.1 with filesystem storage in the test's folder, with
+htpasswd auth or a self-signed certificate where the test says so. What a plain registry cannot do
+(a token server, a redirect, a dropped connection, a 500, a wrong digest) comes from a small proxy in
+front of it (RegistryProxy). Every server is stopped by its fixture."""
+import base64
+import hashlib
+import http.client
+import http.server
+import json
+import os
+import pathlib
+import re
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from conftest import APPS, ROOT, TRTRACE, capture
+
+REGISTRY = shutil.which("docker-registry")
+pytestmark = pytest.mark.skipif(REGISTRY is None, reason="docker-registry not installed (tools/setup.sh installs it)")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def sha256(path):
+    return hashlib.sha256(pathlib.Path(path).read_bytes()).hexdigest()
+
+
+class Registry:
+    """docker-registry serving folder/storage on a free port; `auth`: an htpasswd file; `tls`: (cert, key)."""
+
+    def __init__(self, folder, htpasswd=None, tls=None):
+        self.folder, self.storage = folder, folder / "storage"
+        self.port = free_port()
+        self.host = f"127.0.0.1:{self.port}"
+        self.tls = tls
+        cfg = ["version: 0.1", "log:", "  level: error", "storage:", "  filesystem:", f"    rootdirectory: {self.storage}",
+               "  delete:", "    enabled: true", "http:", f"  addr: {self.host}"]
+        if tls:
+            cfg += ["  tls:", f"    certificate: {tls[0]}", f"    key: {tls[1]}"]
+        if htpasswd:
+            cfg += ["auth:", "  htpasswd:", "    realm: trtrace-test", f"    path: {htpasswd}"]
+        self.config = folder / "registry.yml"
+        self.config.write_text("\n".join(cfg) + "\n")
+        self.proc = None
+        self.start()
+
+    def start(self):
+        self.log = open(self.folder / "registry.log", "ab")
+        self.proc = subprocess.Popen([REGISTRY, "serve", str(self.config)], stdout=self.log, stderr=self.log)
+        deadline = time.monotonic() + 60  # readiness, not a timing assertion
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError("docker-registry did not start: " + (self.folder / "registry.log").read_text())
+                time.sleep(0.05)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+    def blobs(self):
+        """Digests of the blobs the registry stores (its filesystem layout)."""
+        root = self.storage / "docker" / "registry" / "v2" / "blobs" / "sha256"
+        return {p.parent.name for p in root.glob("*/*/data")} if root.exists() else set()
+
+    def get(self, path, accept=None):
+        req = urllib.request.Request(f"http://{self.host}{path}", headers={"Accept": accept} if accept else {})
+        with urllib.request.urlopen(req) as r:
+            return r.read()
+
+
+@pytest.fixture
+def registry(tmp):
+    r = Registry(tmp)
+    yield r
+    r.stop()
+
+
+def trtrace(*args, env=None):
+    e = dict(os.environ)
+    e["HOME"] = "/nonexistent"  # never the user's own ~/.docker/config.json
+    e.pop("DOCKER_CONFIG", None)
+    e.update(env or {})
+    return subprocess.run([str(TRTRACE), *map(str, args)], capture_output=True, text=True, env=e)
+
+
+def ok(proc):
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def one_line_error(proc, code, *words):
+    assert proc.returncode == code, (proc.returncode, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("trtrace: "), proc.stderr
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    """Captures of layered_weights.py: base, one layer changed, and one with 4 MiB weights."""
+    folder = tmp_path_factory.mktemp("captures")
+    out = {}
+    for name, args in {"base": [], "changed": ["--change", "2"], "big": ["--layers", "2", "--size", "1024"]}.items():
+        capture("layered_weights.py", folder / f"{name}.trtrace", "--out", folder / f"{name}.engine", *args)
+        out[name] = folder / f"{name}.trtrace"
+    return out
+
+
+def pushed(trace, ref, *args, env=None):
+    p = ok(trtrace("push", "--plain-http", trace, ref, *args, env=env))
+    assert re.fullmatch(r"sha256:[0-9a-f]{64}\n", p.stdout), p.stdout
+    return p
+
+
+def summary(proc):
+    m = re.search(r"(\d+) blobs: (\d+) uploaded \([^)]*\), (\d+) mounted, (\d+) already there", proc.stderr)
+    assert m, proc.stderr
+    return dict(zip(("blobs", "uploaded", "mounted", "present"), map(int, m.groups())))
+
+
+def test_push_then_pull_gives_the_same_file(registry, traces, tmp):
+    ref = f"{registry.host}/team/model:v1"
+    digest = pushed(traces["base"], ref).stdout.strip()
+    manifest = json.loads(registry.get("/v2/team/model/manifests/v1", "application/vnd.oci.image.manifest.v1+json"))
+    assert manifest["artifactType"] == "application/vnd.trtrace.trace.v1"
+    assert manifest["config"]["mediaType"] == "application/vnd.trtrace.config.v1+json"
+    kinds = [l["mediaType"] for l in manifest["layers"]]
+    assert kinds == ["application/vnd.trtrace.log.v1"] + ["application/vnd.trtrace.weights.v1"] * 4  # 4 layers' weights
+    for key in ("org.trtrace.library.version", "org.trtrace.networks", "org.trtrace.builds", "org.trtrace.bytes.logical",
+                "org.trtrace.bytes.unique", "org.trtrace.bytes.stored"):
+        assert key in manifest["annotations"], key
+    assert manifest["annotations"]["org.trtrace.builds"] == "1"
+    for ref_ in (ref, f"{registry.host}/team/model@{digest}", f"oci://{registry.host}/team/model:v1"):
+        out = tmp / "pulled.trtrace"
+        assert ok(trtrace("pull", "--plain-http", ref_, "-o", out)).stdout.strip() == digest
+        assert sha256(out) == sha256(traces["base"])
+        out.unlink()
+
+
+def test_a_second_push_uploads_nothing_and_another_repository_mounts(registry, traces):
+    first = summary(pushed(traces["base"], f"{registry.host}/team/model:v1"))
+    assert first["uploaded"] == first["blobs"] == 6  # config, log, 4 weights
+    again = summary(pushed(traces["base"], f"{registry.host}/team/model:v2"))
+    assert again["present"] == 6 and again["uploaded"] == 0
+    other = summary(pushed(traces["base"], f"{registry.host}/other/model:v1", "--mount-from", "team/model"))
+    assert other["mounted"] == 6 and other["uploaded"] == 0
+
+
+def test_one_changed_layer_uploads_one_weight_blob(registry, traces):
+    pushed(traces["base"], f"{registry.host}/team/model:base")
+    before = registry.blobs()
+    second = summary(pushed(traces["changed"], f"{registry.host}/team/model:changed"))
+    new = registry.blobs() - before
+    assert second["uploaded"] == 3 and second["present"] == 3  # config, log and the changed weight
+    manifest = json.loads(registry.get("/v2/team/model/manifests/changed", "application/vnd.oci.image.manifest.v1+json"))
+    weights = {l["digest"].split(":")[1] for l in manifest["layers"] if l["mediaType"].endswith("weights.v1")}
+    assert len(new & weights) == 1 and len(new) == 4  # and the manifest (the registry stores it as a blob)
+
+
+def test_chunked_push_and_pull_of_big_weights(registry, traces, tmp):
+    ref = f"{registry.host}/team/big:v1"
+    pushed(traces["big"], ref, "--chunk-mib", "1")  # 4 MiB weights: 4 PATCH chunks each
+    ok(trtrace("pull", "--plain-http", ref, "-o", tmp / "big.trtrace"))
+    assert sha256(tmp / "big.trtrace") == sha256(traces["big"])
+
+
+def test_pull_of_a_missing_tag_is_one_line_and_writes_nothing(registry, traces, tmp):
+    pushed(traces["base"], f"{registry.host}/team/model:v1")
+    out = tmp / "out.trtrace"
+    one_line_error(trtrace("pull", "--plain-http", f"{registry.host}/team/model:nope", "-o", out), 1,
+                   f"{registry.host}/team/model:nope", "HTTP 404", "MANIFEST_UNKNOWN")
+    assert not out.exists() and not list(tmp.glob("out.trtrace*"))
+
+
+def test_pull_of_something_that_is_not_a_trace_is_corrupt(registry, tmp):
+    config = b"{}"
+    cd = "sha256:" + hashlib.sha256(config).hexdigest()
+    base = f"http://{registry.host}"
+    loc = urllib.parse.urljoin(base, urllib.request.urlopen(urllib.request.Request(base + "/v2/x/y/blobs/uploads/",
+                                                                                   method="POST")).headers["Location"])
+    urllib.request.urlopen(urllib.request.Request(loc + ("&" if "?" in loc else "?") + "digest=" + cd, data=config, method="PUT",
+                                                  headers={"Content-Type": "application/octet-stream"}))
+    manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                           "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": cd, "size": 2},
+                           "layers": []}).encode()
+    urllib.request.urlopen(urllib.request.Request(f"http://{registry.host}/v2/x/y/manifests/img", data=manifest, method="PUT",
+                                                  headers={"Content-Type": "application/vnd.oci.image.manifest.v1+json"}))
+    out = tmp / "out.trtrace"
+    one_line_error(trtrace("pull", "--plain-http", f"{registry.host}/x/y:img", "-o", out), 2, "not a trtrace trace")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("ref", ["nohost", "127.0.0.1:5000/UPPER:tag", "127.0.0.1:5000/a/b:bad tag",
+                                 "127.0.0.1:5000/a@sha256:abc", "127.0.0.1:5000/a/../b:t"])
+def test_a_bad_reference_is_one_line(ref, traces, tmp):
+    one_line_error(trtrace("push", "--plain-http", traces["base"], ref), 1, "reference")
+    one_line_error(trtrace("pull", "--plain-http", ref, "-o", tmp / "x.trtrace"), 1, "reference")
+
+
+def test_an_unreachable_registry_is_one_line(traces, tmp):
+    ref = f"127.0.0.1:{free_port()}/a/b:t"
+    one_line_error(trtrace("push", "--plain-http", traces["base"], ref), 1, ref)
+    one_line_error(trtrace("pull", "--plain-http", ref, "-o", tmp / "x.trtrace"), 1, ref)
+    assert not (tmp / "x.trtrace").exists()
+
+
+def test_push_refuses_a_trace_that_was_not_closed(registry, traces, tmp):
+    cut = tmp / "cut.trtrace"
+    data = traces["base"].read_bytes()
+    cut.write_bytes(data[: len(data) // 2])
+    one_line_error(trtrace("push", "--plain-http", cut, f"{registry.host}/a/b:t"), 3, "cut.trtrace")
+    assert registry.blobs() == set()
+
+
+# --- auth and TLS ----------------------------------------------------------------------------------
+
+def docker_config(folder, host, user, password):
+    folder.mkdir(exist_ok=True)
+    auth = base64.b64encode(f"{user}:{password}".encode()).decode()
+    (folder / "config.json").write_text(json.dumps({"auths": {host: {"auth": auth}}}))
+    return {"DOCKER_CONFIG": str(folder)}
+
+
+def test_basic_auth_from_the_docker_config(tmp, traces):
+    htpasswd = tmp / "htpasswd"
+    subprocess.run(["htpasswd", "-Bbc", str(htpasswd), "alice", "s3cret"], check=True, capture_output=True)
+    reg = Registry(tmp, htpasswd=htpasswd)
+    try:
+        ref = f"{reg.host}/team/model:v1"
+        one_line_error(trtrace("push", "--plain-http", traces["base"], ref), 1, ref, "HTTP 401", "no credentials")
+        wrong = docker_config(tmp / "wrong", reg.host, "alice", "nope")
+        one_line_error(trtrace("push", "--plain-http", traces["base"], ref, env=wrong), 1, ref, "HTTP 401")
+        good = docker_config(tmp / "good", reg.host, "alice", "s3cret")
+        pushed(traces["base"], ref, env=good)
+        out = tmp / "pulled.trtrace"
+        ok(trtrace("pull", "--plain-http", ref, "-o", out, "--registry-config", tmp / "good" / "config.json"))
+        assert sha256(out) == sha256(traces["base"])
+    finally:
+        reg.stop()
+
+
+def self_signed(folder):
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    return cert, key
+
+
+def test_tls_with_a_self_signed_certificate_needs_ca_file(tmp, traces):
+    cert, key = self_signed(tmp)
+    reg = Registry(tmp, tls=(cert, key))
+    try:
+        ref = f"{reg.host}/team/model:v1"
+        one_line_error(trtrace("push", traces["base"], ref), 1, ref, "certificate")
+        ok(trtrace("push", traces["base"], ref, "--ca-file", cert))
+        out = tmp / "pulled.trtrace"
+        ok(trtrace("pull", ref, "-o", out, "--ca-file", cert))
+        assert sha256(out) == sha256(traces["base"])
+    finally:
+        reg.stop()
+
+
+# --- a proxy for what a plain registry does not do -------------------------------------------------
+
+class RegistryProxy(http.server.ThreadingHTTPServer):
+    """Forwards to `upstream`; `mode` adds one behaviour:
+    token: the distribution token flow (401 Bearer challenge; /token gives a token for user:pass);
+    redirect: a blob GET is answered 307 to /storage/..., which this proxy serves from upstream;
+    drop: a blob GET of a weight sends half its bytes then closes the connection (`drops` times);
+    status500: a blob GET answers 500; corrupt: a blob GET's bytes have one byte flipped."""
+
+    daemon_threads = True
+
+    def __init__(self, upstream, mode, drops=1):
+        super().__init__(("127.0.0.1", 0), ProxyHandler)
+        self.upstream, self.mode, self.drops = upstream, mode, drops
+        self.host = f"127.0.0.1:{self.server_address[1]}"
+        self.seen = []  # (method, path, range header)
+        self.token = "tok-" + hashlib.sha256(os.urandom(8)).hexdigest()[:16]
+        self.thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.shutdown()
+        self.server_close()
+
+
+class ProxyHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def do_GET(self):
+        self.handle_any()
+
+    do_HEAD = do_PUT = do_POST = do_PATCH = do_DELETE = do_GET
+
+    def reply(self, status, body=b"", headers=()):
+        self.send_response(status)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def handle_any(self):
+        srv = self.server
+        srv.seen.append((self.command, self.path, self.headers.get("Range")))
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        if srv.mode == "token" and not self.token_ok():
+            return
+        blob_get = self.command == "GET" and "/blobs/sha256:" in self.path
+        if srv.mode == "redirect" and blob_get and not self.path.startswith("/storage/"):
+            return self.reply(307, headers=[("Location", f"http://{srv.host}/storage{self.path}")])
+        path = self.path[len("/storage"):] if self.path.startswith("/storage/") else self.path
+        if srv.mode == "status500" and blob_get:
+            return self.reply(500, json.dumps({"errors": [{"code": "UNKNOWN", "message": "disk on fire"}]}).encode())
+        status, headers, data = self.forward(path, body)
+        if blob_get and status in (200, 206):
+            return self.blob_reply(status, headers, data)
+        self.reply(status, data, headers)
+
+    def token_ok(self):
+        srv = self.server
+        if self.path.startswith("/token"):
+            auth = self.headers.get("Authorization", "")
+            if auth != "Basic " + base64.b64encode(b"bob:hunter2").decode() or "scope=repository%3Ateam%2Fmodel%3A" not in self.path:
+                self.reply(401, b'{"errors":[{"code":"UNAUTHORIZED","message":"bad credentials"}]}')
+            else:
+                self.reply(200, json.dumps({"token": srv.token}).encode())
+            return False
+        if self.headers.get("Authorization") != f"Bearer {srv.token}":
+            challenge = f'Bearer realm="http://{srv.host}/token",service="fake-registry",scope="repository:team/model:pull"'
+            self.reply(401, b'{"errors":[{"code":"UNAUTHORIZED","message":"token needed"}]}',
+                       [("WWW-Authenticate", challenge)])
+            return False
+        return True
+
+    def forward(self, path, body):
+        conn = http.client.HTTPConnection(self.server.upstream, timeout=60)
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("authorization", "connection")}
+        conn.request(self.command, path, body=body if self.command not in ("GET", "HEAD") else None, headers=headers)
+        r = conn.getresponse()
+        data = r.read()
+        conn.close()
+        return r.status, [(k, v) for k, v in r.getheaders() if k.lower() not in ("content-length", "connection",
+                                                                                 "transfer-encoding")], data
+
+    def blob_reply(self, status, headers, data):
+        srv = self.server
+        if srv.mode == "corrupt" and len(data) > 1000:
+            data = data[:500] + bytes([data[500] ^ 1]) + data[501:]
+        if srv.mode == "drop" and srv.drops > 0 and len(data) > 1000:
+            srv.drops -= 1
+            self.send_response(status)
+            for k, v in headers:
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[: len(data) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        self.reply(status, data, headers)
+
+
+@pytest.fixture
+def proxied(registry, traces):
+    """A proxy maker over a registry that holds traces['base'] as team/model:v1."""
+    pushed(traces["base"], f"{registry.host}/team/model:v1")
+    made = []
+
+    def make(mode, **kw):
+        made.append(RegistryProxy(registry.host, mode, **kw))
+        return made[-1]
+
+    yield make
+    for p in made:
+        p.stop()
+
+
+def test_the_token_flow(proxied, traces, tmp):
+    proxy = proxied("token")
+    ref = f"{proxy.host}/team/model:v1"
+    one_line_error(trtrace("pull", "--plain-http", ref, "-o", tmp / "x.trtrace"), 1, ref, "HTTP 401", "token")
+    env = docker_config(tmp / "cfg", proxy.host, "bob", "hunter2")
+    ok(trtrace("pull", "--plain-http", ref, "-o", tmp / "x.trtrace", env=env))
+    assert sha256(tmp / "x.trtrace") == sha256(traces["base"])
+    pushed(traces["changed"], f"{proxy.host}/team/model:v2", env=env)  # push scope too
+
+
+def test_redirects_to_blob_storage_are_followed(proxied, traces, tmp):
+    proxy = proxied("redirect")
+    ok(trtrace("pull", "--plain-http", f"{proxy.host}/team/model:v1", "-o", tmp / "x.trtrace"))
+    assert sha256(tmp / "x.trtrace") == sha256(traces["base"])
+    assert any(p.startswith("/storage/") for _, p, _ in proxy.seen)
+
+
+def test_a_dropped_connection_resumes_with_a_range_request(proxied, traces, tmp):
+    proxy = proxied("drop", drops=1)
+    ok(trtrace("pull", "--plain-http", "-j", "1", f"{proxy.host}/team/model:v1", "-o", tmp / "x.trtrace"))
+    assert sha256(tmp / "x.trtrace") == sha256(traces["base"])
+    assert any(r and r.startswith("bytes=") and r != "bytes=0-" for _, _, r in proxy.seen), proxy.seen
+
+
+def test_a_connection_dropped_every_time_is_one_line_and_a_retry_completes(proxied, traces, tmp):
+    proxy = proxied("drop", drops=1000)
+    ref = f"{proxy.host}/team/model:v1"
+    out = tmp / "x.trtrace"
+    one_line_error(trtrace("pull", "--plain-http", ref, "-o", out), 1, ref, "GET blob sha256:")
+    assert not out.exists() and not list(tmp.glob("x.trtrace*"))
+    proxy.drops = 0
+    ok(trtrace("pull", "--plain-http", ref, "-o", out))
+    assert sha256(out) == sha256(traces["base"])
+
+
+def test_a_registry_error_is_one_line_and_writes_nothing(proxied, tmp):
+    proxy = proxied("status500")
+    ref = f"{proxy.host}/team/model:v1"
+    out = tmp / "x.trtrace"
+    one_line_error(trtrace("pull", "--plain-http", ref, "-o", out), 1, ref, "HTTP 500", "UNKNOWN: disk on fire")
+    assert not out.exists() and not list(tmp.glob("x.trtrace*"))
+
+
+def test_a_blob_that_does_not_match_its_digest_is_corrupt(proxied, tmp):
+    proxy = proxied("corrupt")
+    ref = f"{proxy.host}/team/model:v1"
+    out = tmp / "x.trtrace"
+    one_line_error(trtrace("pull", "--plain-http", ref, "-o", out), 2, ref, "do not match")
+    assert not out.exists() and not list(tmp.glob("x.trtrace*"))
+
+
+# --- interoperability ------------------------------------------------------------------------------
+
+def test_oras_pulls_what_trtrace_pushed_and_garbage_collection_keeps_it(registry, traces, tmp):
+    oras = pytest.importorskip("oras.client")
+    ref = f"{registry.host}/team/model:v1"
+    pushed(traces["base"], ref)
+    client = oras.OrasClient(hostname=registry.host, insecure=True)
+    assert "v1" in client.get_tags(f"{registry.host}/team/model")
+    files = client.pull(target=ref, outdir=str(tmp / "oras"))
+    names = sorted(pathlib.Path(f).name for f in files)
+    assert names[0] == "base.trtrace" and len(names) == 5  # the log (titled as the trace) and 4 weights
+    registry.stop()
+    gc = subprocess.run([REGISTRY, "garbage-collect", str(registry.config)], capture_output=True, text=True)
+    assert gc.returncode == 0, gc.stderr
+    registry.start()
+    out = tmp / "after-gc.trtrace"
+    ok(trtrace("pull", "--plain-http", ref, "-o", out))
+    assert sha256(out) == sha256(traces["base"])
