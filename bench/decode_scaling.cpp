@@ -4,7 +4,7 @@
 //
 // Writes a trace of G GiB of distinct fp32 weights drawn from N(0, 0.02) (16 MiB blobs, the
 // capture's settings: zstd level 1 after byte grouping), then builds its decode cache as the
-// player does (Reader::useDecodeCache, a nameless file) once per thread count, and prints one JSON
+// player does (WeightsSource::useDecodeCache, a nameless file) once per thread count, and prints one JSON
 // line per run: threads, seconds, decoded GB/s, the speed-up over the first thread count, and what
 // the same threads write into a new file's page cache with no decode at all (the limit). No
 // TensorRT: it runs on any Linux host (BENCHMARKS.md has its 16-core run and the exact command).
@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "trtrace/reader.h"
+#include "trtrace/weights_source.h"
 #include "trtrace/writer.h"
 
 namespace {
@@ -111,7 +112,7 @@ int main(int argc, char** argv) {
       auto r = trtrace::Reader::open(path);
       trtrace::DecodeCacheOptions o;
       o.mode = trtrace::DecodeCacheOptions::Mode::Temp;
-      r->useDecodeCache(o);
+      trtrace::replay::WeightsSource(*r).useDecodeCache(o);
     }
     double one = 0;
     for (unsigned t : threads) {
@@ -119,7 +120,7 @@ int main(int argc, char** argv) {
       trtrace::DecodeCacheOptions o;
       o.mode = trtrace::DecodeCacheOptions::Mode::Temp;
       o.threads = t;
-      const auto rep = r->useDecodeCache(o);
+      const auto rep = trtrace::replay::WeightsSource(*r).useDecodeCache(o);
       if (one == 0) one = rep.seconds;
       const double pc = pageCacheWrite(dir, rep.bytes, t);
       std::printf("{\"threads\": %u, \"blobs\": %llu, \"bytes\": %llu, \"seconds\": %.4f, \"gb_per_s\": %.3f, "

@@ -214,12 +214,12 @@ Verdicts compareWithCapture(const Args& a, const std::string& lib, std::vector<N
 // The compressed weights decoded into a decode cache (trtrace/decode_cache.h) before the replay: the
 // options from the environment and --decode-cache; --trust-weights also trusts a reused cache file.
 // A rebuilt or unusable cache is said in one line (the replay goes on without it).
-DecodeCacheReport decodeWeights(Reader& reader, const Args& a) {
+DecodeCacheReport decodeWeights(WeightsSource& weights, const Args& a) {
   DecodeCacheOptions o = DecodeCacheOptions::fromEnv();
   if (!a.decodeCache.empty()) o.setMode(a.decodeCache);
   o.verify = !a.opt.trustWeights;
   const bool folder = o.mode == DecodeCacheOptions::Mode::Folder;
-  const DecodeCacheReport r = reader.useDecodeCache(o);
+  const DecodeCacheReport r = weights.useDecodeCache(o);
   if (r.how == "rebuilt")
     std::fprintf(stderr, "tensorrt_player: decode cache: %s; rebuilt\n", r.note.c_str());
   else if ((r.how == "temp" && folder) || (r.how == "off" && o.mode != DecodeCacheOptions::Mode::Off))
@@ -322,14 +322,15 @@ int play(const Args& a) {
   const std::string lib = chosen.info.path;
   void* create = dlsym(chosen.handle, "createInferBuilder_INTERNAL");
   const std::map<uint32_t, std::string> outputs = plannedOutputs(*reader, a);
-  const DecodeCacheReport cache = decodeWeights(*reader, a);
+  WeightsSource weights(*reader);  // outlives the replayer, which holds views of its mappings
+  const DecodeCacheReport cache = decodeWeights(weights, a);
   gPhases.decoded = Phases::now();
   Options opt = a.opt;
   opt.settings = &settings;
 
   std::vector<NetworkResult> results;
   bool failureReproduced = false;
-  Replayer player(*reader, opt, create);
+  Replayer player(*reader, weights, opt, create);
   player.streamEnginesTo([&](uint32_t network) -> std::unique_ptr<EngineStream> {  // a streamed build's output
     const auto it = outputs.find(network);
     return it == outputs.end() || it->second.empty() ? nullptr : engineFile(it->second);

@@ -47,8 +47,8 @@ const Dispatch* findPlay(uint32_t id) {
 }
 }  // namespace
 
-Replayer::Replayer(const Reader& reader, const Options& options, void* createBuilderFn)
-    : reader_(reader), options_(options), createBuilder_(createBuilderFn), logger_(options.quiet) {}
+Replayer::Replayer(const Reader& reader, WeightsSource& weights, const Options& options, void* createBuilderFn)
+    : reader_(reader), source_(weights), options_(options), createBuilder_(createBuilderFn), logger_(options.quiet) {}
 
 Replayer::~Replayer() {
   // One object may be bound to several handles (a converted NVIDIA capture numbers every
@@ -115,7 +115,7 @@ void Replayer::run(const std::function<void(const NetworkResult&, const void*)>&
     return true;
   });
   call_ = nullptr;
-  reader_.releaseBlobsNow();
+  source_.releaseNow();
 }
 
 // A call left out (another network under --network; UNSUPPORTED with --skip-unsupported); a call
@@ -330,16 +330,9 @@ abi::Weights Replayer::argWeights(size_t i) {
     case ValueKind::WeightsBlob: {
       BlobRef ref = v.blob();
       if (ref.length < weightsBytes(i, v)) diverge("argument " + std::to_string(i) + ": blob shorter than the weights' count");
-      w.values = hold({v.weightsPtr(), ref}, [&] {
-        // Raw: a view into the mapping. The content hash is checked once per blob before the library
-        // sees the bytes, so damaged weights never build an engine silently.
-        BlobView b = options_.trustWeights ? reader_.blob(ref) : reader_.checkedBlob(ref);
-        // The trace's pages the check and the block's framing brought in leave the resident set
-        // again (the library faults them back from the page cache): the player's memory stays
-        // bounded however big the trace, and however small its blobs.
-        reader_.releaseBlob(b);
-        return b;
-      });
+      // A view into a mapping (the trace's or the decode cache's), its content hash checked once per
+      // blob before the library sees the bytes, so damaged weights never build an engine silently.
+      w.values = hold({v.weightsPtr(), ref}, [&] { return source_.blob(ref, !options_.trustWeights); });
       break;
     }
     case ValueKind::WeightsRandom: {
@@ -377,7 +370,7 @@ const void* Replayer::hold(const WeightsKey& key, const std::function<BlobView()
     // pointer with the same bytes needs a pointer of its own: a second mapping of the same file
     // pages (no memory), or for a blob that does not start on a page, a copy.
     if (v.isZeroCopy() && v.size() && !mappedHeld_.insert(v.data()).second) {
-      if (BlobView a = reader_.alias(v); a.size()) {
+      if (BlobView a = source_.alias(v); a.size()) {
         v = std::move(a);
       } else {
         auto buf = std::make_unique_for_overwrite<std::byte[]>(v.size());

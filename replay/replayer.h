@@ -20,6 +20,7 @@
 #include "trtrace/api_table.h"
 #include "trtrace/progress.h"
 #include "trtrace/reader.h"
+#include "trtrace/weights_source.h"
 #include "settings.h"
 
 namespace trtrace::replay {
@@ -108,7 +109,8 @@ struct Dispatch {
 
 class Replayer {
  public:
-  Replayer(const Reader& reader, const Options& options, void* createBuilderFn);
+  // Weights come from `weights` (over `reader`), which outlives the replayer.
+  Replayer(const Reader& reader, WeightsSource& weights, const Options& options, void* createBuilderFn);
   // Deletes the objects the application owned and never deleted, newest first (a network before the
   // builder that made it), as the application's exit would have left them to the library.
   ~Replayer();
@@ -185,6 +187,7 @@ class Replayer {
   uint64_t weightsBytes(size_t i, const ValueView& v) const;
 
   const Reader& reader_;
+  WeightsSource& source_;  // blob weights' bytes: decode cache, page release, second mappings
   Options options_;
   void* createBuilder_;
   Logger logger_;

@@ -51,7 +51,8 @@ void replayOne(fz::MemFile& f, const uint8_t* data, size_t size) {
   o.skipUnsupported = true;
   o.maxRandomBytes = 64u << 20;  // the cap the player enforces, lowered to stay inside -rss_limit_mb
   try {
-    trtrace::replay::Replayer player(*r, o, createBuilderFn());
+    trtrace::replay::WeightsSource weights(*r);
+    trtrace::replay::Replayer player(*r, weights, o, createBuilderFn());
     player.run(nullptr);
   } catch (const trtrace::replay::Divergence&) {
   } catch (const trtrace::Error&) {

@@ -342,77 +342,38 @@ TEST(Blobs, CheckedBlobHashesWhileDecodingAndCatchesDamage) {
   }
 }
 
-// The decode cache holds the blobs the calls use, and only those (issue 23): a blob no call refers
-// to is never decoded, whatever its record declares, so it costs no time, memory or disk.
-TEST(Blobs, DecodeCacheDecodesOnlyTheBlobsCallsUse) {
+// Reader::streamBlob hands a blob's stored bytes over in pieces with their XXH3-128 (what the
+// player's decode cache is written from): raw or compressed, the same bytes as checkedBlob, and
+// damage is an Error naming the blob.
+TEST(Blobs, StreamBlobHandsTheStoredBytesWithTheirHash) {
   tt::TempDir d;
   auto path = d.path("t.trace");
-  auto used = tt::zeros(1 << 20), unused = tt::zeros(3 << 20);  // both compressed
-  unused[0] = std::byte{1};
+  auto raw = tt::randomBytes(300 << 10, 7), packed = tt::zeros(9 << 20);  // stored raw; compressed in 3 chunks
   {
     WriterOptions o;
     o.path = path;
     auto w = Writer::create(o, tt::header());
-    const BlobRef ref = w->putBlob(used.data(), used.size());
-    w->putBlob(unused.data(), unused.size());
-    w->beginCall(1, 0, 0).argWeightsBlob(0, used.size(), ref).endCall();
+    for (auto* b : {&raw, &packed}) w->putBlob(b->data(), b->size());
     w->close();
   }
   auto r = Reader::open(path);
-  ASSERT_EQ(r->blobs().size(), 2u);
-  ASSERT_TRUE(r->blobs()[0].compressed && r->blobs()[1].compressed);
-  DecodeCacheOptions co;
-  co.mode = DecodeCacheOptions::Mode::Temp;
-  const DecodeCacheReport rep = r->useDecodeCache(co);
-  EXPECT_EQ(rep.how, "temp");
-  EXPECT_EQ(rep.blobs, 1u);
-  EXPECT_EQ(rep.bytes, used.size());
-  EXPECT_TRUE(sameBytes(r->checkedBlob({hash128(used.data(), used.size()), used.size()}), used));
-  // The unused one still reads (decoded on use, outside the cache).
-  EXPECT_TRUE(sameBytes(r->checkedBlob({hash128(unused.data(), unused.size()), unused.size()}), unused));
-
-  auto raw = d.path("raw.trace");  // no call uses a compressed blob: no cache at all
-  {
-    WriterOptions o;
-    o.path = raw;
-    auto w = Writer::create(o, tt::header());
-    w->putBlob(unused.data(), unused.size());
-    w->beginCall(1, 0, 0).endCall();
-    w->close();
+  for (auto* b : {&raw, &packed}) {
+    const BlobRef ref{hash128(b->data(), b->size()), b->size()};
+    std::vector<std::byte> got(b->size());
+    uint64_t pieces = 0;
+    const Hash128 h = r->streamBlob(ref, [&](const std::byte* p, uint64_t off, uint64_t n) {
+      ASSERT_LE(off + n, got.size());
+      std::memcpy(got.data() + off, p, n);
+      ++pieces;
+    });
+    EXPECT_EQ(h, ref.hash);
+    EXPECT_EQ(got, *b);
+    EXPECT_EQ(r->blobInfo(ref)->compressed, b == &packed);
+    EXPECT_EQ(pieces, b == &packed ? 3u : 1u);  // a compressed blob: chunk by chunk, never whole
   }
-  EXPECT_EQ(Reader::open(raw)->useDecodeCache(co).how, "none");
-}
-
-// Reader::alias (issue 16): a second owner of a blob's bytes (the player's second application
-// pointer to deduplicated weights) gets a second read-only mapping of the same file pages, not a
-// copy: from the trace's mapping for a raw blob, from the decode cache's for a compressed one.
-TEST(Blobs, AliasIsASecondMappingOfTheSamePages) {
-  tt::TempDir d;
-  auto path = d.path("t.trace");
-  auto big = tt::randomBytes(256 << 10, 3);  // raw: 4 KiB aligned
-  auto zero = tt::zeros(1 << 20);            // compressed
-  {
-    WriterOptions o;
-    o.path = path;
-    auto w = Writer::create(o, tt::header());
-    for (auto* b : {&big, &zero}) w->beginCall(1, 0, 0).argWeightsBlob(0, b->size(), w->putBlob(b->data(), b->size())).endCall();
-    w->close();
-  }
-  auto r = Reader::open(path);
-  DecodeCacheOptions co;
-  co.mode = DecodeCacheOptions::Mode::Temp;
-  ASSERT_EQ(r->useDecodeCache(co).how, "temp");
-  for (auto* b : {&big, &zero}) {
-    BlobView v = r->checkedBlob({hash128(b->data(), b->size()), b->size()});
-    BlobView a = r->alias(v);
-    ASSERT_EQ(a.size(), b->size());
-    EXPECT_TRUE(a.isZeroCopy());
-    EXPECT_NE(a.data(), v.data());
-    EXPECT_TRUE(sameBytes(a, *b));
-  }
-  auto own = std::make_unique<std::byte[]>(4096);  // not in a mapping of this reader: no alias
-  BlobView owned = BlobView::owned(std::move(own), 4096);
-  EXPECT_EQ(r->alias(owned).size(), 0u);
+  const BlobRef absent{hash128("x", 1), 1};
+  EXPECT_EQ(r->blobInfo(absent), nullptr);
+  EXPECT_THROW(r->streamBlob(absent, [](const std::byte*, uint64_t, uint64_t) {}), Error);
 }
 
 // Format 2.4 Lost blobs (format.h): a key stored with no bytes reads as zeros, verify counts it
@@ -544,65 +505,5 @@ TEST(Blobs, BytesChangedBeforeTheBuildAreReplacedNotLost) {
     const BlobView z = r->checkedBlob(changedRef);
     ASSERT_EQ(z.size(), 5000u);
     EXPECT_TRUE(std::all_of(z.bytes().begin(), z.bytes().end(), [](std::byte b) { return b == std::byte{0}; }));
-  }
-}
-
-namespace {
-// Resident bytes of the mapping that starts at `m` (this process's /proc/self/smaps).
-uint64_t residentBytes(std::span<const std::byte> m) {
-  std::ifstream smaps("/proc/self/smaps");
-  const auto want = reinterpret_cast<uintptr_t>(m.data());
-  bool in = false;
-  for (std::string line; std::getline(smaps, line);) {
-    uintptr_t lo = 0;
-    if (std::sscanf(line.c_str(), "%lx-", &lo) == 1 && line.find('-') < 17 && line.find(' ') > line.find('-')) in = lo == want;
-    unsigned long kb = 0;
-    if (in && std::sscanf(line.c_str(), "Rss: %lu kB", &kb) == 1) return uint64_t(kb) << 10;
-  }
-  return 0;
-}
-}  // namespace
-
-// Reading a trace's blobs once leaves its mapping's pages resident (the kernel maps a fault's
-// cached neighbours too); releaseBlob gives them back, and blobs served from a decode cache never
-// touch the trace's pages at all: the player's memory stays bounded however small the blobs.
-TEST(Blobs, ReadingEveryBlobOnceLeavesLittleOfTheTraceResident) {
-  tt::TempDir d;
-  auto path = d.path("t.trace");
-  std::vector<BlobRef> refs;
-  for (const uint64_t minCompress : {uint64_t{1} << 30, uint64_t{0}}) {  // raw small blobs; compressed ones
-    SCOPED_TRACE(minCompress);
-    {
-      WriterOptions o;
-      o.path = path;
-      o.workerThreads = 0;
-      o.minCompressBytes = minCompress;
-      auto w = Writer::create(o, tt::header());
-      refs.clear();
-      for (int i = 0; i < 1500; ++i) {
-        auto bytes = tt::zeros(6000 + 8 * size_t(i));
-        auto noise = tt::randomBytes(bytes.size() / 2, 1000 + i);  // distinct, half compressible
-        std::copy(noise.begin(), noise.end(), bytes.begin());
-        refs.push_back(w->putBlob(bytes.data(), bytes.size(), BlobHint::F32));
-        w->beginCall(1, 0, 0).argWeightsBlob(0, bytes.size(), refs.back()).endCall();  // the cache holds used blobs only
-      }
-      w->close();
-    }
-    auto r = Reader::open(path);
-    const uint64_t size = r->mapping().size();
-    if (minCompress) {
-      std::vector<BlobView> views;
-      for (const BlobRef& ref : refs) views.push_back(r->checkedBlob(ref));
-      EXPECT_GT(residentBytes(r->mapping()), size / 2);  // what the test guards against
-      for (const BlobView& v : views) r->releaseBlob(v);
-      r->releaseBlobsNow();
-    } else {
-      DecodeCacheOptions co;
-      co.mode = DecodeCacheOptions::Mode::Temp;
-      ASSERT_EQ(r->useDecodeCache(co).how, "temp");
-      ASSERT_TRUE(r->blobs().at(0).compressed);
-      for (const BlobRef& ref : refs) EXPECT_EQ(r->checkedBlob(ref).size(), ref.length);
-    }
-    EXPECT_LT(residentBytes(r->mapping()), size / 20) << "of " << size;
   }
 }

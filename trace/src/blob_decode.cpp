@@ -104,8 +104,6 @@ std::string checkBlobPayload(const std::byte* base, uint64_t at, const F::BlockH
   return checkZstdRecord(base, at, r);
 }
 
-std::string blobName(const BlobRef& r) { return "blob " + toHex(r.hash) + " (" + std::to_string(r.length) + " B)"; }
-
 void checkChunkSizes(const StoredBlob& b) {
   const F::BlobRecord r = blobRecordAt(b.base, b.info.offset);
   const auto* table = chunkTable(b.base, b.info.offset);
@@ -154,3 +152,7 @@ Hash128 decodeBlob(const StoredBlob& b, std::byte* dest, bool hash, const ChunkS
 }
 
 }  // namespace trtrace::detail
+
+namespace trtrace {
+std::string blobName(const BlobRef& r) { return "blob " + toHex(r.hash) + " (" + std::to_string(r.length) + " B)"; }
+}  // namespace trtrace

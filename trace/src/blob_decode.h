@@ -17,8 +17,7 @@ namespace trtrace::detail {
 format::BlobRecord blobRecordAt(const std::byte* base, uint64_t at);
 // Record, chunk table and raw-data alignment of a blob block whose framing is good; "" when fine.
 std::string checkBlobPayload(const std::byte* base, uint64_t at, const format::BlockHeader& h);
-// "blob <hex> (<n> B)": how messages name a blob.
-std::string blobName(const BlobRef& r);
+using trtrace::blobName;  // trtrace/hash.h
 
 // One stored blob of a mapped trace, as the decoder needs it (messages name `path`).
 struct StoredBlob {

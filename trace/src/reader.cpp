@@ -11,7 +11,6 @@
 #include "blob_decode.h"
 #include "block_file.h"
 #include "call_log.h"
-#include "decode_cache.h"
 #include "reader_impl.h"
 #include "trtrace/files.h"
 
@@ -94,10 +93,6 @@ BlobView Reader::Impl::blob(const BlobRef& ref, bool checked) const {
   const BlobInfo* in = findBlob(ref);
   if (external && !in)
     if (auto it = external->blobs.find(ref); it != external->blobs.end()) return BlobView::kept(it->second, external);
-  // In a decode cache (checked against its key when made or reused): a view into its mapping. The
-  // trace's block is not read: its pages, and their neighbours, would join the resident set.
-  if (in && cache)
-    if (const std::byte* c = cache->find(size_t(in - blobs.data()))) return BlobView::mapped({c, ref.length});
   const BlobInfo* bi = &locate(ref);
   const auto r = detail::blobRecordAt(base, bi->offset);
   if (bi->lost) return zeros(r.rawSize);  // nothing to check: the capture kept no bytes
@@ -236,6 +231,7 @@ std::vector<const ApiInfo*> Reader::apis() const {
 bool Reader::hasBlob(const BlobRef& ref) const {
   return impl_->findBlob(ref) || (impl_->external && impl_->external->blobs.count(ref));
 }
+const BlobInfo* Reader::blobInfo(const BlobRef& ref) const { return impl_->findBlob(ref); }
 void Reader::setExternalBlobs(std::shared_ptr<const ExternalBlobs> blobs) { impl_->external = std::move(blobs); }
 const ExternalBlobs* Reader::externalBlobs() const { return impl_->external.get(); }
 bool Reader::blobLost(const BlobRef& ref) const {
@@ -255,33 +251,21 @@ BlobView Reader::blob(const Hash128& h, uint64_t len) const { return impl_->blob
 BlobView Reader::checkedBlob(const BlobRef& ref) const { return impl_->blob(ref, true); }
 const std::vector<BlobInfo>& Reader::blobs() const { return impl_->blobs; }
 std::span<const std::byte> Reader::mapping() const { return {impl_->base, impl_->size}; }
+int Reader::mappedFd() const { return impl_->fd; }
 
-void Reader::releaseBlob(const BlobView& v) const {
-  const auto* p = static_cast<const std::byte*>(v.data());
-  if (!impl_->base || !v.size() || p < impl_->base || p + v.size() > impl_->base + impl_->size) return;
-  // A raw blob's header and record end at most one alignment step before its data (format.h: Raw
-  // data starts on the next 4 KiB boundary after them, RawSmall on the next 64-byte one).
-  constexpr uint64_t kFraming = sizeof(F::BlockHeader) + sizeof(F::BlobRecord) + F::kBlobAlign;
-  const uint64_t at = static_cast<uint64_t>(p - impl_->base), lo = at - std::min(at, kFraming), hi = at + v.size();
-  constexpr uint64_t kBatch = 4 << 20;
-  std::lock_guard g(impl_->releaseMu);
-  auto& u = impl_->unreleased;
-  u.lo = u.bytes ? std::min(u.lo, lo) : lo;
-  u.hi = u.bytes ? std::max(u.hi, hi) : hi;
-  u.bytes += hi - lo + 2 * files::kFaultAroundBytes;  // what reading it may have mapped
-  if (u.bytes >= kBatch) impl_->releaseLocked();
-}
-
-void Reader::releaseBlobsNow() const {
-  std::lock_guard g(impl_->releaseMu);
-  impl_->releaseLocked();
-}
-
-// One range over the batch (blobs are used in call order, which `trtrace rewrite` and the capture
-// keep as file order; a madvise over pages that are not mapped costs little). Holds releaseMu.
-void Reader::Impl::releaseLocked() const {
-  if (unreleased.bytes) files::releaseAround({base, size}, unreleased.lo, unreleased.hi);
-  unreleased = {};
+Hash128 Reader::streamBlob(const BlobRef& ref, const BlobSink& sink) const {
+  const BlobInfo& bi = impl_->locate(ref);  // framing, checksum, record
+  if (bi.lost) impl_->blobError(ref, bi.offset, "stored Lost: the capture kept no bytes");
+  if (bi.compressed) return detail::decodeBlob({impl_->path, impl_->base, bi}, nullptr, true, sink);
+  StreamHash128 h;
+  constexpr uint64_t kStep = uint64_t(64) << 20;  // hashed and handed on a piece at a time
+  const std::byte* p = impl_->base + bi.dataOffset;
+  for (uint64_t off = 0; off < ref.length; off += kStep) {
+    const uint64_t n = std::min(kStep, ref.length - off);
+    h.update(p + off, n);
+    sink(p + off, off, n);
+  }
+  return h.digest();
 }
 
 }  // namespace trtrace

@@ -15,10 +15,6 @@
 #include "trtrace/reader.h"
 
 namespace trtrace {
-namespace detail {
-class DecodeCache;
-}
-
 struct Reader::Impl {
   std::string path;
   const std::byte* base = nullptr;
@@ -36,15 +32,8 @@ struct Reader::Impl {
   mutable std::once_flag apisOnce;
   mutable std::map<uint32_t, ApiInfo> apiMap;
   mutable std::deque<std::string> apiStrings;  // owns apiMap's names (segments may be inflated copies)
-  std::unique_ptr<detail::DecodeCache> cache;  // compressed blobs decoded (decode_cache.h), or none
-  struct Unreleased {  // blocks releaseBlob was given and has not released yet
-    uint64_t lo = 0, hi = 0, bytes = 0;
-  };
-  mutable std::mutex releaseMu;
-  mutable Unreleased unreleased;
-  void releaseLocked() const;  // gives back `unreleased` (Reader::releaseBlob); holds releaseMu
   std::shared_ptr<const ExternalBlobs> external;  // blobs outside the file (Reader::setExternalBlobs), or none
-  int fd = -1;                                 // the mapped file (Reader::alias maps it again)
+  int fd = -1;                                 // the mapped file (Reader::mappedFd)
 
   ~Impl();
 

@@ -12,7 +12,6 @@
 
 #include "blob_decode.h"
 #include "block_file.h"
-#include "decode_cache.h"
 #include "reader_impl.h"
 #include "trtrace/files.h"
 
@@ -39,7 +38,7 @@ void Reader::Impl::map(int fd) {
     if (p == MAP_FAILED) throw Error(Error::Kind::Io, path + ": cannot map: " + detail::errnoText());
     base = static_cast<const std::byte*>(p);
   }
-  this->fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);  // -1: Reader::alias copies instead
+  this->fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);  // -1: mappedFd() has none to give
 }
 
 bool Reader::Impl::checkFileHeader() {

@@ -42,6 +42,9 @@ struct BlobRef {
   friend bool operator==(const BlobRef&, const BlobRef&) = default;
 };
 
+// "blob <hex> (<n> B)": how messages name a blob.
+std::string blobName(const BlobRef& r);
+
 struct BlobRefHasher {
   size_t operator()(const BlobRef& r) const { return r.hash.lo ^ (r.hash.hi * 31) ^ r.length; }
 };

@@ -23,7 +23,6 @@
 #include <utility>
 #include <vector>
 
-#include "trtrace/decode_cache.h"
 #include "trtrace/hash.h"
 #include "trtrace/writer.h"
 
@@ -110,7 +109,7 @@ class BlobView {
   static BlobView owned(std::unique_ptr<std::byte[]> buf, size_t n) {
     BlobView v; v.span_ = {buf.get(), n}; v.owned_ = std::move(buf); return v;
   }
-  // A view into a mapping of its own, released with the last copy of `keep` (Reader::alias).
+  // A view into memory that `keep` holds (another mapping), released with the last copy of `keep`.
   static BlobView kept(std::span<const std::byte> bytes, std::shared_ptr<const void> keep) {
     BlobView v; v.span_ = bytes; v.keep_ = std::move(keep); return v;
   }
@@ -208,41 +207,36 @@ class Reader {
   std::vector<const ApiInfo*> apis() const;  // sorted by id
 
   bool hasBlob(const BlobRef& ref) const;
+  // The index entry of `ref` in blobs() (its stored copy, where a Lost one is listed too); nullptr
+  // when the file holds none.
+  const BlobInfo* blobInfo(const BlobRef& ref) const;
   BlobView blob(const Hash128& hash, uint64_t length) const;  // throws Error if missing/bad
   BlobView blob(const BlobRef& ref) const { return blob(ref.hash, ref.length); }
   // blob(), then its XXH3-128 checked against its key before anything uses the bytes: throws
   // Error (Corrupt) "<file>: blob <hex> (<n> B) at offset <n>: content does not match its hash
   // (damaged weights)".
   BlobView checkedBlob(const BlobRef& ref) const;
+  // The bytes the file stores for `ref`, handed to `sink` (bytes, offset in the blob, n) in pieces
+  // without holding the blob whole: a raw blob's as views of the mapping, a compressed one's chunk by
+  // chunk as it decodes. Returns their XXH3-128, for the caller to compare with the key. Throws Error
+  // (Corrupt) for a damaged block or chunk or a blob the file holds no bytes of (absent, or Lost).
+  using BlobSink = std::function<void(const std::byte* data, uint64_t offset, uint64_t n)>;
+  Hash128 streamBlob(const BlobRef& ref, const BlobSink& sink) const;
   const std::vector<BlobInfo>& blobs() const;  // sorted by (hash.hi, hash.lo, length), a Lost copy last
   uint64_t lostBlobs() const;                  // blobs stored Lost with no other copy (they read as zeros; not Replaced)
   bool blobLost(const BlobRef& ref) const;     // `ref` is stored Lost (or Replaced) only
   bool blobReplaced(const BlobRef& ref) const;  // `ref` is stored Replaced only
 
   std::span<const std::byte> mapping() const;  // the whole mapped file
-  // The pages of this trace's mapping that reading the blob `v` views brought in (its block, and
-  // the neighbours the kernel mapped around each fault) leave the resident set: a caller that walks
-  // a big trace once keeps its memory bounded. Nothing for a view elsewhere (a decode cache's).
-  // Released in batches of about 4 MiB read (a madvise costs ~10 us), so up to that stays resident
-  // until releaseBlobsNow(). Reads later fault the pages back from the page cache.
-  void releaseBlob(const BlobView& v) const;
-  void releaseBlobsNow() const;
+  // The mapped file, open read-only while the reader lives, for a caller that maps part of it again
+  // (a second address for the same pages); -1 when it could not be kept.
+  int mappedFd() const;
 
-  // Decodes every compressed blob, in parallel, into a decode cache (trtrace/decode_cache.h, or
-  // finds one already made and checks it); blob() and checkedBlob() then hand out views into its
-  // read-only mapping (zero-copy). Call once, before blobs are used. Progress on stderr
-  // (trtrace/progress.h). Throws Error only for bad options; an unusable cache degrades to a
-  // temporary file, then to decoding in memory, as the report says.
-  DecodeCacheReport useDecodeCache(const DecodeCacheOptions& options);
   // A blob the trace does not hold is looked up here (zero-copy views, not hashed again).
   void setExternalBlobs(std::shared_ptr<const ExternalBlobs> blobs);
   // Those blobs (nullptr when none were set): blobs() lists only the ones the file stores, so a
   // count of a capture's weights (trtrace info, diff) adds these.
   const ExternalBlobs* externalBlobs() const;
-  // The same bytes as `view` (a zero-copy view of this reader: the trace's or the decode cache's
-  // mapping) at another address: a second read-only mapping of the same file pages, so a second
-  // owner of the bytes costs no memory. Empty when `view` does not start on a page of a mapping.
-  BlobView alias(const BlobView& view) const;
 
   // Checks the file header, every block (framing, checksums, zero padding), every segment
   // (Verifier), every blob (decodes it, XXH3-128, raw data 4 KiB alignment) and the footer index.

@@ -35,15 +35,17 @@
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>
 
-#include "blob_decode.h"
-#include "reader_impl.h"
+#include "trtrace/error.h"
 #include "trtrace/files.h"
+#include "trtrace/format.h"
 #include "trtrace/progress.h"
 
 namespace trtrace {
 namespace F = format;
 
 namespace {
+
+std::string errnoText() { return std::strerror(errno); }
 
 void warn(const std::string& what) { std::fprintf(stderr, "trtrace: warning: %s\n", what.c_str()); }
 
@@ -142,7 +144,7 @@ CacheHeader headerOf(const Layout& L) {
   h.blobCount = L.blobs.size();
   h.keyLo = L.key.lo, h.keyHi = L.key.hi;
   h.fileLength = L.fileLength;
-  h.headerCheck = check32(&h, offsetof(CacheHeader, headerCheck));
+  h.headerCheck = static_cast<uint32_t>(XXH3_64bits(&h, offsetof(CacheHeader, headerCheck)));  // low 32 bits, as the trace's
   return h;
 }
 
@@ -215,15 +217,15 @@ Hash128 hashReleasing(std::span<const std::byte> map, uint64_t off, uint64_t n, 
 }
 
 // "" when every blob of the mapped file matches its key; else the first that does not.
-std::string checkAll(const Reader::Impl& r, const Layout& L, const std::byte* map, unsigned threads) {
+std::string checkAll(const Reader& r, const Layout& L, const std::byte* map, unsigned threads) {
   std::atomic<uint64_t> done{0};
   std::mutex mu;
   std::string bad;
-  Progress progress(progressLabel(r.path), "checking the decode cache", L.rawBytes);
-  const auto order = bySize(L, r.blobs);
+  Progress progress(progressLabel(r.path()), "checking the decode cache", L.rawBytes);
+  const auto order = bySize(L, r.blobs());
   parallelFor(order.size(), threads, [&](size_t k) {
     const size_t j = order[k];
-    const BlobRef& ref = r.blobs[L.blobs[j]].ref;
+    const BlobRef& ref = r.blobs()[L.blobs[j]].ref;
     if (hashReleasing({map, L.fileLength}, L.offsets[j], ref.length, done) == ref.hash) return;
     std::lock_guard<std::mutex> lk(mu);
     if (bad.empty()) bad = blobName(ref) + " at offset " + std::to_string(L.offsets[j]) + " does not match its hash";
@@ -234,43 +236,25 @@ std::string checkAll(const Reader::Impl& r, const Layout& L, const std::byte* ma
   return bad;
 }
 
-// The XXH3-128 of raw blob `bi`, copied from the mapping to fd at `at` 64 MiB at a time.
-Hash128 copyRaw(const Reader::Impl& r, const BlobInfo& bi, int fd, uint64_t at, const std::string& what,
-                std::atomic<uint64_t>& done) {
-  XXH3_state_t state;
-  XXH3_INITSTATE(&state);
-  XXH3_128bits_reset(&state);
-  const std::byte* p = r.base + bi.dataOffset;
-  for (uint64_t off = 0; off < bi.ref.length;) {
-    const uint64_t step = std::min<uint64_t>(bi.ref.length - off, uint64_t(64) << 20);
-    XXH3_128bits_update(&state, p + off, step);
-    pwriteAll(fd, p + off, step, at + off, what);
-    off += step, done += step;
-  }
-  const auto d = XXH3_128bits_digest(&state);
-  return {d.low64, d.high64};
-}
-
 // Decodes (or copies) every blob of L from the trace into fd at its offset, the trace's pages
 // released as it goes; returns the offsets per blob of the index, kNone for one that does not give
 // its key (damaged in the trace: reported when a call uses it). Throws Error (Io) for the file.
-std::vector<uint64_t> decodeAll(const Reader::Impl& r, const Layout& L, int fd, unsigned threads,
+std::vector<uint64_t> decodeAll(const Reader& r, const Layout& L, int fd, unsigned threads,
                                 const std::string& what, uint64_t& failed) {
-  std::vector<uint64_t> offsets(r.blobs.size(), DecodeCache::kNone);
+  const std::vector<BlobInfo>& all = r.blobs();
+  std::vector<uint64_t> offsets(all.size(), DecodeCache::kNone);
   std::atomic<uint64_t> done{0}, bad{0};
-  Progress progress(progressLabel(r.path), "decoding weights", L.rawBytes);
-  const auto order = bySize(L, r.blobs);
+  Progress progress(progressLabel(r.path()), "decoding weights", L.rawBytes);
+  const auto order = bySize(L, all);
   parallelFor(order.size(), threads, [&](size_t k) {
     const size_t j = order[k], i = L.blobs[j];
-    const BlobInfo& bi = r.blobs[i];
+    const BlobInfo& bi = all[i];
     try {
-      r.locate(bi.ref);  // framing, checksum, record
-      const Hash128 h = !bi.compressed ? copyRaw(r, bi, fd, L.offsets[j], what, done)
-                        : decodeBlob({r.path, r.base, bi}, nullptr, true, [&](const std::byte* p, uint64_t off, uint64_t n) {
-                            pwriteAll(fd, p, n, L.offsets[j] + off, what);
-                            done += n;
-                          });
-      files::releaseAround({r.base, r.size}, bi.offset, bi.dataOffset + bi.storedSize);  // the block read
+      const Hash128 h = r.streamBlob(bi.ref, [&](const std::byte* p, uint64_t off, uint64_t n) {
+        pwriteAll(fd, p, n, L.offsets[j] + off, what);
+        done += n;
+      });
+      files::releaseAround(r.mapping(), bi.offset, bi.dataOffset + bi.storedSize);  // the block read
       if (h == bi.ref.hash) offsets[i] = L.offsets[j];
       else ++bad;
     } catch (const Error& e) {
@@ -278,7 +262,7 @@ std::vector<uint64_t> decodeAll(const Reader::Impl& r, const Layout& L, int fd, 
       ++bad;
     }
   }, progress, done);
-  files::releaseAround({r.base, r.size}, 0, r.size);  // as checkAll: what the threads' faults left mapped
+  files::releaseAround(r.mapping(), 0, r.mapping().size());  // as checkAll: what the threads' faults left mapped
   failed = bad;
   return offsets;
 }
@@ -455,6 +439,23 @@ std::string adviceFor(int dfd, const DecodeCacheOptions& o) {
          std::to_string(o.maxBytes >> 20) + ")";
 }
 
+// The blobs the calls hand to the library (weights arguments), by index of the reader's blobs. A
+// bad segment ends the walk: the replay stops there too.
+std::vector<bool> usedBlobs(const Reader& r) {
+  const std::vector<BlobInfo>& all = r.blobs();
+  std::vector<bool> used(all.size());
+  try {
+    r.forEachCall([&](const CallView& c) {
+      for (size_t i = 0; i < c.argCount(); ++i)
+        if (const ValueView v = c.arg(i); v.kind() == ValueKind::WeightsBlob)
+          if (const BlobInfo* b = r.blobInfo(v.blob())) used[size_t(b - all.data())] = true;
+      return true;
+    });
+  } catch (const Error&) {
+  }
+  return used;
+}
+
 }  // namespace
 
 DecodeCache::~DecodeCache() {
@@ -476,7 +477,7 @@ std::unique_ptr<DecodeCache> DecodeCache::mapped(int fd, uint64_t length, std::v
 }
 
 // Decodes into the new file fd (sized first); nullptr and `note` when the file fails.
-std::unique_ptr<DecodeCache> DecodeCache::build(const Reader::Impl& r, const Layout& L, int fd, unsigned threads,
+std::unique_ptr<DecodeCache> DecodeCache::build(const Reader& r, const Layout& L, int fd, unsigned threads,
                                                 const std::string& what, DecodeCacheReport& rep) {
   try {
     if (::ftruncate(fd, static_cast<off_t>(L.fileLength)) != 0)
@@ -497,7 +498,7 @@ std::unique_ptr<DecodeCache> DecodeCache::build(const Reader::Impl& r, const Lay
 
 // A file of the folder that matches L (its header), hashed again unless trusted; nullptr and
 // `note` when there is none or it does not check out.
-std::unique_ptr<DecodeCache> DecodeCache::reuse(const Reader::Impl& r, const Layout& L, int dfd, const std::string& name,
+std::unique_ptr<DecodeCache> DecodeCache::reuse(const Reader& r, const Layout& L, int dfd, const std::string& name,
                                                 const std::string& path, const DecodeCacheOptions& o, DecodeCacheReport& rep) {
   const int fd = openCacheFile(dfd, name, path, rep.note);
   if (fd < 0) return nullptr;
@@ -510,8 +511,8 @@ std::unique_ptr<DecodeCache> DecodeCache::reuse(const Reader::Impl& r, const Lay
     return nullptr;
   }
   ::futimens(fd, nullptr);  // used now: the last to be evicted
-  recordTrace(fd, r.path);
-  std::vector<uint64_t> offsets(r.blobs.size(), kNone);
+  recordTrace(fd, r.path());
+  std::vector<uint64_t> offsets(r.blobs().size(), kNone);
   for (size_t j = 0; j < L.blobs.size(); ++j) offsets[L.blobs[j]] = L.offsets[j];
   auto c = mapped(fd, L.fileLength, std::move(offsets));
   if (!c || !o.verify) return c;
@@ -521,7 +522,7 @@ std::unique_ptr<DecodeCache> DecodeCache::reuse(const Reader::Impl& r, const Lay
 }
 
 // The cache in o.folder when the folder is private (else nullptr and `note`): reused, or (re)built.
-std::unique_ptr<DecodeCache> DecodeCache::inFolder(const Reader::Impl& r, const Layout& L, const DecodeCacheOptions& o,
+std::unique_ptr<DecodeCache> DecodeCache::inFolder(const Reader& r, const Layout& L, const DecodeCacheOptions& o,
                                                    DecodeCacheReport& rep) {
   const int dfd = openFolder(o.folder, rep.note);
   if (dfd < 0) return nullptr;
@@ -533,7 +534,7 @@ std::unique_ptr<DecodeCache> DecodeCache::inFolder(const Reader::Impl& r, const 
 
 // The cache in the open folder dfd: reused, or (re)built under a temporary name and renamed into
 // place; a temporary that cannot be renamed serves as a nameless file.
-std::unique_ptr<DecodeCache> DecodeCache::inFolderAt(const Reader::Impl& r, const Layout& L, const DecodeCacheOptions& o,
+std::unique_ptr<DecodeCache> DecodeCache::inFolderAt(const Reader& r, const Layout& L, const DecodeCacheOptions& o,
                                                      int dfd, DecodeCacheReport& rep) {
   const std::string name = toHex(L.key) + ".tdc", path = o.folder + "/" + name;
   if (auto c = reuse(r, L, dfd, name, path, o, rep)) return rep.how = "reused", rep.path = path, std::move(c);
@@ -554,7 +555,7 @@ std::unique_ptr<DecodeCache> DecodeCache::inFolderAt(const Reader::Impl& r, cons
   }
   std::string full = roomFor(fd, L.fileLength, o.folder);
   std::unique_ptr<DecodeCache> c = full.empty() ? build(r, L, fd, rep.threads, path, rep) : nullptr;
-  if (c) recordTrace(fd, r.path);
+  if (c) recordTrace(fd, r.path());
   ::close(fd);
   if (!full.empty()) rep.note = full;
   // A cache with a blob left out (damaged in the trace) is not kept: it would never check out.
@@ -566,9 +567,8 @@ std::unique_ptr<DecodeCache> DecodeCache::inFolderAt(const Reader::Impl& r, cons
   return c;
 }
 
-std::unique_ptr<DecodeCache> DecodeCache::open(const Reader::Impl& r, const std::vector<bool>& used,
-                                               const DecodeCacheOptions& o, DecodeCacheReport& rep) {
-  const Layout L = layoutOf(r.blobs, used);
+std::unique_ptr<DecodeCache> DecodeCache::open(const Reader& r, const DecodeCacheOptions& o, DecodeCacheReport& rep) {
+  const Layout L = layoutOf(r.blobs(), usedBlobs(r));
   rep = DecodeCacheReport{};
   rep.blobs = L.blobs.size(), rep.bytes = L.rawBytes;
   rep.threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -595,47 +595,6 @@ std::unique_ptr<DecodeCache> DecodeCache::open(const Reader::Impl& r, const std:
 }
 
 }  // namespace detail
-
-namespace {
-
-// The blobs the calls hand to the library (weights arguments), by index of the reader's blobs. A
-// bad segment ends the walk: the replay stops there too.
-std::vector<bool> usedBlobs(const Reader& reader, const Reader::Impl& r) {
-  std::vector<bool> used(r.blobs.size());
-  try {
-    reader.forEachCall([&](const CallView& c) {
-      for (size_t i = 0; i < c.argCount(); ++i)
-        if (const ValueView v = c.arg(i); v.kind() == ValueKind::WeightsBlob)
-          if (const BlobInfo* b = r.findBlob(v.blob())) used[size_t(b - r.blobs.data())] = true;
-      return true;
-    });
-  } catch (const Error&) {
-  }
-  return used;
-}
-
-}  // namespace
-
-DecodeCacheReport Reader::useDecodeCache(const DecodeCacheOptions& options) {
-  DecodeCacheReport rep;
-  impl_->cache = detail::DecodeCache::open(*impl_, usedBlobs(*this, *impl_), options, rep);
-  return rep;
-}
-
-BlobView Reader::alias(const BlobView& view) const {
-  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const auto* p = static_cast<const std::byte*>(view.data());
-  for (auto [m, fd] : {std::pair{mapping(), impl_->fd}, impl_->cache ? std::pair{impl_->cache->mapping(), impl_->cache->fd()}
-                                                                      : std::pair{std::span<const std::byte>{}, -1}}) {
-    if (fd < 0 || !view.size() || p < m.data() || p + view.size() > m.data() + m.size() || (p - m.data()) % page) continue;
-    void* q = ::mmap(nullptr, view.size(), PROT_READ, MAP_SHARED, fd, static_cast<off_t>(p - m.data()));
-    if (q == MAP_FAILED) return {};
-    const size_t n = view.size();
-    std::shared_ptr<const void> keep(q, [n](const void* a) { ::munmap(const_cast<void*>(a), n); });
-    return BlobView::kept({static_cast<const std::byte*>(q), n}, std::move(keep));
-  }
-  return {};
-}
 
 // ---- trtrace cache: the folder's files, as the player sees and bounds them --------------------------
 namespace {
@@ -692,7 +651,7 @@ std::vector<DecodeCacheFile> clearDecodeCache(const std::string& folder) {
     // A temporary still being written belongs to a running replay: only a dead one's goes.
     for (DecodeCacheFile& f : described(dfd, folder, [](const detail::OwnFile& f) { return !f.temp || f.staleTemp(); })) {
       if (::unlinkat(dfd, f.name.c_str(), 0) != 0 && errno != ENOENT)
-        throw Error(Error::Kind::Io, folder + "/" + f.name + ": cannot remove (" + detail::errnoText() + ")");
+        throw Error(Error::Kind::Io, folder + "/" + f.name + ": cannot remove (" + errnoText() + ")");
       removed.push_back(std::move(f));
     }
   } catch (...) {

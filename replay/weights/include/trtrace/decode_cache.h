@@ -1,6 +1,7 @@
 // Decode cache (docs/design.md, "Decode cache"): the compressed weight blobs of a trace decoded
-// once, in parallel on every core, into a file that the reader then maps read-only, so the bytes
-// a replay hands to the library are evictable page cache instead of anonymous memory. The file is
+// once, in parallel on every core, into a file that the player's weights source
+// (trtrace/weights_source.h) then maps read-only, so the bytes a replay hands to the library are
+// evictable page cache instead of anonymous memory. The file is
 // content-addressed (named by a hash of the trace's compressed blob keys) in a folder bounded in
 // size, and reused by later replays after every blob in it has been hashed again; or a nameless
 // temporary file, gone when the process ends.
