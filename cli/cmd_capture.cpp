@@ -1,4 +1,4 @@
-// trtrace capture [-o OUT] [--json] -- CMD ARGS...: runs CMD with the capture shim preloaded and
+// trtrace capture [-o OUT] [--nvidia-json] [--] CMD ARGS...: runs CMD with the capture shim preloaded and
 // the TRT_SHIM_* variables set, returns CMD's exit code and prints what the trace holds.
 // The shim is the one installed beside this program (<prefix>/bin/trtrace -> <prefix>/lib/); the
 // TensorRT-RTX library CMD will load is looked up first, in the shared discovery order
@@ -197,14 +197,20 @@ void printWritten(const std::vector<std::string>& traces, const std::string& out
 
 Command addCapture(CLI::App& app) {
   auto out = std::make_shared<std::string>("capture.trtrace");
-  auto json = std::make_shared<bool>(false);
+  auto nvidiaJson = std::make_shared<bool>(false);
   auto cmd = std::make_shared<std::vector<std::string>>();  // CMD ARGS... (main.cpp keeps them from CLI11)
-  auto* sub = app.add_subcommand("capture", "Run a command with the capture shim: trtrace capture [-o OUT] [--json] -- CMD ARGS...");
+  auto* sub = app.add_subcommand("capture", "Run a command with the capture shim: trtrace capture [-o OUT] [--nvidia-json] [--] CMD ARGS...");
   sub->add_option("-o,--output", *out, "The trace to write (default capture.trtrace)");
-  sub->add_flag("--json", *json, "Also write NVIDIA's JSON+BIN layout (OUT without .trtrace, + .json/.bin)");
+  sub->add_flag("--nvidia-json", *nvidiaJson, "Also write NVIDIA's JSON+BIN layout (OUT without .trtrace, + .json/.bin)");
+  // --json means a machine-readable report in every tool; capture has none, and its NVIDIA layout
+  // is --nvidia-json: a usage error that says so, rather than either taken silently.
+  auto* json = sub->add_flag("--json")->group("");
   sub->prefix_command();  // without `--`, the command starts at the first argument that is not an option of capture
   return {sub, [=]() -> int {
     try {
+      if (json->count())
+        return usageError("trtrace", "capture", "--json: capture has no report to give as JSON; NVIDIA's JSON+BIN "
+                                                "beside the trace: --nvidia-json");
       *cmd = commandAfterSeparator();
       // prefix_command leaves everything from the first argument that is not capture's own: an
       // option there is one capture does not have, and a command there as well as after -- is two.
@@ -214,16 +220,16 @@ Command addCapture(CLI::App& app) {
         if (!cmd->empty()) return usageError("trtrace", "capture", "a command before -- as well as after it: " + rest.front());
         *cmd = rest;
       }
-      if (cmd->empty()) throw Error(Error::Kind::Usage, "capture: no command given (trtrace capture [-o OUT] [--json] -- CMD ARGS...)");
+      if (cmd->empty()) throw Error(Error::Kind::Usage, "capture: no command given (trtrace capture [-o OUT] [--nvidia-json] [--] CMD ARGS...)");
       const std::string exe = resolveCommand(cmd->front());
       std::string jsonPath;
-      if (*json) {
+      if (*nvidiaJson) {
         jsonPath = *out;
         if (jsonPath.size() > 8 && jsonPath.compare(jsonPath.size() - 8, 8, ".trtrace") == 0) jsonPath.resize(jsonPath.size() - 8);
         jsonPath += ".json";
       }
       std::vector<std::string> outs{*out};
-      if (*json) outs.insert(outs.end(), {jsonPath, convert::binPathFor(jsonPath)});
+      if (*nvidiaJson) outs.insert(outs.end(), {jsonPath, convert::binPathFor(jsonPath)});
       checkOutputs(*cmd, exe, outs);
       const std::string shim = installedShim();
       std::fprintf(stderr, "trtrace: capture: %s with %s -> %s\n", cmd->front().c_str(), findLibrary(exe).c_str(), out->c_str());

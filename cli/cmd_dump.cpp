@@ -1,4 +1,4 @@
-// trtrace dump TRACE [--network N] [--range A:B]: one line per call.
+// trtrace dump TRACE [--network N] [--range A:B] [--json]: one line per call.
 #include <cctype>
 #include <cinttypes>
 #include <cstdio>
@@ -15,6 +15,7 @@
 #include "trtrace/convert.h"
 #include "trtrace/error.h"
 #include "trtrace/reader.h"
+#include "trtrace/text.h"
 
 namespace trtrace::cli {
 namespace {
@@ -70,16 +71,48 @@ std::string callLine(const Reader& r, const CallView& c) {
   return s;
 }
 
+// --json: the call as one JSON object (one line), the values as the text lines show them.
+std::string callJson(const Reader& r, const CallView& c) {
+  const ApiInfo* a = r.api(c.apiId());
+  std::string s = "{\"seq\": " + std::to_string(c.seq()) + ", \"thread\": " + std::to_string(c.thread()) +
+                  ", \"network\": " + (c.networkId() ? std::to_string(c.networkId() - 1) : "null") +
+                  ", \"api_id\": " + std::to_string(c.apiId()) + ", \"api\": " +
+                  (a ? jsonString(std::string(a->interfaceName) + "::" + std::string(a->methodName)) : "null") +
+                  ", \"self\": " + (c.receiver() ? std::to_string(c.receiver()) : "null") + ", \"args\": [";
+  for (size_t i = 0; i < c.argCount(); ++i)
+    s += std::string(i ? ", " : "") + "{\"name\": " +
+         (a && i < a->argNames.size() ? jsonString(a->argNames[i]) : "null") + ", \"value\": " +
+         jsonString(valueText(r, c.arg(i))) + "}";
+  const auto ret = c.ret();
+  s += "], \"ret\": " + (ret ? jsonString(valueText(r, *ret)) : "null") + ", \"status\": " +
+       jsonString(statusName(c.status()));
+  if (c.status() == CallStatus::Unsupported)
+    s += ", \"unsupported\": {\"interface\": " + jsonString(c.unsupportedInterface()) +
+         ", \"slot\": " + std::to_string(c.unsupportedSlot()) + "}";
+  s += ", \"build\": ";
+  if (auto b = c.buildResult()) {
+    std::string errors;
+    for (auto e : b->errors) errors += (errors.empty() ? "" : ", ") + jsonString(e);
+    s += "{\"ok\": " + std::string(b->ok ? "true" : "false") + ", \"engine_size\": " + std::to_string(b->engineSize) +
+         ", \"xxh3\": \"" + toHex(b->engineHash) + "\", \"errors\": [" + errors + "]}";
+  } else {
+    s += isBuild(c) ? "{\"outcome_recorded\": false}" : "null";
+  }
+  return s + ", \"message\": " + (c.message().empty() ? "null" : jsonString(c.message())) + "}";
+}
+
 }  // namespace
 
 Command addDump(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   auto network = std::make_shared<std::optional<int64_t>>();
   auto range = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
   auto* sub = app.add_subcommand("dump", "Print one line per call");
   sub->add_option("trace", *path, "Trace file")->required();
   sub->add_option("--network", *network, "Only calls of this network: 0, 1, ... in creation order (as the player)");
   sub->add_option("--range", *range, "Only calls with A <= seq < B (A:B, A:, :B)");
+  sub->add_flag("--json", *json, "Machine-readable: one JSON object per call, one per line");
   return {sub, [=] {
     uint64_t lo = 0, hi = std::numeric_limits<uint64_t>::max();
     if (!range->empty()) {
@@ -97,7 +130,8 @@ Command addDump(CLI::App& app) {
     r->forEachCall([&](const CallView& c) {
       if (c.seq() >= hi) return false;
       if (c.seq() < lo || (*network && c.networkId() != uint64_t(**network) + 1)) return true;
-      std::printf("%s\n", terminalText(callLine(*r, c)).c_str());  // names, messages: untrusted text
+      if (*json) std::printf("%s\n", callJson(*r, c).c_str());  // JSON strings escape every control byte
+      else std::printf("%s\n", terminalText(callLine(*r, c)).c_str());  // names, messages: untrusted text
       return true;
     });
     if (r->truncatedAt()) {

@@ -1,4 +1,4 @@
-// trtrace export IN --python DIR [--json]: the trace as a standalone Python script (issue 17):
+// trtrace export IN -o DIR (or --python DIR) [--json]: the trace as a standalone Python script:
 // DIR/build.py and DIR/weights/*.npy rebuild the same engine(s) with the tensorrt_rtx bindings, no
 // trtrace needed (export_python.h: the generator, shared with the export fuzzer). A call the
 // bindings cannot express stops the export with one line naming the call (exit 5, kInexpressible):
@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "export_python.h"
+#include "output_option.h"
 #include "trace_edit.h"
 #include "trtrace/convert.h"
 #include "trtrace/error.h"
@@ -47,7 +48,7 @@ Command addExport(CLI::App& app) {
   auto* sub = app.add_subcommand("export", "The trace as a standalone Python script (tensorrt_rtx API + .npy weights) "
                                            "that rebuilds the same engine(s) without trtrace");
   sub->add_option("in", o->in, "Input trace")->required();
-  sub->add_option("--python", o->dir, "Folder to write (new or empty): build.py and weights/*.npy")->required();
+  addOutputOption(sub, o->dir, "Folder to write (new or empty): build.py and weights/*.npy", "--python");
   sub->add_flag("--json", o->json, "Machine-readable report");
   return {sub, [o] { return runExport(*o); }};
 }

@@ -1,6 +1,6 @@
-// trtrace rewrite IN OUT --raw|--compress: re-stores every blob raw (fastest zero-copy replay) or
-// compressed (smallest). The call log's segments are copied one by one, each stored zstd-compressed
-// when that pays (--log-level 0: raw). --compress never stores a blob or a segment larger than IN
+// trtrace rewrite IN -o OUT (or IN OUT) --raw|--compress [--json]: re-stores every blob raw (fastest
+// zero-copy replay) or compressed (smallest). The call log's segments are copied one by one, each
+// stored zstd-compressed when that pays (--log-level 0: raw). --compress never stores a blob or a segment larger than IN
 // does: where re-encoding (another level, say) is not smaller, IN's encoded form is copied as is;
 // and never makes the whole larger (keepInputIfSmaller). OUT appears only when complete, never over
 // IN (trtrace/files.h).
@@ -22,18 +22,20 @@
 #include <vector>
 
 #include "commands.h"
+#include "output_option.h"
 #include "trace_edit.h"
 #include "trtrace/error.h"
 #include "trtrace/files.h"
 #include "trtrace/format.h"
 #include "trtrace/reader.h"
+#include "trtrace/text.h"
 #include "trtrace/writer.h"
 
 namespace trtrace::cli {
 
 struct RewriteOptions {
   std::string in, out;
-  bool raw = false, compress = false, noByteGroup = false, salvage = false, sync = false;
+  bool raw = false, compress = false, noByteGroup = false, salvage = false, sync = false, json = false;
   int level = 3, threads = 2, logLevel = 3;
 };
 
@@ -200,6 +202,25 @@ bool keepInputIfSmaller(const Reader& r, int fd) {
 
 }  // namespace
 
+// What was written: OUT's blobs and calls, or (st null) that OUT is a copy of IN (--compress, IN smaller).
+static void printReport(const RewriteOptions& o, const Writer::Stats* st, uint64_t calls) {
+  if (o.json && !st)
+    std::printf("{\"output\": %s, \"copy_of_input\": true, \"calls\": %llu}\n", jsonString(o.out).c_str(),
+                (unsigned long long)calls);
+  else if (o.json)
+    std::printf("{\"output\": %s, \"copy_of_input\": false, \"calls\": %llu, \"blobs\": %llu, \"stored_bytes\": %llu, "
+                "\"compressed_blobs\": %llu}\n", jsonString(o.out).c_str(), (unsigned long long)calls,
+                (unsigned long long)st->uniqueBlobs, (unsigned long long)st->storedBytes,
+                (unsigned long long)st->compressedBlobs);
+  else if (!st)
+    std::printf("%s: a copy of %s (its layout is smaller than the rewrite's), %llu calls\n", o.out.c_str(),
+                o.in.c_str(), (unsigned long long)calls);
+  else
+    std::printf("%s: %llu blobs, %s stored (%llu compressed), %llu calls\n", o.out.c_str(),
+                (unsigned long long)st->uniqueBlobs, humanBytes(double(st->storedBytes)).c_str(),
+                (unsigned long long)st->compressedBlobs, (unsigned long long)calls);
+}
+
 static int runRewrite(const RewriteOptions& o) {
   auto r = Reader::open(o.in);
   if (r->truncatedAt() && !o.salvage)
@@ -234,15 +255,8 @@ static int runRewrite(const RewriteOptions& o) {
   w->close();
   const bool asIs = o.compress && cut == UINT64_MAX && damaged.empty() && !r->truncatedAt() && keepInputIfSmaller(*r, wo.fd);
   outputs.commit(o.sync);
-  if (asIs) {
-    std::printf("%s: a copy of %s (its layout is smaller than the rewrite's), %llu calls\n", o.out.c_str(),
-                o.in.c_str(), (unsigned long long)r->callCount());
-    return kOk;
-  }
-  auto st = w->stats();
-  std::printf("%s: %llu blobs, %s stored (%llu compressed), %llu calls\n", o.out.c_str(),
-              (unsigned long long)st.uniqueBlobs, humanBytes(double(st.storedBytes)).c_str(),
-              (unsigned long long)st.compressedBlobs, (unsigned long long)st.calls);
+  const auto st = w->stats();
+  printReport(o, asIs ? nullptr : &st, asIs ? r->callCount() : st.calls);
   return kOk;
 }
 
@@ -250,7 +264,7 @@ Command addRewrite(CLI::App& app) {
   auto o = std::make_shared<RewriteOptions>();
   auto* sub = app.add_subcommand("rewrite", "Re-store a trace's blobs raw (fast replay) or compressed (storage)");
   sub->add_option("in", o->in, "Input trace")->required();
-  sub->add_option("out", o->out, "Output trace (written to a temp file, then renamed)")->required();
+  addOutputOption(sub, o->out, "Output trace (written to a temp file, then renamed)", "out");
   auto* raw = sub->add_flag("--raw", o->raw, "Store every blob raw, 4 KiB aligned");
   auto* comp = sub->add_flag("--compress", o->compress, "Compress blobs with zstd where it saves (small ones too)");
   raw->excludes(comp);
@@ -263,6 +277,7 @@ Command addRewrite(CLI::App& app) {
   sub->add_flag("--salvage", o->salvage,
                 "Rewrite what can be kept of a truncated or damaged trace: its readable prefix, without damaged "
                 "blobs and the calls from the first one that uses one");
+  sub->add_flag("--json", o->json, "Machine-readable report: one JSON object on stdout");
   return {sub, [o, sub] {
     if (!o->raw && !o->compress) throw Error(Error::Kind::Usage, "rewrite: choose --raw or --compress");
     return runRewrite(*o);

@@ -18,6 +18,7 @@ enum Exit : int {
   kFailureReproduced = 3,  // the capture's build failure happened again (as recorded, or not recorded)
   kEngineDiffers = 4,      // --check: an engine differs from the one recorded at capture
   kNondeterministic = 5,   // --check: rebuilds at other heap layouts gave different engines
+  kNothingWritten = 6,     // -o given, but the capture (or its replayed prefix) holds no build: no engine
 };
 }  // namespace player
 

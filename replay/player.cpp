@@ -302,6 +302,15 @@ void printText(const Args& a, const Replayer::Stats& s, double openSeconds, cons
   for (const auto& r : results) std::fprintf(stderr, "stats: network %u build %.3f s\n", r.network - 1, r.buildSeconds);
 }
 
+// -o asked for engines, and the capture (or the prefix a truncated one holds) has no build to give
+// one: said, and an exit code of its own, rather than 0 with nothing written.
+int nothingWritten(const Args& a, const Replayer::Stats& s) {
+  std::fprintf(stderr, "tensorrt_player: %s\n",
+               terminalText(a.capture + ": nothing written to " + a.output + ": no build among the " +
+                            std::to_string(s.calls) + " calls replayed").c_str());
+  return kNothingWritten;
+}
+
 int play(const Args& a) {
   using Clock = std::chrono::steady_clock;
   if (a.network && *a.network < 0)
@@ -357,6 +366,7 @@ int play(const Args& a) {
   if (a.check && any(Verdict::Different)) return kEngineDiffers;
   if (a.check && any(Verdict::Nondeterministic)) return kNondeterministic;
   if (failureReproduced) return kFailureReproduced;
+  if (results.empty() && !a.output.empty()) return nothingWritten(a, s);
   return kOk;
 }
 

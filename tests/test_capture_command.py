@@ -1,4 +1,4 @@
-"""`trtrace capture [-o OUT] [--json] -- CMD ARGS...` (issue 18): runs a real application with the
+"""`trtrace capture [-o OUT] [--nvidia-json] [--] CMD ARGS...` (issue 18): runs a real application with the
 shim installed beside the program preloaded, returns the application's exit code and prints what the
 trace holds; `python -m trtrace capture` is the same command. Runs for each library version (the
 1.7 suite runs with its own environment's python and VIRTUAL_ENV)."""
@@ -76,8 +76,8 @@ def test_capture_returns_the_commands_exit_code(tmp_path):
     assert killed.returncode == 128 + 15, killed.stderr                 # as a shell reports a signal
 
 
-def test_capture_json_also_writes_nvidias_layout(tmp_path):
-    p = capture(tmp_path, "-o", "j.trtrace", "--json")
+def test_capture_nvidia_json_also_writes_nvidias_layout(tmp_path):
+    p = capture(tmp_path, "-o", "j.trtrace", "--nvidia-json")
     assert p.returncode == 0, p.stderr
     assert (tmp_path / "j.trtrace").is_file() and (tmp_path / "j.json").is_file() and (tmp_path / "j.bin").is_file()
     r = subprocess.run([str(PLAYER), "-j", "j.json", "-o", "r.engine"], cwd=tmp_path, capture_output=True, text=True,

@@ -148,5 +148,6 @@ def test_nvidia_shim_does_not_record_streamed_builds(tmp):
     calls = nv.load(json_path)["api_calls"]
     assert calls and not [c for c in calls if c["function"].startswith("build")], calls[-3:]
     assert calls[-1]["function"] == "createBuilderConfig", calls[-1]
-    play(json_path, tmp / "replay", check=False)
+    p = play(json_path, tmp / "replay", check=False)
+    assert p.returncode == 6 and "nothing written to" in p.stderr, p.stderr   # every call replays; no build
     assert not (tmp / "replay").exists()

@@ -31,7 +31,10 @@ SCHEMA = "trtrace-bench/1"
 PHASES = ("start", "open", "library", "decode", "dispatch", "build", "write", "check", "exit")
 
 # Exit codes (docs/errors.md, "trtrace bench").
-EXIT_OK, EXIT_USAGE, EXIT_FAILED_RUNS, EXIT_REGRESSION, EXIT_INTERRUPTED = 0, 1, 2, 4, 130
+EXIT_OK, EXIT_USAGE, EXIT_FAILED_RUNS, EXIT_REGRESSION, EXIT_INTERRUPTED = 0, 1, 2, 4, 130  # EXIT_USAGE: bad input
+EXIT_COMMAND_LINE = 64  # a command line that does not parse: every trtrace tool's (docs/errors.md)
+# The player's exit codes bench tells apart (cli/exit_codes.h, exits::player).
+PLAYER_FAILURE_REPRODUCED, PLAYER_NOTHING_WRITTEN = 3, 6
 
 
 class BenchError(Exception):
@@ -120,8 +123,10 @@ def _classify(run: Run, code: int, j: Optional[dict[str, Any]], err: str) -> Non
     last = err.strip().splitlines()[-1] if err.strip() else ""
     if code < 0:
         run.status, run.message = "crash", f"killed by signal {-code}"
-    elif code == 3:
+    elif code == PLAYER_FAILURE_REPRODUCED:
         run.status, run.message = "build-failed", last or "the build failed"
+    elif code == PLAYER_NOTHING_WRITTEN and j is not None:
+        pass  # a capture without a build: its replay is measured all the same (no engine to write)
     elif code != 0 or j is None:
         run.status, run.message = "error", last or f"exit {code}"
     elif any(s.get("rejected") for s in j.get("settings", [])):
@@ -289,11 +294,22 @@ def _positive(kind: type) -> Any:
 
 
 class _Parser(argparse.ArgumentParser):
-    """Usage errors as every trtrace tool gives them: one line with the tool's prefix, exit 1."""
+    """Command-line errors as every trtrace tool gives them: one line with the tool's prefix, exit 64."""
 
     def error(self, message: str) -> Any:
-        sys.stderr.write(f"trtrace: bench: {message} (trtrace bench --help)\n")
-        sys.exit(EXIT_USAGE)
+        sys.stderr.write(f"trtrace: bench: {message} (see trtrace bench --help)\n")
+        sys.exit(EXIT_COMMAND_LINE)
+
+
+_OUTPUT_FORMATS = {".json": "json", ".csv": "csv", ".md": "md", ".png": "plot", ".html": "plot"}
+
+
+def _output_format(path: str) -> tuple[str, str]:
+    """-o F: (F, the report form its suffix names); another suffix does not parse."""
+    fmt = _OUTPUT_FORMATS.get(os.path.splitext(path)[1].lower())
+    if fmt is None:
+        raise argparse.ArgumentTypeError(f"'{path}': name a .json, .csv, .md, .png or .html file")
+    return path, fmt
 
 
 def parser() -> argparse.ArgumentParser:
@@ -312,8 +328,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=_positive(float), default=None, help="seconds before a run is killed (a 'timeout' run)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm's adjustment (default 0.05)")
     p.add_argument("--min-effect", type=float, default=0.01, help="smallest ratio change called a difference (default 0.01)")
+    p.add_argument("-o", "--output", action="append", default=[], type=_output_format, metavar="F",
+                   help="write the report to F, in the form its name ends with: .json, .csv, .md, or the plot: .png, "
+                        ".html (repeatable)")
     for fmt in ("json", "csv", "md"):
-        p.add_argument(f"--{fmt}", metavar="F", help=f"write the report as {fmt.upper()} to F")
+        p.add_argument(f"--{fmt}", metavar="F", help=f"write the report as {fmt.upper()} to F (as -o F.{fmt})")
     p.add_argument("--plot", metavar="F.png|F.html", help="write the plot (PNG, or a self-contained HTML page)")
     p.add_argument("--compare", metavar="BASELINE.json", help="exit 4 when a figure is slower than in this earlier --json")
     p.add_argument("--player", help=argparse.SUPPRESS)
@@ -365,7 +384,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         doc = bench(a.traces, libs=a.lib, runs=a.runs, min_time=a.min_time, warmup=a.warmup, network=a.network, sets=a.sets,
                     jobs=a.jobs, timeout=a.timeout, alpha=a.alpha, min_effect=a.min_effect, player=a.player)
-        for path, fmt in ((a.json, "json"), (a.csv, "csv"), (a.md, "md"), (a.plot, "plot")):
+        for path, fmt in ((a.json, "json"), (a.csv, "csv"), (a.md, "md"), (a.plot, "plot"), *a.output):
             if path:
                 _write(path, _render(fmt, path, doc), doc_inputs(doc, a))
         sys.stdout.write(report.terminal(doc))

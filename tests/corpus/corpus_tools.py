@@ -136,6 +136,8 @@ class ToolChecks:
             return self.judge_failure(play, f"player on {what}")
         if not self.built() and play.rc in (0, 4, 5):
             return {"outcome": "failure-not-reproduced", "reason": f"the app's build failed; player on {what} exit {play.rc}"}
+        if play.rc == 6:  # -o given, no build in the derived trace: the tool lost the app's build call
+            return defect("no-build-in-trace", play)
         if play.rc == 3:
             return {"outcome": "build-fails-on-replay", "reason": f"the app built; player on {what}: {play.build_error() or play.first_error()}"}
         if play.rc not in (0, 4, 5):
