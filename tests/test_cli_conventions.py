@@ -190,3 +190,17 @@ def test_player_says_when_o_gets_nothing(tmp_path):
     assert json.loads(p.stdout)["networks"] == [] and not out.exists()
     p = run(PLAYER, "-j", trace, "--lib", trt_lib(), "-q")
     assert p.returncode == 0 and p.stderr == "", p.stderr
+
+
+def test_dump_json_keeps_one_call_a_line_whatever_the_names(tmp_path):
+    """Names from a trace are hostile text: a newline, ESC or a byte that is not UTF-8 in a tensor's
+    name stays inside its JSON string (escaped), so each call is still one line of valid JSON."""
+    trace = tmp_path / "names.trtrace"
+    subprocess.run([str(BIN / "trace_craft"), "names", str(trace), os.fsdecode(b"a\nb\x1b[31m\xffc"), "x"], check=True)
+    d = subprocess.run([str(TRTRACE), "dump", str(trace), "--json"], capture_output=True)
+    lines = d.stdout.splitlines()
+    text = subprocess.run([str(TRTRACE), "dump", str(trace)], capture_output=True).stdout.splitlines()
+    assert d.returncode == 0 and len(lines) == len(text) == 4, d.stderr
+    calls = [json.loads(line.decode("utf-8")) for line in lines]
+    name = calls[2]["args"][0]["value"]   # addInput(name, ...): as the text line shows it, quoted
+    assert "\n" in name and "\x1b" in name and calls[2]["network"] == 0
