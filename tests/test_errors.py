@@ -22,7 +22,7 @@ from test_versions import VENVS, capture as capture_on, libfile
 DOC = ROOT / "docs" / "errors.md"
 TOOLS = {"tensorrt_player", "trtrace verify", "trtrace info", "trtrace dump", "trtrace convert", "trtrace rewrite",
          "trtrace rewrite --salvage", "trtrace diff", "trtrace strip", "trtrace extract", "trtrace reduce", "trtrace export",
-         "capture", "trtrace capture", "trtrace cache"}
+         "capture", "trtrace capture", "trtrace cache", "trtrace push", "trtrace pull"}
 # Inputs that claim huge sizes: their rows run with the address space capped at 1 GiB, so a tool that
 # allocated by the claim would fail (or be killed) instead of printing the documented line.
 MEMORY_CAPPED = {"random_count", "huge_json_ids"}
@@ -230,6 +230,12 @@ def command(case, tool, src, out_dir, lib):
         program = {"capture_no_command": [], "capture_output_is_input": [sys.executable, src]}.get(case, [src])
         return [TRTRACE, "capture", "-o", out, "--", *program], out
     out = {"output_is_input": src, "output_is_bin": binp, "output_folder": out_dir}.get(case)
+    # push and pull: a closed port (these rows fail before any connection; test_registry.py has the registry)
+    if tool == "trtrace push":
+        return [TRTRACE, "push", "--plain-http", src, "127.0.0.1:9/trtrace-test/x:t"], None
+    if tool == "trtrace pull":
+        out = out or out_dir / "p.trtrace"
+        return [TRTRACE, "pull", "--plain-http", "127.0.0.1:9/trtrace-test/x:t", "-o", out], out
     if tool == "tensorrt_player":
         out = out or out_dir / "o.engine"
         return [PLAYER, "-j", src, "-o", out, "--lib", lib, *EXTRA.get(case, [])], out

@@ -222,8 +222,10 @@ PushResult push(const std::string& path, const Reference& ref, const Options& o,
   const int fd = files::openInput(path);
   struct Closer { int fd; ~Closer() { ::close(fd); } } closer{fd};
   const auto reader = Reader::open(fd, path);
-  if (!reader->closedCleanly())
-    throw Error(Error::Kind::Truncated, path + ": not a closed trace (" + reader->truncationMessage() + "); push needs a whole one");
+  if (!reader->closedCleanly()) {  // the artifact is the whole file: a prefix would not pull back as the capture
+    const std::string cut = reader->truncationMessage();
+    throw Error(Error::Kind::Truncated, (cut.empty() ? path + ": not closed (the capture did not finish)" : cut) + "; not pushing a truncated trace");
+  }
   const Artifact a = planArtifact(*reader, fd, path);
   const std::string config = configJson(a);
   const std::vector<Blob> blobs = blobsOf(a, config);
