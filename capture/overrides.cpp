@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "error_logger.h"
 #include "session.h"
 #include "shim.h"
 #include "trt_values.h"
@@ -121,7 +122,7 @@ __attribute__((constructor)) void refuseDropInIntoPythonPackage() {
 }
 
 // ---- the logger we give the real builder: forwards to the application's, keeps the errors ------
-class ShimLogger final : public abi::ILogger {
+class ShimLogger final : public lib::ErrorKeepingLogger {
  public:
   explicit ShimLogger(abi::ILogger* app) : app_(app) {}
   abi::APILanguage getAPILanguage() const noexcept override {
@@ -130,25 +131,13 @@ class ShimLogger final : public abi::ILogger {
   abi::InterfaceInfo getInterfaceInfo() const noexcept override {
     return app_ ? app_->getInterfaceInfo() : abi::InterfaceInfo{"ILogger", 1, 0};
   }
-  void log(abi::Severity severity, const char* msg) noexcept override {
-    if ((severity == abi::Severity::kINTERNAL_ERROR || severity == abi::Severity::kERROR) && msg) {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (errors_.size() < 64) errors_.emplace_back(msg);
-    }
-    if (app_) app_->log(severity, msg);
-  }
-  std::vector<std::string> takeErrors() {
-    std::lock_guard<std::mutex> lk(mu_);
-    std::vector<std::string> e;
-    e.swap(errors_);
-    return e;
-  }
   void clearErrors() { (void)takeErrors(); }
 
  private:
+  void pass(abi::Severity severity, const char* msg) noexcept override {
+    if (app_) app_->log(severity, msg);
+  }
   abi::ILogger* app_;
-  std::mutex mu_;
-  std::vector<std::string> errors_;
 };
 
 std::mutex gLoggersMu;
@@ -258,7 +247,7 @@ extern "C" TRTRACE_EXPORT void* createInferBuilder_INTERNAL(void* logger, int32_
     c.argForeign(logger != nullptr);
     c.argI64(version);
     real = fn(shimLogger, version);
-    builder = static_cast<Object*>(c.retHandle(real, *findIface("Builder")));
+    builder = static_cast<Object*>(c.retHandle(real, kIfaceBuilder));
   }
   if (!builder) {
     delete shimLogger;

@@ -52,8 +52,8 @@ struct Object {
   std::vector<Object*> owned;   // objects whose lifetime ends with ours (layers, tensors, ...)
   bool disposing = false;       // being freed by us, not deleted by the application
 
-  // The real object's V-pointer at `level` (public layout: field 1 + level).
-  void* realImpl(int level) const { return static_cast<void* const*>(real)[1 + level]; }
+  // The real object's V-pointer at `level`.
+  void* realImpl(int level) const { return abi::vpointer(real, level); }
 };
 
 // Our object -> the real public object; any other pointer (or null) is returned unchanged.
@@ -206,7 +206,6 @@ const lib::LibraryInfo& realLibrary();
 
 // Wraps a real object returned outside a recorded call (entry points, overrides).
 Object* wrap(const void* real, const Iface& iface, Object* owner, uint32_t network);
-const Iface* findIface(std::string_view name);
 
 // The real library's symbol (loaded once, per TRT_SHIM_NVINFER_LIB_NAME); nullptr if unavailable.
 void* realSymbol(const char* name);

@@ -14,6 +14,7 @@
 #include "trtrace/api_table.h"
 #include "trtrace/convert.h"
 #include "trtrace/error.h"
+#include "trtrace/network_id.h"
 #include "trtrace/reader.h"
 #include "trtrace/text.h"
 
@@ -44,7 +45,7 @@ std::string callLine(const Reader& r, const CallView& c) {
   // Networks 0-based, as the player numbers them (trace ids start at 1; 0 = no network: "-").
   snprintf(buf, sizeof buf, "#%" PRIu64 " t=%" PRIu64 " net=", c.seq(), c.thread());
   std::string s = buf;
-  s += (c.networkId() ? std::to_string(c.networkId() - 1) : "-") + " ";
+  s += networkLabel(c.networkId(), "-") + " ";
   const ApiInfo* a = r.api(c.apiId());
   s += a ? std::string(a->interfaceName) + "::" + std::string(a->methodName) : "api#" + std::to_string(c.apiId());
   snprintf(buf, sizeof buf, "(self=@0x%" PRIx64, c.receiver());
@@ -75,7 +76,7 @@ std::string callLine(const Reader& r, const CallView& c) {
 std::string callJson(const Reader& r, const CallView& c) {
   const ApiInfo* a = r.api(c.apiId());
   std::string s = "{\"seq\": " + std::to_string(c.seq()) + ", \"thread\": " + std::to_string(c.thread()) +
-                  ", \"network\": " + (c.networkId() ? std::to_string(c.networkId() - 1) : "null") +
+                  ", \"network\": " + networkLabel(c.networkId(), "null") +
                   ", \"api_id\": " + std::to_string(c.apiId()) + ", \"api\": " +
                   (a ? jsonString(std::string(a->interfaceName) + "::" + std::string(a->methodName)) : "null") +
                   ", \"self\": " + (c.receiver() ? std::to_string(c.receiver()) : "null") + ", \"args\": [";
@@ -129,7 +130,7 @@ Command addDump(CLI::App& app) {
     if (*network) checkNetwork(*r, **network);
     r->forEachCall([&](const CallView& c) {
       if (c.seq() >= hi) return false;
-      if (c.seq() < lo || (*network && c.networkId() != uint64_t(**network) + 1)) return true;
+      if (c.seq() < lo || (*network && c.networkId() != traceNetworkId(uint64_t(**network)))) return true;
       if (*json) std::printf("%s\n", callJson(*r, c).c_str());  // JSON strings escape every control byte
       else std::printf("%s\n", terminalText(callLine(*r, c)).c_str());  // names, messages: untrusted text
       return true;

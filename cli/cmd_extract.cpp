@@ -21,6 +21,7 @@
 #include "trtrace/convert.h"
 #include "trtrace/error.h"
 #include "trtrace/files.h"
+#include "trtrace/network_id.h"
 #include "trtrace/reader.h"
 #include "trtrace/writer.h"
 
@@ -103,7 +104,7 @@ static int runExtract(const ExtractOptions& o) {
   checkNetwork(*r, o.network);
   files::PendingOutputs outputs;  // OUT is never IN, and appears complete or not at all
   auto w = createDerived(*r, outputs, o.out);
-  const uint32_t id = uint32_t(o.network) + 1;
+  const auto id = uint32_t(traceNetworkId(uint64_t(o.network)));
   const std::vector<bool> keep = neededCalls(*r, id);
   std::unordered_set<BlobRef, BlobRefHasher> blobs;
   uint64_t kept = 0, blobBytes = 0, index = 0;

@@ -10,6 +10,7 @@
 #include "trtrace/convert.h"
 #include "trtrace/error.h"
 #include "trtrace/format.h"
+#include "trtrace/network_id.h"
 #include "trtrace/reader.h"
 
 namespace trtrace::cli {
@@ -40,7 +41,7 @@ void printJson(const std::string* path, const Reader* r, const Summary& s) {
     std::printf("},\"networks\":{");
     first = true;
     for (auto& [id, n] : perNet) {
-      std::printf("%s\"%u\":%" PRIu64, first ? "" : ",", id - 1, n);  // 0-based, as the player numbers them
+      std::printf("%s\"%u\":%" PRIu64, first ? "" : ",", shownNetwork(id), n);
       first = false;
     }
     std::printf("},\"weights\":{\"references\":%" PRIu64 ",\"logical_bytes\":%" PRIu64 ",\"inline_bytes\":%" PRIu64
@@ -70,7 +71,7 @@ void printText(const std::string* path, const Reader* r, const Summary& s) {
                 humanBytes(double(logStored)).c_str(), logCompressed, r->segmentCount(),
                 calls ? double(logStored) / double(calls) : 0.0);
     std::printf("networks:   %zu\n", perNet.size());
-    for (auto& [id, n] : perNet) std::printf("  network %u: %" PRIu64 " calls\n", id - 1, n);  // 0-based (trace ids from 1)
+    for (auto& [id, n] : perNet) std::printf("  network %u: %" PRIu64 " calls\n", shownNetwork(id), n);
     std::printf("apis:\n");
     for (auto& [id, n] : perApi) std::printf("  %10" PRIu64 "  %s\n", n, t(apiName(*r, id)).c_str());
     std::printf("weights:    %" PRIu64 " references, logical %s, unique %s in %zu blobs, stored %s (%" PRIu64

@@ -14,7 +14,6 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <random>
 #include <unordered_map>
 #include <vector>
 
@@ -43,18 +42,7 @@ std::unique_ptr<std::byte[]> standIn(uint32_t dtype, uint64_t bytes, uint64_t se
   auto buf = std::make_unique<std::byte[]>(bytes);  // zeroed
   const auto t = static_cast<abi::DataType>(dtype);
   const size_t width = t == abi::DataType::kFLOAT ? 4 : t == abi::DataType::kHALF || t == abi::DataType::kBF16 ? 2 : 0;
-  if (zeros || width == 0) return buf;
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
-  for (uint64_t k = 0; k + width <= bytes; k += width) {
-    const float f = uni(rng);
-    uint32_t x;
-    std::memcpy(&x, &f, 4);
-    if (width == 4) { std::memcpy(buf.get() + k, &x, 4); continue; }
-    // BF16: the float's top half; HALF: the nearest IEEE half (lib::floatToHalf, the tree's one rounding)
-    const uint16_t h = t == abi::DataType::kHALF ? lib::floatToHalf(f) : static_cast<uint16_t>(x >> 16);
-    std::memcpy(buf.get() + k, &h, 2);
-  }
+  if (!zeros && width) lib::randomWeights(t, bytes / width, seed, {buf.get(), bytes});
   return buf;
 }
 

@@ -9,6 +9,7 @@
 
 #include "diff_internal.h"
 #include "trace_edit.h"
+#include "trtrace/network_id.h"
 
 namespace trtrace::cli {
 namespace diffing {
@@ -245,7 +246,7 @@ class Summarizer {
 NetworkDiff& Summarizer::net(uint32_t id) {
   auto [it, fresh] = nets_.try_emplace(id);
   if (fresh) {
-    it->second.network = id ? std::to_string(id - 1) : "-";
+    it->second.network = networkLabel(id, "-");
     auto la = c_.A.layers.find(id), lb = c_.B.layers.find(id);
     it->second.layersA = la == c_.A.layers.end() ? 0 : la->second.size();
     it->second.layersB = lb == c_.B.layers.end() ? 0 : lb->second.size();

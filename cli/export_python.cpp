@@ -29,6 +29,7 @@
 #include "trtrace/api_table.h"
 #include "trtrace/call_check.h"
 #include "trtrace/error.h"
+#include "trtrace/network_id.h"
 
 namespace trtrace::cli {
 
@@ -311,7 +312,7 @@ std::string PyScript::value(const CallView& c, const api::ApiDesc& d, size_t i, 
     case ValueKind::Null: return "None";
     case ValueKind::Bool:
       // A build's application object is its engine writer (the spec's build role): the script's own.
-      if (foreign && v.asBool() && d.has(api::flag::kBuild)) return "stream(" + std::to_string(c.networkId() - 1) + ")";
+      if (foreign && v.asBool() && d.has(api::flag::kBuild)) return "stream(" + std::to_string(shownNetwork(c.networkId())) + ")";
       if (foreign && v.asBool()) fail(c, argLabel(c, i) + ": an application object");
       return foreign ? "None" : v.asBool() ? "True" : "False";
     case ValueKind::I64: return std::to_string(v.asI64());
@@ -389,7 +390,7 @@ void PyScript::add(const CallView& c) {
   if (made || (build && expression)) result = bind(made, d->pyForm == api::PyForm::New ? d->pyName : api::ifaceName(d->result.iface));
   body_ += (result.empty() ? "" : result + " = ") + s + "\n";
   ++statements_;
-  if (!result.empty() && build) body_ += "save(" + result + ", " + std::to_string(c.networkId() - 1) + ")\n";
+  if (!result.empty() && build) body_ += "save(" + result + ", " + std::to_string(shownNetwork(c.networkId())) + ")\n";
 }
 
 // A read back: the same library call through the bindings (it may change the library's state:

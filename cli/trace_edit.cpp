@@ -7,6 +7,7 @@
 
 #include "trtrace/api_table.h"
 #include "trtrace/error.h"
+#include "trtrace/network_id.h"
 
 namespace trtrace::cli {
 
@@ -143,7 +144,7 @@ void checkNetwork(const Reader& r, int64_t network) {
   });
   if (uint64_t(network) >= highest)
     throw Error(Error::Kind::Usage, "--network " + std::to_string(network) + ": " + r.path() +
-                                        (highest ? " has networks 0 to " + std::to_string(highest - 1) : " has no networks"));
+                                        (highest ? " has networks 0 to " + std::to_string(shownNetwork(highest)) : " has no networks"));
 }
 
 }  // namespace trtrace::cli

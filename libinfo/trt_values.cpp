@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <string_view>
 #include <vector>
 
@@ -69,6 +70,31 @@ double halfToDouble(uint16_t h) {
   return s ? -v : v;
 }
 
+namespace {
+template <class T>
+void put(std::span<std::byte> out, uint64_t k, T v) {
+  if ((k + 1) * sizeof(T) <= out.size()) std::memcpy(out.data() + k * sizeof(T), &v, sizeof(T));
+}
+}  // namespace
+
+void randomWeights(abi::DataType t, uint64_t count, uint64_t seed, std::span<std::byte> out) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  for (uint64_t k = 0; k < count; ++k) {
+    const float f = uni(rng);
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    switch (t) {
+      case abi::DataType::kFLOAT: put(out, k, f); break;
+      case abi::DataType::kHALF: put(out, k, floatToHalf(f)); break;
+      case abi::DataType::kBF16: put(out, k, static_cast<uint16_t>(x >> 16)); break;
+      case abi::DataType::kINT32: put(out, k, static_cast<int32_t>(f * 8)); break;
+      case abi::DataType::kINT64: put(out, k, static_cast<int64_t>(f * 8)); break;
+      default: put(out, k, static_cast<uint8_t>(rng() & 0x7));
+    }
+  }
+}
+
 void describeApis(Writer& w) {
   uint32_t n = 0;
   const api::ApiDesc* all = api::all(&n);
@@ -79,7 +105,7 @@ void describeApis(Writer& w) {
 }
 
 EngineBytes engineBytes(abi::IHostMemory* engine) {
-  auto* hm = static_cast<abi::VHostMemory*>(static_cast<void* const*>(static_cast<void*>(engine))[1]);
+  auto* hm = static_cast<abi::VHostMemory*>(abi::vpointer(engine, 0));
   return {hm->data(), hm->size()};
 }
 

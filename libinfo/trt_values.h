@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <utility>
 
 #include "trtrace/api_abi.h"
@@ -34,6 +35,13 @@ bool holdsLearnedValues(abi::DataType t);
 // NaN stays NaN.
 uint16_t floatToHalf(double v);
 double halfToDouble(uint16_t h);
+
+// Stand-in values for weights whose values are not at hand, the same for the same seed: the
+// player's for weights the capture marked random, trtrace strip's for the weights it replaces.
+// `count` elements of type `t` into `out` (nothing past its end): FLOAT, HALF and BF16 uniform in
+// [-1, 1) (HALF rounded by floatToHalf, BF16 the float's top half), INT32 and INT64 integers in
+// [-7, 7], other types one byte in [0, 7] per element while bytes last.
+void randomWeights(abi::DataType t, uint64_t count, uint64_t seed, std::span<std::byte> out);
 
 // The serialized engine in an IHostMemory the library returned, through the object's V-pointer
 // (level 0): no call on it is recorded or replayed.

@@ -31,6 +31,7 @@
 #include "trtrace/files.h"
 #include "trtrace/format.h"
 #include "trtrace/hash.h"
+#include "trtrace/network_id.h"
 #include "trtrace/text.h"
 #include "../cli/exit_codes.h"
 #include "../cli/usage.h"  // the command line of every tool: usage errors, validators
@@ -130,13 +131,13 @@ std::map<uint32_t, std::string> plannedOutputs(const Reader& reader, const Args&
       builds.insert(c.networkId());
     return true;
   });
-  if (a.network && !networks.count(static_cast<uint64_t>(*a.network) + 1))
+  if (a.network && !networks.count(traceNetworkId(static_cast<uint64_t>(*a.network))))
     throw Error(Error::Kind::Usage, "--network " + std::to_string(*a.network) + ": " + a.capture +
                                         (networks.empty() ? " has no networks"
                                                           : " has networks 0 to " + std::to_string(networks.size() - 1)));
   std::map<uint32_t, std::string> out;
   for (uint32_t n : builds) {
-    out[n] = a.output.empty() ? "" : builds.size() == 1 ? a.output : a.output + std::to_string(n - 1);
+    out[n] = a.output.empty() ? "" : builds.size() == 1 ? a.output : a.output + std::to_string(shownNetwork(n));
     if (!a.output.empty()) files::checkOutput(out[n]);  // inputs are all open now (a JSON's BIN too)
   }
   return out;
@@ -192,20 +193,20 @@ Verdicts compareWithCapture(const Args& a, const std::string& lib, std::vector<N
     if (a.opt.ignoreVersion) pass.push_back("--ignore-version");
     if (a.opt.trustWeights) pass.push_back("--trust-weights");
     if (!a.decodeCache.empty()) pass.insert(pass.end(), {"--decode-cache", a.decodeCache});
-    const Recheck rc = recheckNetwork({a.capture, lib, pass}, r.network - 1, r.engineHash, r.engineSize,
+    const Recheck rc = recheckNetwork({a.capture, lib, pass}, shownNetwork(r.network), r.engineHash, r.engineSize,
                                       r.captured->engineHash, r.captured->engineSize, r.path,
                                       rebuildsFor(a.checkDepth));
     if (rc.verdict == Recheck::Verdict::Matched) {
       r.engineHash = r.captured->engineHash, r.engineSize = r.captured->engineSize;
       v = Verdict::Identical;
       std::fprintf(stderr, "tensorrt_player: network %u: identical to capture on a rebuild at another heap layout "
-                   "(library nondeterminism: its first build differed)\n", r.network - 1);
+                   "(library nondeterminism: its first build differed)\n", shownNetwork(r.network));
     } else if (rc.verdict == Recheck::Verdict::Nondeterministic) {
       v = Verdict::Nondeterministic;
       std::fprintf(stderr, "tensorrt_player: network %u: differs: library nondeterminism suspected (%d builds at "
-                   "different heap layouts gave %d distinct engines, none the capture's)\n", r.network - 1, rc.builds, rc.distinct);
+                   "different heap layouts gave %d distinct engines, none the capture's)\n", shownNetwork(r.network), rc.builds, rc.distinct);
     } else {
-      reportDiffers(r.network - 1, rc, a.checkDepth);
+      reportDiffers(shownNetwork(r.network), rc, a.checkDepth);
     }
   }
   return verdicts;
@@ -220,11 +221,12 @@ DecodeCacheReport decodeWeights(WeightsSource& weights, const Args& a) {
   o.verify = !a.opt.trustWeights;
   const bool folder = o.mode == DecodeCacheOptions::Mode::Folder;
   const DecodeCacheReport r = weights.useDecodeCache(o);
-  if (r.how == "rebuilt")
+  using How = DecodeCacheReport::How;
+  if (r.how == How::Rebuilt)
     std::fprintf(stderr, "tensorrt_player: decode cache: %s; rebuilt\n", r.note.c_str());
-  else if ((r.how == "temp" && folder) || (r.how == "off" && o.mode != DecodeCacheOptions::Mode::Off))
+  else if ((r.how == How::Temp && folder) || (r.how == How::Off && o.mode != DecodeCacheOptions::Mode::Off))
     std::fprintf(stderr, "tensorrt_player: decode cache: %s; decoding %s\n", r.note.c_str(),
-                 r.how == "temp" ? "into a temporary file" : "into memory");
+                 r.how == How::Temp ? "into a temporary file" : "into memory");
   if (!r.advice.empty()) std::fprintf(stderr, "tensorrt_player: decode cache: %s\n", r.advice.c_str());
   return r;
 }
@@ -232,7 +234,7 @@ DecodeCacheReport decodeWeights(WeightsSource& weights, const Args& a) {
 std::string cacheJson(const DecodeCacheReport& r) {
   char b[256];
   std::snprintf(b, sizeof b, "\"how\": \"%s\", \"blobs\": %llu, \"bytes\": %llu, \"failed\": %llu, \"threads\": %u, "
-                "\"seconds\": %.6f", r.how.c_str(), (unsigned long long)r.blobs, (unsigned long long)r.bytes,
+                "\"seconds\": %.6f", howName(r.how), (unsigned long long)r.blobs, (unsigned long long)r.bytes,
                 (unsigned long long)r.failed, r.threads, r.seconds);
   return "{" + std::string(b) + ", \"path\": " + jsonString(r.path) + ", \"note\": " + jsonString(r.note) + "}";
 }
@@ -272,7 +274,7 @@ void printJson(const Args& a, const Replayer::Stats& s, double openSeconds, cons
     for (const auto& e : r.errors) errors += (errors.empty() ? "" : ", ") + jsonString(e);
     std::printf("%s{\"network\": %u, \"ok\": %s, \"engine\": %s, \"size\": %llu, \"xxh3\": \"%s\", "
                 "\"build_s\": %.6f, \"vs_capture\": \"%s\", \"errors\": [%s]}",
-                i ? ", " : "", r.network - 1, r.ok ? "true" : "false", jsonString(r.path).c_str(),
+                i ? ", " : "", shownNetwork(r.network), r.ok ? "true" : "false", jsonString(r.path).c_str(),
                 (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), r.buildSeconds, same, errors.c_str());
   }
   std::printf("]%s}\n", phasesJson(s, settings).c_str());
@@ -287,10 +289,10 @@ void printText(const Args& a, const Replayer::Stats& s, double openSeconds, cons
         vs = it->second == Verdict::Identical   ? ", identical to capture"
              : it->second == Verdict::Different ? ", DIFFERENT from capture"
                                                  : ", differs: library nondeterminism suspected";
-      std::printf("network %u: engine %s (%llu bytes, xxh3 %s%s)\n", r.network - 1, r.path.empty() ? "(not written)" : r.path.c_str(),
+      std::printf("network %u: engine %s (%llu bytes, xxh3 %s%s)\n", shownNetwork(r.network), r.path.empty() ? "(not written)" : r.path.c_str(),
                   (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), vs.c_str());
     } else {
-      std::printf("network %u: build failed%s%s%s:\n", r.network - 1, r.captured ? ", as at capture" : " (",
+      std::printf("network %u: build failed%s%s%s:\n", shownNetwork(r.network), r.captured ? ", as at capture" : " (",
                   r.captured ? "" : kOutcomeUnknown, r.captured ? "" : ")");
       for (const auto& e : r.errors) std::printf("  %s\n", terminalText(e).c_str());  // they name the trace's layers
     }
@@ -299,7 +301,7 @@ void printText(const Args& a, const Replayer::Stats& s, double openSeconds, cons
   std::fprintf(stderr, "stats: open %.3f ms, %llu calls dispatched in %.3f ms (%.0f calls/s), builds %.3f s\n",
                openSeconds * 1e3, (unsigned long long)s.calls, s.dispatchSeconds * 1e3,
                s.dispatchSeconds > 0 ? s.calls / s.dispatchSeconds : 0.0, s.buildSeconds);
-  for (const auto& r : results) std::fprintf(stderr, "stats: network %u build %.3f s\n", r.network - 1, r.buildSeconds);
+  for (const auto& r : results) std::fprintf(stderr, "stats: network %u build %.3f s\n", shownNetwork(r.network), r.buildSeconds);
 }
 
 // -o asked for engines, and the capture (or the prefix a truncated one holds) has no build to give
@@ -406,7 +408,7 @@ int main(int argc, char** argv) {
   if (heapShift > 0) shiftHeap(std::min(heapShift, 64));
   a.check = !check.empty();
   a.checkDepth = check == "thorough" ? CheckDepth::Thorough : CheckDepth::Quick;
-  a.opt.network = a.network && *a.network >= 0 ? *a.network + 1 : -1;  // trace network ids start at 1
+  a.opt.network = a.network && *a.network >= 0 ? int64_t(traceNetworkId(uint64_t(*a.network))) : -1;
   try {
     return play(a);
   } catch (const Divergence& e) {

@@ -7,28 +7,21 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <random>
 
 #include "trtrace/call_check.h"
 #include "trtrace/error.h"
 #include "trtrace/files.h"
 #include "trt_values.h"
 #include "trtrace/hash.h"
+#include "trtrace/network_id.h"
 #include "trtrace/progress.h"
 
 namespace trtrace::replay {
 
-void Logger::log(abi::Severity severity, const char* msg) noexcept {
-  const bool error = severity == abi::Severity::kINTERNAL_ERROR || severity == abi::Severity::kERROR;
-  if (error && msg && errors_.size() < 64) errors_.emplace_back(msg);
+void Logger::pass(abi::Severity severity, const char* msg) noexcept {
+  const bool error = isError(severity);
   if (msg && (error || (!quiet_ && severity == abi::Severity::kWARNING)))
     std::fprintf(stderr, "[TRT] %s: %s\n", error ? "error" : "warning", msg);
-}
-
-std::vector<std::string> Logger::takeErrors() {
-  std::vector<std::string> e;
-  e.swap(errors_);
-  return e;
 }
 
 // The generated functions, one per API id, and the hand-written ones they name (replay/overrides.cpp).
@@ -67,7 +60,7 @@ Replayer::~Replayer() {
 
 namespace {
 // " network <n>", 0-based as the player's output numbers them ("" for a call outside any network).
-std::string networkName(uint32_t networkId) { return networkId ? " network " + std::to_string(networkId - 1) : ""; }
+std::string networkName(uint32_t networkId) { return networkId ? " network " + networkLabel(networkId, "") : ""; }
 }  // namespace
 
 std::string Replayer::progressLabel() const { return "tensorrt_player " + reader_.path(); }
@@ -221,7 +214,7 @@ void* Replayer::receiverObject(uint16_t iface) {
 }
 
 void* Replayer::receiverImpl(int level, uint16_t iface) {
-  return static_cast<void* const*>(receiverObject(iface))[1 + level];
+  return abi::vpointer(receiverObject(iface), level);
 }
 
 bool Replayer::argBool(size_t i) { return arg(i).asBool(); }
@@ -270,45 +263,6 @@ uint64_t Replayer::weightsBytes(size_t i, const ValueView& v) const {
   return bytes;
 }
 
-namespace {
-
-// Deterministic stand-in values for weights the capture marked random: small, finite numbers of
-// the recorded type, from (player seed, recorded seed).
-std::unique_ptr<std::byte[]> randomWeights(uint32_t dtype, uint64_t count, uint64_t seed, uint64_t bytes) {
-  auto buf = std::make_unique<std::byte[]>(bytes);
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
-  auto dt = static_cast<abi::DataType>(dtype);
-  for (uint64_t k = 0; k < count; ++k) {
-    float f = uni(rng);
-    switch (dt) {
-      case abi::DataType::kFLOAT: std::memcpy(buf.get() + 4 * k, &f, 4); break;
-      case abi::DataType::kHALF: {  // float -> IEEE half (values in [-1, 1]: normal or zero)
-        uint32_t x;
-        std::memcpy(&x, &f, 4);
-        uint16_t sign = (x >> 16) & 0x8000;
-        int32_t e = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
-        uint16_t h = e <= 0 ? sign : static_cast<uint16_t>(sign | (e << 10) | ((x >> 13) & 0x3ff));
-        std::memcpy(buf.get() + 2 * k, &h, 2);
-        break;
-      }
-      case abi::DataType::kBF16: {
-        uint32_t x;
-        std::memcpy(&x, &f, 4);
-        uint16_t h = static_cast<uint16_t>(x >> 16);
-        std::memcpy(buf.get() + 2 * k, &h, 2);
-        break;
-      }
-      case abi::DataType::kINT32: { int32_t v = static_cast<int32_t>(f * 8); std::memcpy(buf.get() + 4 * k, &v, 4); break; }
-      case abi::DataType::kINT64: { int64_t v = static_cast<int64_t>(f * 8); std::memcpy(buf.get() + 8 * k, &v, 8); break; }
-      default:
-        if (k < bytes) buf[k] = static_cast<std::byte>(static_cast<uint8_t>(rng() & 0x7));
-    }
-  }
-  return buf;
-}
-}  // namespace
-
 abi::Weights Replayer::argWeights(size_t i) {
   ValueView v = arg(i);
   abi::Weights w{};
@@ -343,7 +297,10 @@ abi::Weights Replayer::argWeights(size_t i) {
                 " of random weights a build may hold (TRTRACE_MAX_RANDOM_WEIGHTS_MB)");
       auto make = [&] {
         randomBytes_ += bytes;
-        return randomWeights(v.dtype(), v.count(), options_.seed * 0x9E3779B97F4A7C15ull ^ v.seed(), bytes);
+        auto buf = std::make_unique<std::byte[]>(bytes);
+        lib::randomWeights(static_cast<abi::DataType>(v.dtype()), v.count(),
+                           options_.seed * 0x9E3779B97F4A7C15ull ^ v.seed(), {buf.get(), bytes});
+        return buf;
       };
       if (v.weightsPtr() == 0) {  // no identity recorded: fresh values per call
         w.values = scratch_.emplace_back(make()).get();

@@ -21,6 +21,7 @@
 #include "trtrace/progress.h"
 #include "trtrace/reader.h"
 #include "trtrace/weights_source.h"
+#include "error_logger.h"
 #include "settings.h"
 
 namespace trtrace::replay {
@@ -48,17 +49,15 @@ struct Options {
 };
 
 // The player's logger: shows the library's warnings and errors, keeps errors for build records.
-class Logger final : public abi::ILogger {
+class Logger final : public lib::ErrorKeepingLogger {
  public:
   explicit Logger(bool quiet) : quiet_(quiet) {}
   abi::APILanguage getAPILanguage() const noexcept override { return abi::APILanguage::kCPP; }
   abi::InterfaceInfo getInterfaceInfo() const noexcept override { return {"ILogger", 1, 0}; }
-  void log(abi::Severity severity, const char* msg) noexcept override;
-  std::vector<std::string> takeErrors();
 
  private:
+  void pass(abi::Severity severity, const char* msg) noexcept override;
   bool quiet_;
-  std::vector<std::string> errors_;
 };
 
 struct NetworkResult {
@@ -122,7 +121,7 @@ class Replayer {
 
   // ---- used by generated code -----------------------------------------------------------------
   // The receiver's real object, checked to be an `iface` (wrapped interfaces are called on it), and
-  // its V-pointer at chain `level` (public layout: field 1 + level).
+  // its V-pointer at chain `level` (abi::vpointer).
   void* receiverObject(uint16_t iface);
   void* receiverImpl(int level, uint16_t iface);
   bool argBool(size_t i);

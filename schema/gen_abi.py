@@ -71,7 +71,12 @@ def gen_abi(spec, cpp: Cpp):
             o.append(f"  virtual {cpp.type(m.ret)} {m.name}({cpp.params(m)}){' const' if m.const else ''} noexcept = 0;")
         o.append("};")
     o.append("")
-    o.append("// Chain level of each interface: public object field 1 + level holds its V-pointer.")
+    o.append("// A public object is {vptr, one V-pointer per chain level} (docs/design.md, \"The ABI we mirror\"):")
+    o.append("// its V-pointer at `level`, the one place that layout is spelled out.")
+    o.append("inline void* vpointer(const void* publicObject, int level) {")
+    o.append("  return static_cast<void* const*>(publicObject)[1 + level];")
+    o.append("}")
+    o.append("// Chain level of each interface (its V-pointer: vpointer(object, level)).")
     o.append("template <class I> struct Level;")
     for itf in spec.interfaces.values():
         if not itf.abstract:

@@ -120,7 +120,7 @@ def gen_conformance(spec, cpp):
             o.append(f"template <> struct LayerTypeOf<I{itf.name}> {{ static constexpr LayerType value = LayerType::{lt}; }};")
     o.append("")
     o.append("// Counting call wrappers: C<Name>(publicObject) calls through the V-pointer of its chain level")
-    o.append("// (field 1 + level of the public object); every call counts its API id with hit().")
+    o.append("// (abi::vpointer); every call counts its API id with hit().")
     for itf in itfs:
         if itf.wrapped:  # the object is the interface: its methods are its own vtable
             o.append(f"struct C{itf.name} {{")
@@ -136,8 +136,7 @@ def gen_conformance(spec, cpp):
         o.append(f"struct C{itf.name}{base} {{")
         o.append(f"  V{itf.name}* v{lv}_;")
         init = f"C{itf.base}(obj), " if itf.base else ""
-        o.append(f"  explicit C{itf.name}(const void* obj) : {init}v{lv}_(static_cast<V{itf.name}*>("
-                 f"static_cast<void* const*>(obj)[1 + {lv}])) {{}}")
+        o.append(f"  explicit C{itf.name}(const void* obj) : {init}v{lv}_(static_cast<V{itf.name}*>(vpointer(obj, {lv}))) {{}}")
         for m in itf.methods:
             args = ", ".join(p.name for p in m.params)
             o.append(f"  {cpp.type(m.ret)} {m.name}({cpp.params(m)}) {{ hit(api::k{m.ident}); "

@@ -102,7 +102,7 @@ def replay_iface_table(spec):
     o.append("uint16_t refineIface(const void* real, uint16_t iface) {")
     if "Layer" in ids and "LayerType" in spec.enums:
         o.append("  if (iface != kIf_Layer) return iface;")
-        o.append("  auto* v = static_cast<abi::VLayer*>(static_cast<void* const*>(real)[1]);")
+        o.append("  auto* v = static_cast<abi::VLayer*>(abi::vpointer(real, 0));")
         o.append("  switch (v->getType()) {")
         for itf in itfs:
             lt = layer_type(spec, itf)

@@ -86,6 +86,26 @@ def test_builds_networks_and_weights(traces):
         assert half and half[0].array().dtype == np.float16
 
 
+def spec_numpy_dtypes():
+    """The API spec's `numpy DataType kX=descr ...` line: NumPy's dtype of each weight type it has."""
+    line = next(l for l in (ROOT / "schema" / "api" / "90-overrides.api").read_text().splitlines()
+                if l.startswith("numpy DataType "))
+    return dict(item.split("=", 1) for item in line.split()[2:])
+
+
+def test_numpy_dtypes_are_the_specs(traces):
+    """Weights.numpy_dtype is the spec's (as `trtrace export` writes .npy files); a type the spec gives
+    NumPy no dtype for (BF16, FP8, ...) reads as its bytes."""
+    _, raw, _ = traces
+    spec = spec_numpy_dtypes()
+    assert "kBF16" not in spec and spec["kHALF"] == "<f2"
+    with trtrace.open(raw) as t:
+        seen = {w.dtype: w.numpy_dtype for w in t.weights}
+    assert {"kFLOAT", "kHALF"} <= seen.keys()
+    for dtype, descr in seen.items():
+        assert descr == spec.get(dtype, "|u1"), (dtype, descr)
+
+
 def test_compressed_blobs_decode_to_the_same_arrays(traces):
     d, raw, comp = traces
     with trtrace.open(raw) as r, trtrace.open(comp) as c:

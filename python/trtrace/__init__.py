@@ -33,11 +33,6 @@ __version__ = "0.1.0"
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-# DataType name (the API spec's enumerator) -> NumPy dtype of one element. BF16 is given as its
-# uint16 bit patterns, FP8/E8M0 as bytes, INT4/FP4 as packed bytes (two elements a byte).
-_NUMPY_DTYPES = {"kFLOAT": "float32", "kHALF": "float16", "kINT8": "int8", "kINT32": "int32", "kBOOL": "bool",
-                 "kUINT8": "uint8", "kINT64": "int64", "kBF16": "uint16", "kFP8": "uint8", "kE8M0": "uint8",
-                 "kINT4": "uint8", "kFP4": "uint8"}
 
 
 _SEQ_END = (1 << 64) - 1  # seqs are u64: a range of calls ends here at the latest
@@ -83,12 +78,16 @@ class Weights:
     nbytes: int
     hash: Optional[str] = None  # blob: 32 hex digits (XXH3-128), the blob's key with nbytes
     seed: Optional[int] = None  # random
+    _numpy: str = field(default="", repr=False, compare=False)  # the API spec's NumPy dtype of dtype
     _key: Optional[tuple[int, int]] = field(default=None, repr=False, compare=False)
     _inline: Optional[bytes] = field(default=None, repr=False, compare=False)
 
     @property
     def numpy_dtype(self) -> str:
-        return _NUMPY_DTYPES.get(self.dtype, "uint8")
+        """The NumPy dtype of one element (an array-interface descr, e.g. "<f4"), as the API spec
+        gives it (``trtrace export`` writes the same); "|u1" where NumPy has no such type (BF16, FP8,
+        E8M0; INT4 and FP4 packed two elements a byte): the bytes as the trace stores them."""
+        return self._numpy or "|u1"
 
     def array(self) -> "Any":
         """The values as a 1-D NumPy array (read-only). A raw blob is a view of the trace's mapping
@@ -242,7 +241,8 @@ class Trace:
             nbytes = v.get("length", (v["count"] * v["bits"] + 7) // 8)
             key = (v["hash_hi"], v["hash_lo"]) if storage == "blob" else None
             value = Weights(self, v["dtype"], v["count"], storage, v["pointer"], nbytes,
-                            hash=f"{key[0]:016x}{key[1]:016x}" if key else None, seed=v.get("seed"), _key=key,
+                            hash=f"{key[0]:016x}{key[1]:016x}" if key else None, seed=v.get("seed"),
+                            _numpy=v["numpy"], _key=key,
                             _inline=bytes.fromhex(v["bytes"]) if storage == "inline" else None)
         elif kind == "Bytes":
             value = bytes.fromhex(v["bytes"])

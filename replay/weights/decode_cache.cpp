@@ -42,6 +42,19 @@
 
 namespace trtrace {
 namespace F = format;
+using How = DecodeCacheReport::How;
+
+const char* howName(How how) {
+  switch (how) {
+    case How::None: return "none";
+    case How::Off: return "off";
+    case How::Built: return "built";
+    case How::Reused: return "reused";
+    case How::Rebuilt: return "rebuilt";
+    case How::Temp: return "temp";
+  }
+  return "none";
+}
 
 namespace {
 
@@ -537,7 +550,7 @@ std::unique_ptr<DecodeCache> DecodeCache::inFolder(const Reader& r, const Layout
 std::unique_ptr<DecodeCache> DecodeCache::inFolderAt(const Reader& r, const Layout& L, const DecodeCacheOptions& o,
                                                      int dfd, DecodeCacheReport& rep) {
   const std::string name = toHex(L.key) + ".tdc", path = o.folder + "/" + name;
-  if (auto c = reuse(r, L, dfd, name, path, o, rep)) return rep.how = "reused", rep.path = path, std::move(c);
+  if (auto c = reuse(r, L, dfd, name, path, o, rep)) return rep.how = How::Reused, rep.path = path, std::move(c);
   const bool stale = !rep.note.empty();
   if (L.fileLength > o.maxBytes) {
     rep.note = "the decoded weights (" + humanBytes(double(L.fileLength)) + ") exceed the cache's bound of " +
@@ -561,9 +574,9 @@ std::unique_ptr<DecodeCache> DecodeCache::inFolderAt(const Reader& r, const Layo
   // A cache with a blob left out (damaged in the trace) is not kept: it would never check out.
   if (c && rep.failed) rep.note = path + ": not kept (" + std::to_string(rep.failed) + " blobs of the trace do not decode)";
   else if (c && ::renameat(dfd, temp.c_str(), dfd, name.c_str()) != 0) rep.note = path + ": cannot rename into place (" + errnoText() + ")";
-  else if (c) return rep.how = stale ? "rebuilt" : "built", rep.path = path, std::move(c);
+  else if (c) return rep.how = stale ? How::Rebuilt : How::Built, rep.path = path, std::move(c);
   ::unlinkat(dfd, temp.c_str(), 0);
-  if (c) rep.how = "temp";
+  if (c) rep.how = How::Temp;
   return c;
 }
 
@@ -573,9 +586,9 @@ std::unique_ptr<DecodeCache> DecodeCache::open(const Reader& r, const DecodeCach
   rep.blobs = L.blobs.size(), rep.bytes = L.rawBytes;
   rep.threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
   if (L.blobs.empty()) return nullptr;
-  if (o.mode == DecodeCacheOptions::Mode::Off) return rep.how = "off", nullptr;
+  if (o.mode == DecodeCacheOptions::Mode::Off) return rep.how = How::Off, nullptr;
   // Checked before any file is made: past the limit, the write would kill the process (SIGXFSZ).
-  if (rep.note = overFileLimit(L.fileLength); !rep.note.empty()) return rep.how = "off", nullptr;
+  if (rep.note = overFileLimit(L.fileLength); !rep.note.empty()) return rep.how = How::Off, nullptr;
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<DecodeCache> c = o.mode == DecodeCacheOptions::Mode::Folder ? inFolder(r, L, o, rep) : nullptr;
   if (!c) {  // a nameless file in $TMPDIR
@@ -588,7 +601,7 @@ std::unique_ptr<DecodeCache> DecodeCache::open(const Reader& r, const DecodeCach
     } catch (const Error& e) {
       rep.note += (rep.note.empty() ? "" : "; ") + std::string(e.what());
     }
-    rep.how = c ? "temp" : "off";
+    rep.how = c ? How::Temp : How::Off;
   }
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return c;

@@ -46,9 +46,9 @@ class Logger final : public abi::ILogger {
 // The V-pointer of a public object at its chain level (what `obj->mImpl` is in the headers).
 template <class I>
 typename abi::Level<I>::V* impl(I* obj) {
-  return static_cast<typename abi::Level<I>::V*>(reinterpret_cast<void* const*>(obj)[1 + abi::Level<I>::value]);
+  return static_cast<typename abi::Level<I>::V*>(abi::vpointer(obj, abi::Level<I>::value));
 }
-abi::VLayer* layer(void* obj) { return static_cast<abi::VLayer*>(reinterpret_cast<void* const*>(obj)[1]); }
+abi::VLayer* layer(void* obj) { return static_cast<abi::VLayer*>(abi::vpointer(obj, 0)); }
 
 abi::Dims64 dims(std::initializer_list<int64_t> d) {
   abi::Dims64 r{};

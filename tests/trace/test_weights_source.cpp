@@ -46,7 +46,7 @@ TEST(WeightsSource, DecodeCacheDecodesOnlyTheBlobsCallsUse) {
   ASSERT_TRUE(r->blobs()[0].compressed && r->blobs()[1].compressed);
   WeightsSource ws(*r);
   const DecodeCacheReport rep = ws.useDecodeCache(tempCache());
-  EXPECT_EQ(rep.how, "temp");
+  EXPECT_EQ(rep.how, DecodeCacheReport::How::Temp);
   EXPECT_EQ(rep.blobs, 1u);
   EXPECT_EQ(rep.bytes, used.size());
   const BlobView cached = ws.blob({hash128(used.data(), used.size()), used.size()}, true);
@@ -65,7 +65,7 @@ TEST(WeightsSource, DecodeCacheDecodesOnlyTheBlobsCallsUse) {
     w->close();
   }
   auto rawReader = Reader::open(raw);
-  EXPECT_EQ(WeightsSource(*rawReader).useDecodeCache(tempCache()).how, "none");
+  EXPECT_EQ(WeightsSource(*rawReader).useDecodeCache(tempCache()).how, DecodeCacheReport::How::None);
 }
 
 // WeightsSource::alias (issue 16): a second owner of a blob's bytes (the player's second application
@@ -85,7 +85,7 @@ TEST(WeightsSource, AliasIsASecondMappingOfTheSamePages) {
   }
   auto r = Reader::open(path);
   WeightsSource ws(*r);
-  ASSERT_EQ(ws.useDecodeCache(tempCache()).how, "temp");
+  ASSERT_EQ(ws.useDecodeCache(tempCache()).how, DecodeCacheReport::How::Temp);
   for (auto* b : {&big, &zero}) {
     BlobView v = ws.blob({hash128(b->data(), b->size()), b->size()}, true);
     BlobView a = ws.alias(v);
@@ -150,7 +150,7 @@ TEST(WeightsSource, ReadingEveryBlobOnceLeavesLittleOfTheTraceResident) {
       for (const BlobRef& ref : refs) views.push_back(ws.blob(ref, true));
       ws.releaseNow();
     } else {
-      ASSERT_EQ(ws.useDecodeCache(tempCache()).how, "temp");
+      ASSERT_EQ(ws.useDecodeCache(tempCache()).how, DecodeCacheReport::How::Temp);
       ASSERT_TRUE(r->blobs().at(0).compressed);
       for (const BlobRef& ref : refs) EXPECT_EQ(ws.blob(ref, true).size(), ref.length);
     }

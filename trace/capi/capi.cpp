@@ -1,6 +1,7 @@
 // The C interface over the trace reader (trtrace_c.h): thin wrappers that turn the reader's views
 // into JSON and exceptions into one error line.
 #include "trtrace_c.h"
+#include "trtrace/network_id.h"
 #include "trtrace/text.h"
 
 #include <cctype>
@@ -84,7 +85,8 @@ std::string valueJson(const Reader& r, const ValueView& v, std::string_view name
     const auto dt = static_cast<abi::DataType>(v.dtype());
     s += ",\"dtype\":" + str(api::enumeratorName(api::kEnumDataType, v.dtype())) + ",\"dtype_value\":" +
          std::to_string(v.dtype()) + ",\"bits\":" + std::to_string(abi::elementBits(dt)) + ",\"count\":" +
-         std::to_string(v.count()) + ",\"pointer\":" + std::to_string(v.weightsPtr());
+         std::to_string(v.count()) + ",\"pointer\":" + std::to_string(v.weightsPtr()) +
+         ",\"numpy\":" + str(abi::numpyType(dt));
   };
   switch (v.kind()) {
     case ValueKind::Null: s += ",\"value\":null"; break;
@@ -130,7 +132,7 @@ std::string callJson(const Reader& r, const CallView& c) {
   const ApiInfo* a = r.api(c.apiId());
   const api::ApiDesc* d = r.header().libraryName == abi::kLibraryName ? api::find(c.apiId()) : nullptr;
   std::string s = "{\"seq\":" + std::to_string(c.seq()) + ",\"thread\":" + std::to_string(c.thread()) +
-                  ",\"network\":" + (c.networkId() ? std::to_string(c.networkId() - 1) : "null") +
+                  ",\"network\":" + networkLabel(c.networkId(), "null") +
                   ",\"api\":" + std::to_string(c.apiId()) + ",\"interface\":" + str(a ? a->interfaceName : "") +
                   ",\"method\":" + str(a ? a->methodName : "") + ",\"receiver\":" + std::to_string(c.receiver()) +
                   ",\"args\":[";

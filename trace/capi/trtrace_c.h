@@ -36,7 +36,8 @@ char* trtrace_header_json(const trtrace_reader* r, char** error, int* kind);
  *  {"ok", "engine_size", "engine_hash", "errors"}}
  * value: {"name", "spec" (how the API spec records it, "" if the trace's API is unknown to this
  * build), "kind" (ValueKind name), "value", and per kind: "enum" (Type::kNAME), "dtype" (DataType
- * name), "dtype_value", "bits" (per element), "count", "hash_hi", "hash_lo", "length", "seed",
+ * name), "dtype_value", "bits" (per element), "numpy" (the API spec's NumPy dtype of the DataType, an
+ * array-interface descr such as "<f4"; "" where NumPy has none), "count", "hash_hi", "hash_lo", "length", "seed",
  * "bytes" (hex, inline weights and byte strings), "pointer" (weights identity)} */
 char* trtrace_calls_json(const trtrace_reader* r, uint64_t lo, uint64_t hi, char** error, int* kind);
 

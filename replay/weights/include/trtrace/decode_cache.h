@@ -29,9 +29,10 @@ struct DecodeCacheOptions {
 };
 
 struct DecodeCacheReport {
-  // "none" (no compressed blob), "off", "built", "reused", "rebuilt" (a reused file was damaged or
-  // stale: `note` says how), "temp" (a nameless file: folder unusable or too small, or asked for).
-  std::string how = "none";
+  // None: no compressed blob; Rebuilt: a reused file was damaged or stale (`note` says how); Temp:
+  // a nameless file (folder unusable or too small, or asked for).
+  enum class How { None, Off, Built, Reused, Rebuilt, Temp };
+  How how = How::None;
   std::string path;  // the cache file (Folder mode)
   std::string note;  // why a file was rebuilt, or why the folder was not used
   uint64_t blobs = 0, bytes = 0;  // blobs in the cache, their decoded bytes
@@ -42,6 +43,9 @@ struct DecodeCacheReport {
   // line saying so and how to shrink it (the player says it once per run); "" otherwise.
   std::string advice;
 };
+
+// How's name in the player's --json ("none", "off", "built", "reused", "rebuilt", "temp").
+const char* howName(DecodeCacheReport::How how);
 
 inline constexpr uint64_t kDecodeCacheAdviceBytes = uint64_t(1) << 30;
 
