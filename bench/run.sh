@@ -10,7 +10,8 @@
 # Outputs go to $TRTRACE_BENCH_DIR (default BUILD_DIR/bench-out); big files are deleted as soon
 # as they are measured. Then (full run only) bench/huge.py: weights bigger than RAM, captured and
 # replayed (writes about 2 x RAM to the disk; TRTRACE_BENCH_HUGE=0 leaves it out), and
-# bench/replay_bench.py: trtrace bench on real captures, and its own cost per run.
+# bench/replay_bench.py: trtrace bench on real captures, and its own cost per run, and
+# bench/registry_bench.py: push/pull against a local docker-registry (dedup, throughput).
 # Environment: TRTRACE_BENCH_REPS (default 3), TRTRACE_BENCH_ONLY (model names), TRTRACE_BENCH_HUGE.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,6 +56,9 @@ if [ $smoke = 1 ]; then
   cp "$root/BENCHMARKS.md" "$out/BENCHMARKS.md"
   "$TRTRACE_PYTHON" "$root/bench/report.py" --micro "$out/micro.json" --e2e "$out/e2e.json" \
       --md "$out/BENCHMARKS.md" --command "$cmd" --check
+  "$TRTRACE_PYTHON" "$root/bench/registry_bench.py" --build "$build" --work "$out/registry" --md "$out/BENCHMARKS.md" \
+      --command "$cmd" --smoke > /dev/null
+  rm -rf "$out/registry"
   log "smoke OK in $(( $(date +%s) - start )) s (report: $out/BENCHMARKS.md)"
 else
   "$TRTRACE_PYTHON" "$root/bench/report.py" --micro "$out/micro.json" --e2e "$out/e2e.json" \
@@ -62,6 +66,10 @@ else
   log "replay benchmarking (bench/replay_bench.py: trtrace bench, issue 25) -> BENCHMARKS.md"
   "$TRTRACE_PYTHON" "$root/bench/replay_bench.py" --build "$build" --work "$out/replay" --md "$root/BENCHMARKS.md" > /dev/null
   rm -rf "$out/replay"
+  log "traces in an OCI registry (bench/registry_bench.py: dedup, push/pull throughput) -> BENCHMARKS.md"
+  "$TRTRACE_PYTHON" "$root/bench/registry_bench.py" --build "$build" --work "$out/registry" --md "$root/BENCHMARKS.md" \
+      --command "$cmd" > /dev/null
+  rm -rf "$out/registry"
   if [ "${TRTRACE_BENCH_HUGE:-1}" != 0 ]; then
     log "bigger than RAM (bench/huge.py) -> BENCHMARKS.md"
     "$TRTRACE_PYTHON" "$root/bench/huge.py" --build "$build" --work "$out/huge" --md "$root/BENCHMARKS.md" > /dev/null

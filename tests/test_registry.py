@@ -214,6 +214,86 @@ def test_pull_of_something_that_is_not_a_trace_is_corrupt(registry, tmp):
     assert not out.exists()
 
 
+def upload(registry, repo, data):
+    """Puts `data` as a blob of `repo` (monolithic upload); returns its digest."""
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    base = f"http://{registry.host}"
+    loc = urllib.parse.urljoin(base, urllib.request.urlopen(urllib.request.Request(f"{base}/v2/{repo}/blobs/uploads/",
+                                                                                   method="POST")).headers["Location"])
+    urllib.request.urlopen(urllib.request.Request(loc + ("&" if "?" in loc else "?") + "digest=" + digest, data=data,
+                                                  method="PUT", headers={"Content-Type": "application/octet-stream"}))
+    return digest
+
+
+def put_manifest(registry, repo, tag, manifest):
+    urllib.request.urlopen(urllib.request.Request(f"http://{registry.host}/v2/{repo}/manifests/{tag}",
+                                                  data=json.dumps(manifest).encode(), method="PUT",
+                                                  headers={"Content-Type": "application/vnd.oci.image.manifest.v1+json"}))
+
+
+def overlap(c, m):
+    c["pieces"][1]["offset"] = c["pieces"][0]["offset"] + 1
+
+
+def past_end(c, m):
+    c["pieces"][-1]["offset"] = c["size"] - 1
+
+
+def piece_size(c, m):
+    c["pieces"][0]["size"] += 1
+
+
+def log_size(c, m):
+    c["log"]["size"] += 1
+
+
+def newer_layout(c, m):
+    c["layout"] = 2
+
+
+def no_pieces(c, m):
+    del c["pieces"]
+
+
+def unlisted_layer(c, m):
+    m["layers"] = m["layers"][:2]
+
+
+def not_hex(c, m):
+    c["pieces"][0]["digest"] = "sha256:" + "Z" * 64
+
+
+def bad_file_digest(c, m):
+    c["digest"] = "sha256:" + "0" * 64
+
+
+def huge_config(c, m):
+    m["config_size"] = 1 << 40
+
+
+HOSTILE = {overlap: "overlapping", past_end: "past the end", piece_size: "size differs from its layer",
+           log_size: "log's size", newer_layout: "layout version is not 1", no_pieces: "lacks size, digest, log or pieces",
+           unlisted_layer: "is not in the manifest", not_hex: "not sha256:<64 hex>",
+           bad_file_digest: "does not match the pushed file's digest", huge_config: "config declares 1099511627776 bytes"}
+
+
+@pytest.mark.parametrize("damage", HOSTILE, ids=[f.__name__ for f in HOSTILE])
+def test_a_hostile_config_or_manifest_is_one_line_and_writes_nothing(registry, traces, tmp, damage):
+    """Configs and manifests that break the layout's rules (docs/format.md, "OCI artifact"): refused
+    before anything is written, never trusted for an offset, a size or an allocation."""
+    pushed(traces["base"], f"{registry.host}/team/model:v1")
+    manifest = json.loads(registry.get("/v2/team/model/manifests/v1", "application/vnd.oci.image.manifest.v1+json"))
+    config = json.loads(registry.get(f"/v2/team/model/blobs/{manifest['config']['digest']}"))
+    damage(config, manifest)
+    data = json.dumps(config).encode()
+    manifest["config"]["digest"] = upload(registry, "team/model", data)
+    manifest["config"]["size"] = manifest.pop("config_size", len(data))
+    put_manifest(registry, "team/model", "bad", manifest)
+    out = tmp / "x.trtrace"
+    one_line_error(trtrace("pull", "--plain-http", f"{registry.host}/team/model:bad", "-o", out), 2, HOSTILE[damage])
+    assert not out.exists() and not list(tmp.glob("x.trtrace*"))
+
+
 @pytest.mark.parametrize("ref", ["nohost", "127.0.0.1:5000/UPPER:tag", "127.0.0.1:5000/a/b:bad tag",
                                  "127.0.0.1:5000/a@sha256:abc", "127.0.0.1:5000/a/../b:t"])
 def test_a_bad_reference_is_one_line(ref, traces, tmp):
@@ -292,7 +372,7 @@ class RegistryProxy(http.server.ThreadingHTTPServer):
     token: the distribution token flow (401 Bearer challenge; /token gives a token for user:pass);
     redirect: a blob GET is answered 307 to /storage/..., which this proxy serves from upstream;
     drop: a blob GET of a weight sends half its bytes then closes the connection (`drops` times);
-    status500: a blob GET answers 500; corrupt: a blob GET's bytes have one byte flipped."""
+    status500: a blob GET answers 500; corrupt: a blob GET's bytes have one byte flipped; oversize: 4 KiB more."""
 
     daemon_threads = True
 
@@ -378,6 +458,8 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         srv = self.server
         if srv.mode == "corrupt" and len(data) > 1000:
             data = data[:500] + bytes([data[500] ^ 1]) + data[501:]
+        if srv.mode == "oversize":
+            data += b"\0" * 4096
         if srv.mode == "drop" and srv.drops > 0 and len(data) > 1000:
             srv.drops -= 1
             self.send_response(status)
@@ -451,11 +533,12 @@ def test_a_registry_error_is_one_line_and_writes_nothing(proxied, tmp):
     assert not out.exists() and not list(tmp.glob("x.trtrace*"))
 
 
-def test_a_blob_that_does_not_match_its_digest_is_corrupt(proxied, tmp):
-    proxy = proxied("corrupt")
+@pytest.mark.parametrize("mode,words", [("corrupt", "do not match"), ("oversize", "more bytes than the size expected")])
+def test_a_blob_that_does_not_match_its_digest_is_corrupt(proxied, tmp, mode, words):
+    proxy = proxied(mode)
     ref = f"{proxy.host}/team/model:v1"
     out = tmp / "x.trtrace"
-    one_line_error(trtrace("pull", "--plain-http", ref, "-o", out), 2, ref, "do not match")
+    one_line_error(trtrace("pull", "--plain-http", ref, "-o", out), 2, ref, words)
     assert not out.exists() and not list(tmp.glob("x.trtrace*"))
 
 

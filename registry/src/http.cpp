@@ -189,7 +189,7 @@ Response Session::perform(const Request& r, const std::string& what, const std::
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp.status);
   if (t.error) std::rethrow_exception(t.error);
   if (t.overflow) throw Error(ref_.str() + ": " + what + ": the registry's answer (HTTP " + std::to_string(resp.status) + ") is over " + std::to_string(r.maxBody) + " bytes");
-  if (rc == CURLE_WRITE_ERROR && r.sink) throw Error(Error::Kind::Corrupt, ref_.str() + ": " + what + ": refused the data received");
+  if (rc == CURLE_WRITE_ERROR && r.sink) throw Error(Error::Kind::Corrupt, ref_.str() + ": " + what + ": the registry sent more bytes than the size expected (its descriptor, or the cap)");
   if (rc != CURLE_OK) throw Error(ref_.str() + ": " + what + ": " + printable(*err ? err : curl_easy_strerror(rc)));
   return resp;
 }
