@@ -48,7 +48,7 @@ Session::Session() {
 
 bool Session::changeOutputJson(const std::string& p) {
   std::lock_guard<std::mutex> lk(mu_);
-  if (opened_ && !json_) {  // its calls were never encoded for a JSON (json_export.h)
+  if (opened_ && !json_.exporter()) {  // its calls were never encoded for a JSON (json_export.h)
     std::fprintf(stderr, "trtrace: error: trtShimSetOutputJsonFile('%s'): the capture started without a JSON+BIN "
                  "export (set the path before the first TensorRT call, or TRT_SHIM_OUTPUT_JSON_FILE); not changed\n",
                  p.c_str());
@@ -98,7 +98,7 @@ void Session::open() {
     openWriter(fd);
   } catch (const std::exception& e) {
     writer_.reset();
-    json_.reset();
+    json_.stop();
     disabled_ = true;  // the file stays as written (empty, or its header), as after any failed write
     std::fprintf(stderr, "trtrace: capture disabled: %s\n", e.what());
   }
@@ -111,10 +111,7 @@ void Session::openWriter(int fd) {
   o.fd = fd;
   o.writeFault = faults_.writeHook();
   HeaderInfo h = header();
-  if (!config_.outputJson.empty()) {
-    json_ = std::make_unique<JsonExport>(path_, h.libraryVersion);
-    o.onCall = [json = json_.get()](const CallView& c) { json->add(c); };
-  }
+  if (!config_.outputJson.empty()) json_.start(path_, h.libraryVersion, o);
   writer_ = Writer::create(o, h);
   lib::describeApis(*writer_);
 }
@@ -142,26 +139,17 @@ void Session::disable(const char* why) noexcept {
 }
 
 void Session::exportJson() noexcept {
-  // TRT_SHIM_OUTPUT_JSON_FILE: NVIDIA's JSON+BIN pair brought up to date at each flush point with
-  // the calls encoded since the last one (json_export.h: created complete at the first flush, then
-  // the JSON updated in place and the BIN appended). A failure is said once and stops the export
-  // (the trace goes on); the summary then does not name the JSON.
+  // TRT_SHIM_OUTPUT_JSON_FILE: NVIDIA's JSON+BIN pair brought up to date at each flush point
+  // (json_output.h); once it failed, the summary does not name the JSON.
   std::string json;
   try {
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      json = config_.outputJson;
-      jsonWritten_ = jsonWritten_ || !json.empty();  // trtShimSetOutputJsonFile no longer changes it
-    }
-    if (json.empty() || !json_ || jsonFailed_) return;
-    json_->flush(json);
-  } catch (const std::exception& e) {
-    if (!jsonFailed_.exchange(true))
-      std::fprintf(stderr, "trtrace: %s; not writing the JSON+BIN export\n", e.what());
+    std::lock_guard<std::mutex> lk(mu_);
+    json = config_.outputJson;
+    jsonWritten_ = jsonWritten_ || !json.empty();  // trtShimSetOutputJsonFile no longer changes it
   } catch (...) {
-    if (!jsonFailed_.exchange(true))
-      std::fprintf(stderr, "trtrace: %s: error writing; not writing the JSON+BIN export\n", json.c_str());
+    return;  // out of memory copying the path: this flush point is skipped
   }
+  json_.flush(json);
 }
 
 void Session::afterCall() noexcept {
@@ -213,8 +201,8 @@ void Session::close() noexcept {
     w->close();
     const Writer::Stats s = w->stats();
     exportJson();
-    if (config_.testJsonCounts && json_)  // test hook (Config::testJsonCounts)
-      std::fprintf(stderr, "trtrace: test: JSON+BIN export: %s\n", json_->counts().c_str());
+    if (config_.testJsonCounts && json_.exporter())  // test hook (Config::testJsonCounts)
+      std::fprintf(stderr, "trtrace: test: JSON+BIN export: %s\n", json_.exporter()->counts().c_str());
     summary(s);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trtrace: error closing %s: %s\n", path_.c_str(), e.what());
@@ -226,7 +214,7 @@ void Session::close() noexcept {
 // The closing line: what was captured, and where it went.
 void Session::summary(const Writer::Stats& s) {
   std::string out = path_;
-  if (!config_.outputJson.empty() && !jsonFailed_)
+  if (!config_.outputJson.empty() && !json_.failed())
     out += " and " + config_.outputJson + " (+ " + convert::binPathFor(config_.outputJson) + ")";
   // Weights the app released before the capture read them (format.h, Lost): said in the same line.
   std::string lost;
@@ -249,9 +237,8 @@ void Session::forkedChild() {
   weights_.afterFork();
   live::ownedByThisProcess();
   [[maybe_unused]] static Writer* abandonedAtFork[64];  // reachable, so leak checkers see them as kept, not lost
-  [[maybe_unused]] static JsonExport* abandonedJsonAtFork[64];  // the writer's export, likewise
   static unsigned forks;
-  abandonedJsonAtFork[forks % 64] = json_.release();
+  json_.abandon();
   abandonedAtFork[forks++ % 64] = writer_.release();
   reopenable();
   forked_ = true;

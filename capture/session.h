@@ -3,8 +3,8 @@
 // fresh file after fork or a failed exec) and the JSON+BIN export wired to it, and holds the units
 // each role lives in: configuration (config.h), output names (output_claim.h), the object registry
 // (registry.h), weights identity (weights_identity.h), flush policy (flush_policy.h), test fault
-// injectors (faults.h), fatal signals (fatal_signals.h), the API lock (api_lock.h) and NVIDIA's C
-// interface (live_session.h). Its trace is a file it creates, never one that exists.
+// injectors (faults.h), fatal signals (fatal_signals.h), the API lock (api_lock.h), NVIDIA's C
+// interface (live_session.h) and the JSON+BIN export's wiring (json_output.h). Its trace is a file it creates, never one that exists.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -16,7 +16,7 @@
 #include "config.h"
 #include "faults.h"
 #include "flush_policy.h"
-#include "json_export.h"
+#include "json_output.h"
 #include "registry.h"
 #include "trtrace/writer.h"
 #include "weights_identity.h"
@@ -57,7 +57,7 @@ class Session {
   void exportJson() noexcept; // TRT_SHIM_OUTPUT_JSON_FILE: a flush point of the JSON+BIN export
   // The JSON+BIN export, when TRT_SHIM_OUTPUT_JSON_FILE (or trtShimSetOutputJsonFile) named a JSON
   // when the capture started; nullptr otherwise.
-  JsonExport* jsonExport() { return json_.get(); }
+  JsonExport* jsonExport() { return json_.exporter(); }
   void afterBuild() noexcept; // drain blobs (the app may free weights now) + flush-on-build policy
   void drain() noexcept;      // every enqueued blob consumed
   void close() noexcept;      // flush, footer, summary line (atexit)
@@ -88,14 +88,13 @@ class Session {
   Registry<Object> objects_;
   WeightsIdentity weights_;
   std::mutex mu_;
-  std::unique_ptr<JsonExport> json_;  // fed by writer_ (Writer::onCall): declared before it
+  JsonOutput json_;  // fed by writer_ (Writer::onCall): declared before it
   std::unique_ptr<Writer> writer_;
   bool opened_ = false, disabled_ = false, closed_ = false;
   std::string path_;
   std::string baseTrace_, baseJson_;  // the configured names, before a suffix made them free
   bool forked_ = false;  // a forked child: its names start at <trace>.<pid> (capture_names.h)
   bool jsonWritten_ = false;  // a JSON+BIN flush happened: the path no longer changes (mu_)
-  std::atomic<bool> jsonFailed_{false};  // the JSON+BIN export failed once: said once, not retried
 };
 
 }  // namespace trtrace::capture
