@@ -33,6 +33,7 @@
 #include "trtrace/api_table.h"
 #include "trtrace/convert.h"
 #include "trtrace/error.h"
+#include "trtrace/hash.h"
 #include "trtrace/reader.h"
 #include "usage.h"
 
@@ -52,17 +53,37 @@ struct BlobSets {
   bool differ = false;
 };
 
+// The weights a trace holds, by content key: its stored blobs (their count goes to `stored`), and
+// the bytes of every inline Weights argument. Where a weight lives is the writer's choice: a round
+// trip through NVIDIA's JSON stores a small non-finite weight in the BIN that was inline.
+using WeightKeys = std::set<std::pair<std::pair<uint64_t, uint64_t>, uint64_t>>;
+WeightKeys weightKeys(const Reader& r, size_t& stored) {
+  WeightKeys keys;
+  for (const BlobRef& k : blobKeys(r)) keys.insert({{k.hash.hi, k.hash.lo}, k.length});
+  stored = keys.size();
+  r.forEachCall([&keys](const CallView& c) {
+    for (size_t i = 0; i < c.argCount(); ++i) {
+      const ValueView v = c.arg(i);
+      if (v.kind() != ValueKind::WeightsInline) continue;
+      const Hash128 h = hash128(v.bytes().data(), v.bytes().size());
+      keys.insert({{h.hi, h.lo}, v.bytes().size()});
+    }
+    return true;
+  });
+  return keys;
+}
+
 BlobSets compareBlobs(const Reader& a, const Reader& b) {
-  std::set<std::pair<std::pair<uint64_t, uint64_t>, uint64_t>> ba, bb;
-  for (const BlobRef& k : blobKeys(a)) ba.insert({{k.hash.hi, k.hash.lo}, k.length});
-  for (const BlobRef& k : blobKeys(b)) bb.insert({{k.hash.hi, k.hash.lo}, k.length});
-  return {ba.size(), bb.size(), ba != bb};
+  BlobSets s;
+  s.differ = weightKeys(a, s.a) != weightKeys(b, s.b);
+  return s;
 }
 
 void printText(const CallDiffs& c, const BlobSets& blobs, const std::vector<NetworkDiff>& nets, const DiffOptions& o) {
   if (!c.total() && !blobs.differ) {
     std::printf("equivalent: %llu calls%s, %zu blobs", (unsigned long long)c.callsA, o.allCalls ? "" : " that build", blobs.a);
     if (c.moved) std::printf(" (%llu calls in another order where it cannot matter)", (unsigned long long)c.moved);
+    if (c.reads) std::printf(" (%llu getter calls on one side only: reads, listed with --all-calls)", (unsigned long long)c.reads);
     std::printf("\n");
     return;
   }
@@ -82,10 +103,10 @@ std::string seqJson(uint64_t seq) { return seq ? std::to_string(seq) : "null"; }
 void printJson(const CallDiffs& c, const BlobSets& blobs, const std::vector<NetworkDiff>& nets) {
   const bool same = !c.total() && !blobs.differ;
   std::printf("{\"equivalent\":%s,\"calls\":[%llu,%llu],\"blobs\":[%zu,%zu],\"blob_sets_differ\":%s,"
-              "\"inserted\":%llu,\"deleted\":%llu,\"changed\":%llu,\"moved\":%llu,\"differences\":[",
+              "\"inserted\":%llu,\"deleted\":%llu,\"changed\":%llu,\"moved\":%llu,\"reads\":%llu,\"differences\":[",
               same ? "true" : "false", (unsigned long long)c.callsA, (unsigned long long)c.callsB, blobs.a, blobs.b,
               blobs.differ ? "true" : "false", (unsigned long long)c.inserted, (unsigned long long)c.deleted,
-              (unsigned long long)c.changed, (unsigned long long)c.moved);
+              (unsigned long long)c.changed, (unsigned long long)c.moved, (unsigned long long)c.reads);
   for (size_t i = 0; i < c.listed.size(); ++i) {
     auto& d = c.listed[i];
     std::printf("%s{\"kind\":\"%s\",\"seq\":[%s,%s],\"api\":%s,\"argument\":%s,\"a\":%s,\"b\":%s}", i ? "," : "",

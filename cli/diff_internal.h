@@ -35,6 +35,7 @@ struct CallRec {
   uint32_t hOff = 0, nH = 0, nW = 0;  // TraceModel::pool: receiver, object arguments, result; weights pointers
   int32_t layer = -1;                 // layer (of its network) the call is on or creates; -1: none
   bool createsLayer = false, hasWeights = false, getter = false;
+  bool valueRead = false;  // a getter returning a value, not an object: a read no later call depends on
 };
 
 struct ObjInfo {
@@ -94,6 +95,7 @@ struct Comparison {
   std::unordered_map<uint64_t, uint64_t> bToA;     // B's handles -> A's, from the aligned pairs
   std::vector<uint32_t> movedA;  // A's calls B makes elsewhere in the network (aligned as moves)
   uint64_t moved = 0;            // of those, the ones that compare equal
+  uint64_t reads = 0;            // value getters called on one side only (reads: cannot change a build)
   uint64_t mapToA(uint64_t hb) const;
 };
 

@@ -169,6 +169,7 @@ void ModelBuilder::add(const CallView& c) {
   CallRec r;
   r.seq = c.seq(), r.api = c.apiId(), r.net = c.networkId(), r.hOff = uint32_t(m_.pool.size());
   r.getter = d && d->has(api::flag::kGetter);
+  r.valueRead = r.getter && d->result.kind != api::Kind::Handle;
   const ObjInfo* recv = find(c.receiver());
   Parts p;
   put(p.shape, r.api), put(p.shape, uint32_t(c.argCount()));
@@ -224,8 +225,16 @@ class NetworkAligner {
 void NetworkAligner::run() {
   stretch(0, 0, ia_.size(), 0, ib_.size());
   matchMoves();
-  for (uint32_t a : deleted_) c_.items.push_back({Difference::Kind::Deleted, a, 0, 0, 2 * c_.A.calls[a].seq, 0});
-  for (auto [b, order] : inserted_) c_.items.push_back({Difference::Kind::Inserted, 0, b, 0, order, c_.B.calls[b].seq});
+  // A getter of a value (a name, a type) one side makes and the other does not (the ONNX parser
+  // asks for names in an order that follows heap addresses) is a read: it differs only under
+  // --all-calls. A getter of an object stays a difference: later calls may use the object.
+  const bool reads = !c_.A.allCalls;
+  for (uint32_t a : deleted_)
+    if (reads && c_.A.calls[a].valueRead) ++c_.reads;
+    else c_.items.push_back({Difference::Kind::Deleted, a, 0, 0, 2 * c_.A.calls[a].seq, 0});
+  for (auto [b, order] : inserted_)
+    if (reads && c_.B.calls[b].valueRead) ++c_.reads;
+    else c_.items.push_back({Difference::Kind::Inserted, 0, b, 0, order, c_.B.calls[b].seq});
 }
 
 // The alignment key of a call at each level: the whole call; the call but for the objects it is
@@ -262,7 +271,7 @@ void NetworkAligner::stretch(int level, size_t a0, size_t a1, size_t b0, size_t 
 
 // A deleted and an inserted call that are the same call form a move, unless it makes a layer (the
 // layers' order is the network's) or its receiver takes that call more than once on either side
-// (the last one may win: setters, markOutput).
+// (the last one may win: setters, markOutput) and it is not a getter.
 void NetworkAligner::matchMoves() {
   if (deleted_.empty() || inserted_.empty()) return;
   auto slots = [](const TraceModel& m, const std::vector<uint32_t>& idx) {
@@ -285,7 +294,10 @@ void NetworkAligner::matchMoves() {
     const CallRec& y = c_.B.calls[ins.first];
     auto it = std::lower_bound(byKey.begin(), byKey.end(), std::make_pair(y.key, size_t(0)));
     while (it != byKey.end() && it->first == y.key && gone[it->second]) ++it;
-    if (it == byKey.end() || it->first != y.key || y.createsLayer || !once(sa, y.slot) || !once(sb, y.slot)) {
+    // A call whose slot recurs may overwrite another's effect, so its place matters; a getter's
+    // cannot (the app may ask again in another order: the ONNX parser under NVIDIA's shim does).
+    const bool orderFree = y.getter || (once(sa, y.slot) && once(sb, y.slot));
+    if (it == byKey.end() || it->first != y.key || y.createsLayer || !orderFree) {
       left.push_back(ins);
       continue;
     }

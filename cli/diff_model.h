@@ -28,6 +28,7 @@ struct CallDiffs {
   std::vector<Difference> listed;  // in trace order, one per differing argument of a changed call
   uint64_t changed = 0, inserted = 0, deleted = 0;  // calls
   uint64_t moved = 0;  // calls B makes elsewhere in the same network, where order cannot matter
+  uint64_t reads = 0;  // value getters called on one side only: not differences, but for --all-calls
   uint64_t callsA = 0, callsB = 0;  // calls compared
   uint64_t total() const { return changed + inserted + deleted; }
 };

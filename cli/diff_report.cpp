@@ -318,7 +318,7 @@ std::vector<NetworkDiff> Summarizer::run() {
 
 TraceDiff report(const Comparison& c) {
   TraceDiff t;
-  t.calls.callsA = c.A.calls.size(), t.calls.callsB = c.B.calls.size(), t.calls.moved = c.moved;
+  t.calls.callsA = c.A.calls.size(), t.calls.callsB = c.B.calls.size(), t.calls.moved = c.moved, t.calls.reads = c.reads;
   for (const Item& it : c.items)
     ++(it.kind == Difference::Kind::Changed ? t.calls.changed : it.kind == Difference::Kind::Inserted ? t.calls.inserted : t.calls.deleted);
   Renderer r(c);

@@ -242,6 +242,8 @@ FLAGS = [
     ("kBuildIrrelevant", "cannot change a build (deletions, the engine's HostMemory); NVIDIA's capture omits it"),
     ("kBuild", "builds an engine: a non-const method taking a NetworkDefinition and a BuilderConfig it may not change "
                "(buildSerializedNetwork, buildSerializedNetworkToStream)"),
+    ("kReturnsOwner", "returns the object whose create* call made the receiver (@owner): no new object, so a "
+                      "capture that numbers it anew (NVIDIA's) is mapped back to that object"),
 ]
 ENGINE_BYTES = "HostMemory"   # the interface of the serialized engine a build returns
 
@@ -264,6 +266,8 @@ def method_flags(spec, m):
         out.append("kMakesLayer")
     if is_build(spec, m):
         out.append("kBuild")
+    if m.notes.get("owner"):
+        out.append("kReturnsOwner")
     return out
 
 

@@ -208,7 +208,7 @@ class Converter {
   void readFields(const object& o);
   const api::ApiDesc& selectOverload(std::string_view cls, std::string_view fn);
   uint64_t callKey(const api::ApiDesc& d, uint64_t receiver);
-  uint64_t resultHandle(const api::ApiDesc& d, uint64_t memoKey, uint32_t net, const element* r);
+  uint64_t resultHandle(const api::ApiDesc& d, uint64_t receiver, uint64_t memoKey, uint32_t net, const element* r);
   uint64_t handleOf(int64_t nvId, std::string_view what);
   uint32_t networkOfArg(const api::ApiDesc& d);
   void decode(const api::ApiDesc& d, uint32_t i, Arg& a, uint32_t net);
@@ -251,6 +251,7 @@ class Converter {
   // the input, so they key hash maps: a hostile id (2^40) costs one entry, not a table that size.
   IdMap handles_;  // NVIDIA object id -> trace handle
   std::vector<uint32_t> netOf_;    // trace handle -> network id
+  HashMap64 ownerOf_;              // trace handle -> the receiver of the create* call that made it
   uint64_t nextHandle_ = 0;
   uint32_t networks_ = 0;
   // XXH3 of (receiver, api, args) of getters/creators -> the handle they returned
@@ -648,7 +649,7 @@ void Converter::convertRecord(object o) {
   CallEncoder& enc = writer_->beginCall(d.id, receiver, net);
   for (uint32_t i = 0; i < d.nargs; ++i) emit(enc, args_[i]);
   if (d.result.kind == api::Kind::Handle || f.ret)  // entry points' results are "foreign" (void*)
-    enc.retHandle(resultHandle(d, memoKey, net, f.ret ? &*f.ret : nullptr));
+    enc.retHandle(resultHandle(d, receiver, memoKey, net, f.ret ? &*f.ret : nullptr));
   enc.endCall();
   if (pendingBlobBytes_ > (64u << 20)) {  // bounded: the BIN pages hashed so far leave the RSS
     writer_->drainBlobs();
@@ -674,18 +675,24 @@ uint64_t Converter::callKey(const api::ApiDesc& d, uint64_t receiver) {
 
 // The trace handle of a call's returned object: the record's "return", else a known one.
 // memoKey: callKey of a getter or creator (NVIDIA writes no return for a known object), else 0.
-uint64_t Converter::resultHandle(const api::ApiDesc& d, uint64_t memoKey, uint32_t net, const element* r) {
+uint64_t Converter::resultHandle(const api::ApiDesc& d, uint64_t receiver, uint64_t memoKey, uint32_t net,
+                                 const element* r) {
   const bool memo = d.has(api::flag::kGetter) || d.has(api::flag::kCreator);
   const uint64_t key = memoKey;
   const uint32_t resultNet = d.has(api::flag::kStartsNetwork) ? 0 : net;
+  // The receiver's owner (NetworkDefinition::getBuilder): NVIDIA numbers it as a new object, our
+  // capture and the library know it is the one that made the receiver.
+  const uint64_t owner = d.has(api::flag::kReturnsOwner) && receiver ? ownerOf_.find(receiver) : 0;
   uint64_t h = 0;
   if (r) {
     element ro;
     if (r->at_key("object").get(ro) != simdjson::SUCCESS) fail("\"return\" without \"object\"");
     const int64_t nvId = getInt(ro, "return.object");
     if (nvId < 0) fail("\"return\" object id " + std::to_string(nvId) + " is negative");
-    h = newHandle(resultNet);
+    h = owner ? owner : newHandle(resultNet);
     handles_.set(nvId, h);
+  } else if (owner) {
+    h = owner;
   } else {
     const uint64_t known = memo ? seen_.find(key) : 0;
     if (known && !d.has(api::flag::kCreator)) {
@@ -700,6 +707,7 @@ uint64_t Converter::resultHandle(const api::ApiDesc& d, uint64_t memoKey, uint32
     }
   }
   if (memo) seen_.set(key, h);
+  if (d.has(api::flag::kCreator) && receiver && h != receiver) ownerOf_.set(h, receiver);
   if (d.has(api::flag::kStartsNetwork) && !netOf(h)) netOf_[h] = ++networks_;
   return h;
 }

@@ -10,7 +10,11 @@ captured of one network, each judged against what the application itself did.
            its same build failure.
   diff     `trtrace diff` of the trace and its NVIDIA round trip (`trtrace convert` trace -> JSON+BIN
            -> trace), and of the trace and the NVIDIA capture converted (when the nvidia path ran):
-           "equivalent" (exit 0) both times.
+           "equivalent" (exit 0) both times. Where only the NVIDIA capture differs, and our own second
+           capture of the app (another heap layout) differs from our first too, the app's calls vary
+           from run to run (uninitialised struct tails, orders that follow heap addresses):
+           "app-varies", not a defect of a tool. Where NVIDIA's JSON lost values (it writes NaN and
+           +-inf as null; the converter warns), the NVIDIA capture cannot match: "nvidia-lossy".
   api      `trtrace.open` + `Trace.verify()` + every weight read (tests/corpus/api_check.py): agrees
            with `trtrace verify`, and every weight reads back its recorded size.
   reduce   only where the app's build failed: `trtrace reduce` (bounded by --reduce-timeout), then
@@ -37,7 +41,7 @@ OK_OUTCOMES = {
     "export": ("identical", "cannot-express-listed") + _COMMON_OK,
     "strip": ("replays",) + _COMMON_OK,
     "extract": ("identical",) + _COMMON_OK,
-    "diff": ("equivalent",) + _COMMON_OK,
+    "diff": ("equivalent", "app-varies", "nvidia-lossy") + _COMMON_OK,
     "api": ("agrees",) + _COMMON_OK,
     "reduce": ("reduced", "minimal", "builds", "reduce-timeout") + _COMMON_OK,
 }
@@ -73,6 +77,7 @@ class ToolChecks:
         self.trace = net.work / "ours.trtrace"
         self._networks = None
         self._failure = None
+        self._replay_varies = None
 
     def built(self):
         return self.net.alone.rc == 0
@@ -111,10 +116,26 @@ class ToolChecks:
             return {"outcome": "no-engine", "reason": f"{what} exit {step.rc} but wrote no engine {pathlib.Path(engine).name}"}
         if got in self.references():
             return {"outcome": "identical"}
-        why = self.net.confirm_nondeterminism()
+        why = self.net.confirm_nondeterminism() or self.replay_nondeterminism()
         if why:
             return {"outcome": "differs", "reason": why}
-        return {"outcome": "engine-differs", "reason": f"{what}'s engine != the app's; the app's second builds identical"}
+        return {"outcome": "engine-differs",
+                "reason": f"{what}'s engine != the app's; the app's second builds and the player's rebuilds identical"}
+
+    def replay_nondeterminism(self):
+        """A reason when the player's own rebuilds of our capture at other heap layouts
+        (`--check=thorough`) give several engines: then a derived run in another process (build.py,
+        an extracted trace) may get any of them, and its bytes say nothing about the tool."""
+        if self._replay_varies is None:
+            play = self.net.player(self.trace, self.work / "thorough.engine", "--check=thorough")
+            try:
+                nets = json.loads(play.out).get("networks", []) if play.out.strip() else []
+            except ValueError:
+                nets = []
+            varies = any(n.get("vs_capture") == "nondeterministic" for n in nets)
+            self._replay_varies = ("the player's rebuilds of the capture at other heap layouts gave several engines "
+                                   "(library nondeterminism)") if varies else ""
+        return self._replay_varies or None
 
     def judge_failure(self, step, what):
         """The app's build failed: the step must fail with the library's same error."""
@@ -200,17 +221,34 @@ class ToolChecks:
         pairs = [(rt, "roundtrip-differs")]
         if (self.work / "nv.trtrace").exists():
             pairs.append((self.work / "nv.trtrace", "nvidia-capture-differs"))
-        found = []  # every pair is compared, so the table's reason tells both
-        for other, name in pairs:
-            d = self.net.tool(self.net.trtrace, "diff", self.trace, other)
-            if d.rc == 1:
-                lines = [l.strip() for l in d.out.splitlines() if l.strip()]
-                found.append({"outcome": name, "reason": f"{name}: " + " / ".join(lines[:2])[:250]})
-            elif d.rc != 0:
-                found.append(defect("diff-fails", d, "diff"))
+        found = [f for f in (self.compare(other, name) for other, name in pairs) if f]  # both: the reason tells both
         if not found:
             return {"outcome": "equivalent"}
+        if [f["outcome"] for f in found] == ["nvidia-capture-differs"] and self.net.nv_lossy:
+            return {"outcome": "nvidia-lossy", "reason": f"{self.net.nv_lossy}; {found[0]['reason']}"}
+        if [f["outcome"] for f in found] == ["nvidia-capture-differs"]:
+            again = self.capture_again()
+            varies = self.compare(again, "app-varies") if again else None
+            if varies and varies["outcome"] == "app-varies":
+                return {"outcome": "app-varies", "reason": f"{varies['reason']}; {found[0]['reason']}"}
         return {"outcome": found[0]["outcome"], "reason": "; ".join(f["reason"] for f in found)}
+
+    def compare(self, other, name):
+        """None when `trtrace diff` finds our trace and `other` equivalent, else an outcome `name`."""
+        d = self.net.tool(self.net.trtrace, "diff", self.trace, other)
+        if d.rc == 0:
+            return None
+        if d.rc != 1:
+            return defect("diff-fails", d, "diff")
+        lines = [l.strip() for l in d.out.splitlines() if l.strip()]
+        return {"outcome": name, "reason": f"{name}: " + " / ".join(lines[:2])[:250]}
+
+    def capture_again(self):
+        """Our shim's second capture of the app, at another heap layout (work/again.trtrace), or None."""
+        again = self.work / "again.trtrace"
+        self.net.app(self.work / "again.engine", {"LD_PRELOAD": str(self.net.shim),
+                                                  "TRT_SHIM_OUTPUT_FILE": str(again)}, heap_shift=8000)
+        return again if again.exists() else None
 
     def api(self):
         v = self.net.tool(self.net.trtrace, "verify", "-q", self.trace)

@@ -116,6 +116,8 @@ class Network:
         self.source, self.name, self.model, self.timeout = source, name, model, timeout
         self.work, self.reduce_timeout = work, reduce_timeout
         self.trtrace, self.python, self.lib = BIN / "trtrace", python(), nv.setting("TRTRACE_TRT_LIB")
+        self.shim = SHIM
+        self.nv_lossy = None  # the converter's warning when NVIDIA's JSON lost values (non-finite as null)
         self.alone = None  # Step of the app alone
         self._confirmed = None
         self._capture = None
@@ -258,6 +260,7 @@ class Network:
         c = self.tool(BIN / "trtrace", "convert", "-q", cap_json, conv)
         if c.rc != 0:
             return defect("convert-fails", c)
+        self.nv_lossy = next((l for l in c.err.splitlines() if "null number(s)" in l), None)
         bad = self.check_trace(conv)
         if bad:
             return bad
