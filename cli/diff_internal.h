@@ -53,6 +53,7 @@ struct LayerInfo {
 struct TraceModel {
   const Reader* reader = nullptr;
   bool allCalls = false;
+  bool guessedReturns = false;  // calls from NVIDIA's JSON: a getter's returned handle is a guess
   std::vector<CallRec> calls;  // the compared calls, in trace order
   std::vector<uint64_t> pool;
   std::unordered_map<uint64_t, ObjInfo> objs;  // by handle

@@ -18,6 +18,7 @@
 #include "diff_internal.h"
 #include "seq_align.h"
 #include "trace_edit.h"
+#include "trtrace/convert.h"
 #include "trtrace/hash.h"
 #include "trtrace/progress.h"
 
@@ -334,9 +335,12 @@ uint8_t PairComparer::compare(const CallRec& x, const CallRec& y) {
     for (uint32_t k = 1; k + 1 < x.nH; ++k)
       if (c_.mapToA(hy[k]) != hx[k]) what |= kDiffArgs;
   const uint64_t rx = hx[x.nH - 1], ry = hy[y.nH - 1];
+  // A getter's result in a trace from NVIDIA's JSON is the converter's guess (its layout writes
+  // only new objects): a known object reached another way cannot be named there.
+  const bool guessed = x.getter && (c_.A.guessedReturns || c_.B.guessedReturns);
   if (rx && ry) {
     auto [it, fresh] = c_.bToA.try_emplace(ry, rx);
-    if (!fresh && it->second != rx) what |= kDiffResult;
+    if (!fresh && it->second != rx && !guessed) what |= kDiffResult;
   } else if (rx) {  // A made an object, B none. Not the other way: a round trip through NVIDIA's
     what |= kDiffResult;  // JSON gives a failed build's null result a handle
   }
@@ -386,7 +390,7 @@ uint64_t Comparison::mapToA(uint64_t hb) const {
 }
 
 void buildModel(const Reader& r, bool allCalls, TraceModel& m) {
-  m.reader = &r, m.allCalls = allCalls;
+  m.reader = &r, m.allCalls = allCalls, m.guessedReturns = convert::fromNvidiaJson(r);
   ModelBuilder b(m, appNames(r, allCalls));
   Progress progress("trtrace diff", r.callCount(), Progress::Unit::Calls);
   r.forEachCall([&](const CallView& c) {

@@ -9,6 +9,7 @@
 #include <new>
 
 #include "trtrace/call_check.h"
+#include "trtrace/convert.h"
 #include "trtrace/error.h"
 #include "trtrace/files.h"
 #include "trt_values.h"
@@ -41,11 +42,12 @@ const Dispatch* findPlay(uint32_t id) {
 }  // namespace
 
 Replayer::Replayer(const Reader& reader, WeightsSource& weights, const Options& options, void* createBuilderFn)
-    : reader_(reader), source_(weights), options_(options), createBuilder_(createBuilderFn), logger_(options.quiet) {}
+    : reader_(reader), source_(weights), options_(options), createBuilder_(createBuilderFn), logger_(options.quiet),
+      jsonReturns_(convert::fromNvidiaJson(reader)) {}
 
 Replayer::~Replayer() {
-  // One object may be bound to several handles (a converted NVIDIA capture numbers every
-  // getBuilder() result anew): each is deleted once, ordered by the first handle it got.
+  // One object may be bound to several handles (a converted NVIDIA capture names a known object
+  // reached another way anew): each is deleted once, ordered by the first handle it got.
   std::unordered_map<void*, uint64_t> first;
   for (const auto& [h, b] : objects_)
     if (b.object && b.iface != kIf_None && kIfaces[b.iface].appOwned) {
@@ -384,9 +386,19 @@ void Replayer::bindResult(const void* real, uint16_t iface) {
     if (real) diverge("returned an object where the capture got null");
     return;
   }
-  if (!real) diverge("returned null where the capture got object " + std::to_string(h));
+  // NVIDIA's JSON writes a returned object only when it is new, so a converted call's handle is a
+  // guess: a fresh one for null (getInput past the last input), the same call's last one for a
+  // known object reached another way (getInput after setInput). Such a handle is bound to what
+  // the library returns; later calls name objects by NVIDIA's ids, not by it.
+  if (!real) {
+    if (jsonReturns_ && !objects_.count(h)) return;  // stays unbound: a later use diverges there
+    diverge("returned null where the capture got object " + std::to_string(h));
+  }
   auto [it, inserted] = objects_.emplace(h, Bound{const_cast<void*>(real), kIf_None});
-  if (!inserted && it->second.object != real) diverge("object " + std::to_string(h) + " is a different object than at capture");
+  if (!inserted && it->second.object != real) {
+    if (!jsonReturns_) diverge("object " + std::to_string(h) + " is a different object than at capture");
+    it->second = Bound{const_cast<void*>(real), kIf_None};
+  }
   // The most derived interface known: a layer returned at the base type gets its concrete one.
   const uint16_t known = refineIface(real, iface);
   if (it->second.iface == kIf_None || isA(known, it->second.iface)) it->second.iface = known;

@@ -190,6 +190,7 @@ class Replayer {
   Options options_;
   void* createBuilder_;
   Logger logger_;
+  const bool jsonReturns_;  // calls from NVIDIA's JSON: a returned handle is a guess (bindResult)
   const CallView* call_ = nullptr;
   Setting* activeSetting_ = nullptr;                   // the --set call being replayed
   std::set<std::pair<uint32_t, uint64_t>> settingsOn_;  // (setting's API id, receiver) made already

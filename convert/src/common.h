@@ -12,6 +12,10 @@
 
 namespace trtrace::convert {
 
+// The header setting that says a trace's calls came from NVIDIA's JSON (fromNvidiaJson).
+inline constexpr char kSourceSetting[] = "source";
+inline constexpr char kSourceNvidiaJson[] = "NVIDIA JSON+BIN capture";
+
 // A read-only mapping of a whole file followed by at least `padding` readable zero bytes
 // (simdjson reads up to 64 bytes past a document's end).
 class MappedFile {

@@ -407,7 +407,7 @@ void Converter::open(Scanner& s) {
   h.libraryVersion = v == abi::kLibraryVersionInt
                          ? std::string(abi::kLibraryVersion)
                          : std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
-  h.settings = {{"source", "NVIDIA JSON+BIN capture"}, {"json", jsonPath_}, {"bin", binPath_}};
+  h.settings = {{kSourceSetting, kSourceNvidiaJson}, {"json", jsonPath_}, {"bin", binPath_}};
   if (trtVersion_) h.settings.emplace_back("trt_version", std::to_string(*trtVersion_));
   WriterOptions wo;
   traceFd_ = opt_.traceFd >= 0 ? opt_.traceFd : outputs_.add(tracePath_);

@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "common.h"
 #include "trtrace/convert.h"
 #include "trtrace/files.h"
 
@@ -25,6 +26,12 @@ std::unique_ptr<Reader> openCapture(const std::string& path) {
     ::close(fd);
     throw;
   }
+}
+
+bool fromNvidiaJson(const Reader& r) {
+  for (const auto& [key, value] : r.header().settings)
+    if (key == kSourceSetting) return value == kSourceNvidiaJson;
+  return false;
 }
 
 }  // namespace trtrace::convert

@@ -9,7 +9,8 @@ captured of one network, each judged against what the application itself did.
   extract  `trtrace extract --network N` of each network, then the player: that network's engine, or
            its same build failure.
   diff     `trtrace diff` of the trace and its NVIDIA round trip (`trtrace convert` trace -> JSON+BIN
-           -> trace), and of the trace and the NVIDIA capture converted (when the nvidia path ran):
+           -> trace, which must also replay to the app's engine or failure), and of the trace and the
+           NVIDIA capture converted (when the nvidia path ran):
            "equivalent" (exit 0) both times. Where only the NVIDIA capture differs, and our own second
            capture of the app (another heap layout) differs from our first too, the app's calls vary
            from run to run (uninitialised struct tails, orders that follow heap addresses):
@@ -218,6 +219,10 @@ class ToolChecks:
             c = self.net.tool(self.net.trtrace, "convert", "-q", *args)
             if c.rc != 0:
                 return defect(name, c, "convert")
+        play = self.net.player(rt, self.work / "roundtrip.engine")  # the round trip replays as the trace does
+        replayed = self.judge_replay(play, self.work / "roundtrip.engine", "the JSON round trip")
+        if replayed["outcome"] not in ("identical", "failure-reproduced", "differs"):
+            return {"outcome": f"roundtrip-{replayed['outcome']}", "reason": replayed.get("reason", "")}
         pairs = [(rt, "roundtrip-differs")]
         if (self.work / "nv.trtrace").exists():
             pairs.append((self.work / "nv.trtrace", "nvidia-capture-differs"))

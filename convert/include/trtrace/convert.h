@@ -81,4 +81,9 @@ Stats traceToJson(const std::string& tracePath, const std::string& jsonPath, con
 // whose reader names what is wrong with it. Throws Error (one line naming the file and record).
 std::unique_ptr<Reader> openCapture(const std::string& path);
 
+// Whether a trace's calls came from NVIDIA's JSON (its header's "source" setting, which
+// jsonToTrace writes). That layout writes a returned object only when it is new, so a returned
+// handle there may stand for null (a failed getInput) or a known object reached another way.
+bool fromNvidiaJson(const Reader& r);
+
 }  // namespace trtrace::convert
