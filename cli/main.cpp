@@ -7,6 +7,8 @@
 
 #include "commands.h"
 #include "trtrace/error.h"
+#include "trtrace/registry.h"
+#include "trtrace/text.h"
 #include "usage.h"
 
 namespace trtrace::cli {
@@ -36,6 +38,28 @@ int runCommand(const Command& c) {
     return fromDamagedInput(e) ? kCorrupt : kError;
   }
 }
+// The oci:// arguments of a subcommand that reads traces, pulled whole into the reference cache
+// (docs/registry.md, "Replay from a reference") and replaced by the cached file's path. Returns the
+// exit code of a failed pull (one line said), or -1.
+int pullReferences(std::vector<std::string>& args) {
+  if (args.size() < 2 || args[1] == "push" || args[1] == "pull" || args[1] == "capture") return -1;
+  for (size_t i = 2; i < args.size(); ++i) {
+    if (!registry::isReference(args[i])) continue;
+    try {
+      args[i] = registry::pullCached(registry::Reference::parse(args[i]), "trtrace " + args[1] + " " + args[i]);
+    } catch (const trtrace::Error& e) {
+      std::fprintf(stderr, "trtrace: %s\n", terminalText(e.what()).c_str());
+      if (args[1] == "diff") return exits::diff::kCannotCompare;
+      return e.kind() == trtrace::Error::Kind::Corrupt ? kCorrupt : kError;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "trtrace: %s\n", topLevelMessage(e, args[1] + " " + args[i]).c_str());
+      if (args[1] == "diff") return exits::diff::kCannotCompare;
+      return kError;
+    }
+  }
+  return -1;
+}
+
 }  // namespace
 const std::vector<std::string>& commandAfterSeparator() { return gCommand; }
 }  // namespace trtrace::cli
@@ -49,6 +73,11 @@ int main(int argc, char** argv) {
         argc = i;
         break;
       }
+  std::vector<std::string> args(argv, argv + argc);
+  if (const int rc = pullReferences(args); rc >= 0) return rc;
+  std::vector<char*> argp;
+  for (std::string& arg : args) argp.push_back(arg.data());
+  argv = argp.data();
   CLI::App app{"trtrace: record/replay traces of TensorRT-RTX network builds"};
   app.set_version_flag("--version", versionLine("trtrace"));
   app.require_subcommand(1);

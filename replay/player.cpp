@@ -32,6 +32,7 @@
 #include "trtrace/format.h"
 #include "trtrace/hash.h"
 #include "trtrace/network_id.h"
+#include "trtrace/registry.h"
 #include "trtrace/text.h"
 #include "../cli/exit_codes.h"
 #include "../cli/usage.h"  // the command line of every tool: usage errors, validators
@@ -410,6 +411,8 @@ int main(int argc, char** argv) {
   a.checkDepth = check == "thorough" ? CheckDepth::Thorough : CheckDepth::Quick;
   a.opt.network = a.network && *a.network >= 0 ? int64_t(traceNetworkId(uint64_t(*a.network))) : -1;
   try {
+    if (trtrace::registry::isReference(a.capture))  // oci://...: pulled whole into the cache (docs/registry.md)
+      a.capture = trtrace::registry::pullCached(trtrace::registry::Reference::parse(a.capture), "tensorrt_player " + a.capture);
     return play(a);
   } catch (const Divergence& e) {
     std::fprintf(stderr, "tensorrt_player: %s\n", terminalText(a.capture + ": divergence at " + e.what()).c_str());

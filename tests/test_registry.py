@@ -21,7 +21,7 @@ import urllib.request
 
 import pytest
 
-from conftest import APPS, ROOT, TRTRACE, capture
+from conftest import APPS, PLAYER, ROOT, TRTRACE, capture, trt_lib
 
 REGISTRY = shutil.which("docker-registry")
 pytestmark = pytest.mark.skipif(REGISTRY is None, reason="docker-registry not installed (tools/setup.sh installs it)")
@@ -560,3 +560,45 @@ def test_oras_pulls_what_trtrace_pushed_and_garbage_collection_keeps_it(registry
     out = tmp / "after-gc.trtrace"
     ok(trtrace("pull", "--plain-http", ref, "-o", out))
     assert sha256(out) == sha256(traces["base"])
+
+
+# --- replay and read from a reference --------------------------------------------------------------
+
+def by_reference(tmp, *cmd):
+    env = dict(os.environ, TRTRACE_REGISTRY_PLAIN_HTTP="1", TRTRACE_OCI_CACHE=str(tmp / "oci-cache"), HOME="/nonexistent")
+    env.pop("DOCKER_CONFIG", None)
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env)
+
+
+def test_replay_from_a_reference_gives_the_local_traces_engine(registry, traces, tmp):
+    ref = f"oci://{registry.host}/team/model:v1"
+    pushed(traces["base"], ref)
+    local = subprocess.run([str(PLAYER), "-j", traces["base"], "-o", tmp / "local.engine", "--lib", trt_lib()],
+                           capture_output=True, text=True)
+    assert local.returncode == 0, local.stderr
+    remote = by_reference(tmp, PLAYER, "-j", ref, "-o", tmp / "remote.engine", "--lib", trt_lib())
+    assert remote.returncode == 0, remote.stderr
+    assert (tmp / "remote.engine").read_bytes() == (tmp / "local.engine").read_bytes()
+    cached = list((tmp / "oci-cache").iterdir())
+    assert [p.name for p in cached] == [sha256(traces["base"]) + ".trtrace"] and sha256(cached[0]) == sha256(traces["base"])
+    info = by_reference(tmp, TRTRACE, "info", "--json", ref)
+    assert info.returncode == 0 and json.loads(info.stdout)["calls"] > 0, info.stderr
+
+
+def test_the_reference_cache_is_private_and_a_changed_file_is_pulled_again(registry, traces, tmp):
+    ref = f"oci://{registry.host}/team/model:v1"
+    pushed(traces["base"], ref)
+    assert by_reference(tmp, TRTRACE, "verify", ref).returncode == 0
+    cached = next((tmp / "oci-cache").iterdir())
+    data = bytearray(cached.read_bytes())
+    data[100] ^= 1
+    cached.write_bytes(bytes(data))
+    assert by_reference(tmp, TRTRACE, "verify", ref).returncode == 0  # the damaged copy is not used
+    assert sha256(cached) == sha256(traces["base"])
+    (tmp / "oci-cache").chmod(0o777)
+    for cmd in ([TRTRACE, "verify", ref], [PLAYER, "-j", ref, "-o", tmp / "x.engine", "--lib", trt_lib()]):
+        p = by_reference(tmp, *cmd)
+        assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1 and "must be private" in p.stderr, p.stderr
+    (tmp / "oci-cache").chmod(0o700)
+    missing = by_reference(tmp, TRTRACE, "diff", ref, f"oci://{registry.host}/team/model:nope")
+    assert missing.returncode == 2 and "HTTP 404" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1

@@ -158,8 +158,8 @@ std::string Session::url(const std::string& p) const {
 Response Session::perform(const Request& r, const std::string& what, const std::string& auth) {
   CURL* h = threadHandle();
   Response resp;
-  Transfer t{&r, &resp, h};
-  Upload up{&r};
+  Transfer t{&r, &resp, h, false, false, nullptr};
+  Upload up{&r, 0};
   const std::string u = url(r.url);
   curl_slist* hdrs = nullptr;
   for (const std::string& s : r.headers) hdrs = curl_slist_append(hdrs, s.c_str());

@@ -6,8 +6,7 @@
 
 #include <map>
 
-#include "http.h"
-#include "layout.h"
+#include "pull_internal.h"
 #include "transfer.h"
 #include "trtrace/error.h"
 #include "trtrace/files.h"
@@ -145,24 +144,38 @@ std::vector<Target> targetsOf(const Artifact& a) {
 
 }  // namespace
 
-std::string pull(const Reference& ref, const std::string& outPath, const Options& o) {
-  files::PendingOutputs outputs;
-  const int fd = outputs.add(outPath);  // checked before anything is fetched
-  Session s(ref, o, "pull");
+Resolved resolve(Session& s) {
   const std::string manifest = fetchManifest(s);
-  const Manifest m = parseManifest(manifest, ref.str() + ": manifest");
-  const Artifact a = parseConfig(fetchSmall(s, m.config, "GET config " + m.config.digest), m, ref.str() + ": config");
+  Resolved r;
+  r.manifestDigest = sha256Digest(manifest);
+  r.manifest = parseManifest(manifest, s.ref().str() + ": manifest");
+  const Descriptor& c = r.manifest.config;
+  r.artifact = parseConfig(fetchSmall(s, c, "GET config " + c.digest), r.manifest, s.ref().str() + ": config");
+  return r;
+}
+
+void fetchInto(Session& s, const Resolved& r, const std::string& outPath) {
+  files::PendingOutputs outputs;
+  const int fd = outputs.add(outPath);
+  const Artifact& a = r.artifact;
   const std::vector<Target> targets = targetsOf(a);
   uint64_t total = 0;
   for (const Target& t : targets) total += t.d.size;
   {
-    ByteCounter progress(o.label, "pulling " + std::to_string(targets.size()) + " blobs", total);
-    forEachParallel(targets.size(), o.jobs, [&](size_t i) { fetchBlob(s, targets[i], fd, outPath, progress); });
+    ByteCounter progress(s.options().label, "pulling " + std::to_string(targets.size()) + " blobs", total);
+    forEachParallel(targets.size(), s.options().jobs, [&](size_t i) { fetchBlob(s, targets[i], fd, outPath, progress); });
   }
   if (sha256OfRanges(fd, outPath, {{0, a.fileSize}}) != a.fileDigest)
-    throw Error(Error::Kind::Corrupt, ref.str() + ": the trace assembled does not match the pushed file's digest " + a.fileDigest);
+    throw Error(Error::Kind::Corrupt, s.ref().str() + ": the trace assembled does not match the pushed file's digest " + a.fileDigest);
   outputs.commit();
-  return sha256Digest(manifest);
+}
+
+std::string pull(const Reference& ref, const std::string& outPath, const Options& o) {
+  files::checkOutput(outPath);  // before anything is fetched
+  Session s(ref, o, "pull");
+  const Resolved r = resolve(s);
+  fetchInto(s, r, outPath);
+  return r.manifestDigest;
 }
 
 }  // namespace trtrace::registry

@@ -48,4 +48,15 @@ PushResult push(const std::string& path, const Reference& ref, const Options& o,
 // Returns the manifest digest.
 std::string pull(const Reference& ref, const std::string& out, const Options& o);
 
+// A capture argument that names a registry artifact: "oci://..." (a file path never starts so).
+bool isReference(std::string_view arg);
+
+// The trace `ref` names as a file in the private cache folder (docs/registry.md, "Replay from a
+// reference"): $TRTRACE_OCI_CACHE, else $XDG_CACHE_HOME/trtrace/oci, else ~/.cache/trtrace/oci, made
+// 0700 and refused unless it is this user's and private. The file is named by the pushed file's
+// digest; one found there is used only when its bytes still give that digest, else pulled again.
+// Options from the environment: TRTRACE_REGISTRY_PLAIN_HTTP=1, TRTRACE_REGISTRY_CA_FILE,
+// TRTRACE_REGISTRY_CONFIG (as push and pull's --plain-http, --ca-file, --registry-config).
+std::string pullCached(const Reference& ref, const std::string& label);
+
 }  // namespace trtrace::registry
