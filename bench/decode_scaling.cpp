@@ -73,7 +73,8 @@ void writeTrace(const std::string& path, double gib) {
 // (4 MiB pwrites of ready bytes, disjoint ranges; no decode, no hash). Seconds.
 double pageCacheWrite(const std::string& dir, uint64_t bytes, unsigned threads) {
   const int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-  if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(bytes)) != 0) throw std::runtime_error("cannot create a file in " + dir);
+  if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(bytes)) != 0)
+    throw std::runtime_error("cannot create a file in " + dir);
   const uint64_t piece = 4u << 20, pieces = bytes / piece;
   std::vector<char> buf(piece, 1);
   std::atomic<uint64_t> next{0};
@@ -97,9 +98,12 @@ int main(int argc, char** argv) {
   std::vector<unsigned> threads{1, 2, 4, 8, 16};
   std::string dir = "/tmp";
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--gib")) gib = std::atof(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--threads")) threads = parseList(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--dir")) dir = argv[i + 1];
+    if (!std::strcmp(argv[i], "--gib"))
+      gib = std::atof(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--threads"))
+      threads = parseList(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--dir"))
+      dir = argv[i + 1];
   }
   if (gib <= 0 || gib > 64 || threads.empty()) {
     std::fprintf(stderr, "usage: decode_scaling [--gib G (0-64)] [--threads 1,2,4,...] [--dir D]\n");
@@ -123,10 +127,11 @@ int main(int argc, char** argv) {
       const auto rep = trtrace::replay::WeightsSource(*r).useDecodeCache(o);
       if (one == 0) one = rep.seconds;
       const double pc = pageCacheWrite(dir, rep.bytes, t);
-      std::printf("{\"threads\": %u, \"blobs\": %llu, \"bytes\": %llu, \"seconds\": %.4f, \"gb_per_s\": %.3f, "
-                  "\"speedup\": %.2f, \"page_cache_write_gb_per_s\": %.3f, \"cores\": %ld}\n",
-                  t, (unsigned long long)rep.blobs, (unsigned long long)rep.bytes, rep.seconds,
-                  rep.bytes / rep.seconds / 1e9, one / rep.seconds, rep.bytes / pc / 1e9, ::sysconf(_SC_NPROCESSORS_ONLN));
+      std::printf(
+          "{\"threads\": %u, \"blobs\": %llu, \"bytes\": %llu, \"seconds\": %.4f, \"gb_per_s\": %.3f, "
+          "\"speedup\": %.2f, \"page_cache_write_gb_per_s\": %.3f, \"cores\": %ld}\n",
+          t, (unsigned long long)rep.blobs, (unsigned long long)rep.bytes, rep.seconds, rep.bytes / rep.seconds / 1e9,
+          one / rep.seconds, rep.bytes / pc / 1e9, ::sysconf(_SC_NPROCESSORS_ONLN));
       std::fflush(stdout);
     }
   } catch (const std::exception& e) {

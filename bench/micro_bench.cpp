@@ -173,8 +173,13 @@ HeaderInfo header() {
 void encodeOne(Writer& w, uint64_t i) {
   static const int64_t dims[] = {64, 3, 3, 3};
   static const BlobRef ref{{1, 2}, 4096};
-  w.beginCall(1, 0x1000 + i, 1).argHandle(0x2000).argI64(64).argDims(dims).argWeightsBlob(0, 1024, ref)
-      .retHandle(0x3000 + i).endCall();
+  w.beginCall(1, 0x1000 + i, 1)
+      .argHandle(0x2000)
+      .argI64(64)
+      .argDims(dims)
+      .argWeightsBlob(0, 1024, ref)
+      .retHandle(0x3000 + i)
+      .endCall();
 }
 
 void BM_EncodeCalls(benchmark::State& state) {

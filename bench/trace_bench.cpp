@@ -106,12 +106,19 @@ std::string makeTrace(bool close, uint64_t calls, uint64_t blobs) {
   for (uint64_t i = 0; i < blobs; ++i) refs.push_back(w->putBlob(pool.data() + i * 64, 4096));
   const int64_t dims[] = {64, 3, 3, 3};
   for (uint64_t i = 0; i < calls; ++i)
-    w->beginCall(1, 0x1000 + i, 1).argHandle(0x2000).argI64(64).argDims(dims)
-        .argWeightsBlob(0, 1024, refs[i % refs.size()]).retHandle(0x3000 + i).endCall();
+    w->beginCall(1, 0x1000 + i, 1)
+        .argHandle(0x2000)
+        .argI64(64)
+        .argDims(dims)
+        .argWeightsBlob(0, 1024, refs[i % refs.size()])
+        .retHandle(0x3000 + i)
+        .endCall();
   w->drainBlobs();
   w->flush();
-  if (close) w->close();
-  else w.release();  // leak on purpose: the file stays "not closed", as after a crash
+  if (close)
+    w->close();
+  else
+    w.release();  // leak on purpose: the file stays "not closed", as after a crash
   return path;
 }
 
@@ -137,8 +144,13 @@ void BM_EncodeCalls(benchmark::State& state) {
   BlobRef ref{{1, 2}, 4096};
   uint64_t i = 0;
   for (auto _ : state) {
-    w->beginCall(1, 0x1000 + i, 1).argHandle(0x2000).argI64(64).argDims(dims)
-        .argWeightsBlob(0, 1024, ref).retHandle(0x3000 + i).endCall();
+    w->beginCall(1, 0x1000 + i, 1)
+        .argHandle(0x2000)
+        .argI64(64)
+        .argDims(dims)
+        .argWeightsBlob(0, 1024, ref)
+        .retHandle(0x3000 + i)
+        .endCall();
     ++i;
   }
   state.SetItemsProcessed(int64_t(state.iterations()));
@@ -153,7 +165,8 @@ void BM_DecodeCalls(benchmark::State& state) {
   for (auto _ : state) {
     int64_t sum = 0;
     r->forEachCall([&](const CallView& c) {
-      sum += c.arg(1).asI64() + int64_t(c.arg(2).ints().size()) + int64_t(c.arg(3).blob().length) + int64_t(c.ret()->asU64());
+      sum += c.arg(1).asI64() + int64_t(c.arg(2).ints().size()) + int64_t(c.arg(3).blob().length) +
+             int64_t(c.ret()->asU64());
       ++n;
       return true;
     });
@@ -186,7 +199,9 @@ void BM_StreamLarge(benchmark::State& state) {
     for (uint64_t i = 0; i < total / blob; ++i) {
       uint64_t x = i * 0x9E3779B97F4A7C15ull + 1;
       for (size_t k = 0; k < blob; k += 8) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
         uint64_t v = x & 0x0F0F0F0F0F0F0F0Full;
         std::memcpy(buf.data() + k, &v, 8);
       }

@@ -17,27 +17,27 @@ using EnvLookup = std::function<const char*(const char* name)>;
 const char* processEnv(const char* name);  // the process's environment, as an EnvLookup
 
 struct Config {
-  std::string outputFile;       // TRT_SHIM_OUTPUT_FILE: the binary trace (default output)
-  std::string outputJson;       // TRT_SHIM_OUTPUT_JSON_FILE: NVIDIA's JSON+BIN pair (documented default capture.json)
-  std::string libName;          // TRT_SHIM_NVINFER_LIB_NAME (empty: the discovery order, libinfo/library.h)
-  bool dumpApi = false;         // TRT_SHIM_DUMP_API: enter/exit line per call on stderr
-  bool printWelcome = false;    // TRT_SHIM_PRINT_WELCOME
-  int64_t inlineMax = 8;        // TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN (elements)
+  std::string outputFile;     // TRT_SHIM_OUTPUT_FILE: the binary trace (default output)
+  std::string outputJson;     // TRT_SHIM_OUTPUT_JSON_FILE: NVIDIA's JSON+BIN pair (documented default capture.json)
+  std::string libName;        // TRT_SHIM_NVINFER_LIB_NAME (empty: the discovery order, libinfo/library.h)
+  bool dumpApi = false;       // TRT_SHIM_DUMP_API: enter/exit line per call on stderr
+  bool printWelcome = false;  // TRT_SHIM_PRINT_WELCOME
+  int64_t inlineMax = 8;      // TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN (elements)
   int64_t randomMin = 2147483647;  // TRT_SHIM_MARK_AS_RANDOM_WEIGHTS_GREATER_EQUAL_THAN (elements)
-  bool flushEveryCall = false;  // TRT_SHIM_FLUSH_AFTER_EVERY_CALL
-  bool flushOnBuild = false;    // TRT_SHIM_FLUSH_ON_BUILD
-  bool singleThread = false;    // TRT_SHIM_FORCE_SINGLE_THREAD_API: one recorded call at a time, process-wide
-  std::string tacticCache;      // TRT_SHIM_SET_TACTIC_CACHE: accepted, no effect on TensorRT-RTX (one note)
-  bool ignoreVersion = false;   // TRTRACE_IGNORE_VERSION: capture a library version the spec does not describe
+  bool flushEveryCall = false;     // TRT_SHIM_FLUSH_AFTER_EVERY_CALL
+  bool flushOnBuild = false;       // TRT_SHIM_FLUSH_ON_BUILD
+  bool singleThread = false;       // TRT_SHIM_FORCE_SINGLE_THREAD_API: one recorded call at a time, process-wide
+  std::string tacticCache;         // TRT_SHIM_SET_TACTIC_CACHE: accepted, no effect on TensorRT-RTX (one note)
+  bool ignoreVersion = false;      // TRTRACE_IGNORE_VERSION: capture a library version the spec does not describe
   // Weight storage (BENCHMARKS.md, "Hot spots fixed"): zstd level 1 is faster than 3 and compresses
   // byte-grouped weights as well; 0 stores every blob raw. Workers compress/write off the app's thread.
   int zstdLevel = kDefaultBlobZstdLevel;  // TRTRACE_ZSTD_LEVEL (at most 22)
-  bool durable = false;         // TRTRACE_SYNC (WriterOptions::durable)
-  int workers = 2;              // TRTRACE_CAPTURE_WORKERS (at most 64)
+  bool durable = false;                   // TRTRACE_SYNC (WriterOptions::durable)
+  int workers = 2;                        // TRTRACE_CAPTURE_WORKERS (at most 64)
   // Bytes of weights queued (pointers only: zero-copy) before a call waits for the workers; 0 = no
   // limit. TensorRT requires weights to stay valid until the build, and the queue drains at every
   // build and when a network is destroyed, so the app's thread need not wait for compression.
-  int64_t queueMiB = 0;         // TRTRACE_CAPTURE_QUEUE_MB
+  int64_t queueMiB = 0;  // TRTRACE_CAPTURE_QUEUE_MB
   // Test hook (TRTRACE_TEST_JSON_COUNTS): one closing line with the JSON+BIN export's counts
   // (JsonExport::counts): its work is linear in the calls. Off: no effect.
   bool testJsonCounts = false;

@@ -22,8 +22,10 @@ std::optional<WriteFaultSpec> parseWriteFault(const char* value) {
 void Faults::configure(const EnvLookup& env) {
   if (env("TRTRACE_FAULT_KILL_AT_CALL")) killAtCall_ = envInt(env, "TRTRACE_FAULT_KILL_AT_CALL", -1);
   if (const char* v = env("TRTRACE_FAULT_WRITE_FAIL")) {
-    if (const std::optional<WriteFaultSpec> f = parseWriteFault(v)) writeFail_ = *f;
-    else warnBadValue("TRTRACE_FAULT_WRITE_FAIL", v, "N or N:ENOSPC or N:EIO");
+    if (const std::optional<WriteFaultSpec> f = parseWriteFault(v))
+      writeFail_ = *f;
+    else
+      warnBadValue("TRTRACE_FAULT_WRITE_FAIL", v, "N or N:ENOSPC or N:EIO");
   }
 }
 

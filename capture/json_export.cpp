@@ -123,9 +123,7 @@ void JsonExport::add(const CallView& c) noexcept {
     std::string text;
     records_.add(c, text);
     json_->append(text.data(), text.size());
-  } catch (const std::exception& e) {
-    stop(e.what());
-  } catch (...) {
+  } catch (const std::exception& e) { stop(e.what()); } catch (...) {
     stop("out of memory while encoding a call");
   }
 }
@@ -153,7 +151,8 @@ void JsonExport::flush(const std::string& jsonPath) {
   std::lock_guard lk(mu_);
   if (!error_.empty()) throw Error(Error::Kind::Io, error_);
   try {
-    const std::string closing = records_.closing(jsonFd_ < 0 ? convert::binPathFor(jsonPath) : binPath_, libraryVersion_);
+    const std::string closing =
+        records_.closing(jsonFd_ < 0 ? convert::binPathFor(jsonPath) : binPath_, libraryVersion_);
     if (jsonFd_ < 0) {
       firstFlush(jsonPath, closing);
       jsonWritten_ += jsonEnd_ + closing.size();
@@ -165,7 +164,8 @@ void JsonExport::flush(const std::string& jsonPath) {
       const uint64_t records = json_->moveTo(jsonFd_, jsonEnd_, jsonPath_);
       jsonEnd_ += records;
       writeAt(jsonFd_, closing, jsonEnd_, jsonPath_);
-      if (jsonEnd_ + closing.size() < jsonSize_ && ::ftruncate(jsonFd_, static_cast<off_t>(jsonEnd_ + closing.size())) != 0)
+      if (jsonEnd_ + closing.size() < jsonSize_ &&
+          ::ftruncate(jsonFd_, static_cast<off_t>(jsonEnd_ + closing.size())) != 0)
         throw Error(Error::Kind::Io, jsonPath_ + ": cannot truncate (" + std::strerror(errno) + ")");
       jsonWritten_ += records + closing.size();
       binWritten_ += weights;

@@ -3,9 +3,9 @@
 // encoder of `trtrace convert`), into two spools; at each flush point the spooled records and
 // weights go to the JSON and the BIN: the BIN append-only (NVIDIA's offsets), the JSON brought up
 // to date in place (the new records where its closing part began, then the closing part again).
-// The first flush creates both, complete, under their final names (temporary + rename). Work and bytes written grow linearly with the calls; the trace is never read back.
-// A kill during a flush may leave the JSON cut: the trace (crash-safe) is the reference, and
-// `trtrace convert` rebuilds the JSON from it.
+// The first flush creates both, complete, under their final names (temporary + rename). Work and bytes written grow
+// linearly with the calls; the trace is never read back. A kill during a flush may leave the JSON cut: the trace
+// (crash-safe) is the reference, and `trtrace convert` rebuilds the JSON from it.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -49,12 +49,12 @@ class JsonExport {
   std::mutex mu_;
   std::string libraryVersion_;
   convert::JsonRecords records_;
-  std::unique_ptr<Spool> json_, bin_;  // encoded since the last flush
-  std::string error_;                  // the first failure; the export stops
-  std::string jsonPath_, binPath_;     // fixed by the first flush
-  int jsonFd_ = -1, binFd_ = -1;       // the final files, after the first flush
-  uint64_t jsonEnd_ = 0;               // where the JSON's closing part begins
-  uint64_t jsonSize_ = 0, binSize_ = 0;  // the files' sizes
+  std::unique_ptr<Spool> json_, bin_;                        // encoded since the last flush
+  std::string error_;                                        // the first failure; the export stops
+  std::string jsonPath_, binPath_;                           // fixed by the first flush
+  int jsonFd_ = -1, binFd_ = -1;                             // the final files, after the first flush
+  uint64_t jsonEnd_ = 0;                                     // where the JSON's closing part begins
+  uint64_t jsonSize_ = 0, binSize_ = 0;                      // the files' sizes
   uint64_t jsonWritten_ = 0, binWritten_ = 0, flushes_ = 0;  // test hook counts
 };
 

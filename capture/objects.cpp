@@ -56,9 +56,7 @@ Object::~Object() {
   disposeOwned(this);
   if (disposing || !real) return;
   // The application deleted the public object.
-  {
-    Call c(this, iface->destroyApi, false, network);
-  }
+  { Call c(this, iface->destroyApi, false, network); }
   if (iface == &kIfaceNetworkDefinition) {
     forgetWeights(network);
     Session::get().drain();
@@ -139,12 +137,24 @@ Call::~Call() {
   if (serialized_) apiLock().unlock();
 }
 
-void Call::argBool(bool v) { record([&](CallEncoder& e) { e.argBool(v); }); }
-void Call::argI64(int64_t v) { record([&](CallEncoder& e) { e.argI64(v); }); }
-void Call::argU64(uint64_t v) { record([&](CallEncoder& e) { e.argU64(v); }); }
-void Call::argF32(float v) { record([&](CallEncoder& e) { e.argF32(v); }); }
-void Call::argF64(double v) { record([&](CallEncoder& e) { e.argF64(v); }); }
-void Call::argEnum(uint32_t t, int64_t v) { record([&](CallEncoder& e) { e.argEnum(t, v); }); }
+void Call::argBool(bool v) {
+  record([&](CallEncoder& e) { e.argBool(v); });
+}
+void Call::argI64(int64_t v) {
+  record([&](CallEncoder& e) { e.argI64(v); });
+}
+void Call::argU64(uint64_t v) {
+  record([&](CallEncoder& e) { e.argU64(v); });
+}
+void Call::argF32(float v) {
+  record([&](CallEncoder& e) { e.argF32(v); });
+}
+void Call::argF64(double v) {
+  record([&](CallEncoder& e) { e.argF64(v); });
+}
+void Call::argEnum(uint32_t t, int64_t v) {
+  record([&](CallEncoder& e) { e.argEnum(t, v); });
+}
 void Call::argString(const char* s) {
   record([&](CallEncoder& e) { s ? e.argString(s) : e.argNull(); });
 }
@@ -152,20 +162,24 @@ void Call::argString(const char* s) {
 template <class AsDims, class AsNbDims>
 void putDims(const abi::Dims64& d, AsDims asDims, AsNbDims asNbDims) {
   const int64_t n = d.nbDims;
-  if (lib::travelsAsDims(n)) asDims(std::span<const int64_t>(d.d, static_cast<size_t>(n)));
-  else asNbDims(std::span<const int64_t>(&n, 1));
+  if (lib::travelsAsDims(n))
+    asDims(std::span<const int64_t>(d.d, static_cast<size_t>(n)));
+  else
+    asNbDims(std::span<const int64_t>(&n, 1));
 }
 
 void Call::argDims(const abi::Dims64& d) {
   record([&](CallEncoder& e) {
-    putDims(d, [&](auto s) { e.argDims(s); }, [&](auto s) { e.argI64Array(s); });
+    putDims(
+        d, [&](auto s) { e.argDims(s); }, [&](auto s) { e.argI64Array(s); });
   });
 }
 
 void Call::synthesized() {
   record([](CallEncoder& e) {
-    e.synthesized().message("synthesized by the capture: the application changed these weights in place after "
-                            "passing them, and the library reads them at build");
+    e.synthesized().message(
+        "synthesized by the capture: the application changed these weights in place after "
+        "passing them, and the library reads them at build");
   });
 }
 
@@ -175,7 +189,8 @@ void Call::argWeights(const abi::Weights& w) {
   const uint64_t count = w.count > 0 ? static_cast<uint64_t>(w.count) : 0;
   const uint64_t bytes = abi::weightBytes(w.type, w.count);
   record([&](CallEncoder& e) {
-    PassedWeights& passed = passed_.emplace_back(PassedWeights{w, bytes, {}, false, false});  // one per weights argument
+    PassedWeights& passed =
+        passed_.emplace_back(PassedWeights{w, bytes, {}, false, false});  // one per weights argument
     if (!w.values || count == 0) {
       e.argWeightsInline(dtype, count, {});
       return;
@@ -211,7 +226,10 @@ void Call::argHandle(const void* pub) {
 }
 void Call::argHandleList(const void* const* a, int64_t n) {
   record([&](CallEncoder& e) {
-    if (!a || n < 0) { e.argNull(); return; }
+    if (!a || n < 0) {
+      e.argNull();
+      return;
+    }
     std::vector<uint64_t> h;
     h.reserve(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
@@ -228,7 +246,10 @@ void Call::argBytes(const void* p, int64_t n) {
 }
 void Call::argStrings(const char* const* s, int64_t n) {
   record([&](CallEncoder& e) {
-    if (!s || n < 0) { e.argNull(); return; }
+    if (!s || n < 0) {
+      e.argNull();
+      return;
+    }
     std::string joined;  // NUL-separated
     for (int64_t i = 0; i < n; ++i) {
       if (s[i]) joined += s[i];
@@ -237,24 +258,39 @@ void Call::argStrings(const char* const* s, int64_t n) {
     e.argBytes({reinterpret_cast<const std::byte*>(joined.data()), joined.size()});
   });
 }
-void Call::argOut() { record([](CallEncoder& e) { e.argNull(); }); }
+void Call::argOut() {
+  record([](CallEncoder& e) { e.argNull(); });
+}
 void Call::argForeign(bool nonNull) {
   // Application objects (loggers, recorders, allocators) cannot travel: recorded as present/absent.
   record([&](CallEncoder& e) { nonNull ? e.argBool(true) : e.argNull(); });
 }
 
-void Call::retBool(bool v) { record([&](CallEncoder& e) { e.retBool(v); }); }
-void Call::retI64(int64_t v) { record([&](CallEncoder& e) { e.retI64(v); }); }
-void Call::retU64(uint64_t v) { record([&](CallEncoder& e) { e.retU64(v); }); }
-void Call::retF32(float v) { record([&](CallEncoder& e) { e.retF32(v); }); }
-void Call::retF64(double v) { record([&](CallEncoder& e) { e.retF64(v); }); }
-void Call::retEnum(uint32_t t, int64_t v) { record([&](CallEncoder& e) { e.retEnum(t, v); }); }
+void Call::retBool(bool v) {
+  record([&](CallEncoder& e) { e.retBool(v); });
+}
+void Call::retI64(int64_t v) {
+  record([&](CallEncoder& e) { e.retI64(v); });
+}
+void Call::retU64(uint64_t v) {
+  record([&](CallEncoder& e) { e.retU64(v); });
+}
+void Call::retF32(float v) {
+  record([&](CallEncoder& e) { e.retF32(v); });
+}
+void Call::retF64(double v) {
+  record([&](CallEncoder& e) { e.retF64(v); });
+}
+void Call::retEnum(uint32_t t, int64_t v) {
+  record([&](CallEncoder& e) { e.retEnum(t, v); });
+}
 void Call::retString(const char* s) {
   record([&](CallEncoder& e) { s ? e.retString(s) : e.retNull(); });
 }
 void Call::retDims(const abi::Dims64& d) {
   record([&](CallEncoder& e) {
-    putDims(d, [&](auto s) { e.retDims(s); }, [&](auto s) { e.retI64Array(s); });
+    putDims(
+        d, [&](auto s) { e.retDims(s); }, [&](auto s) { e.retI64Array(s); });
   });
 }
 void Call::retOther() {}
@@ -276,7 +312,9 @@ void* Call::retHandle(const void* real, const Iface& iface) {
   if (enc_) {
     record([&](CallEncoder& e) { e.retHandle(wrapIt()); });
   } else {
-    try { wrapIt(); } catch (...) {}
+    try {
+      wrapIt();
+    } catch (...) {}
   }
   return result;
 }

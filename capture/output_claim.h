@@ -8,7 +8,7 @@
 namespace trtrace::capture {
 
 struct Claimed {
-  int fd = -1;  // the new, empty trace (the caller closes it)
+  int fd = -1;              // the new, empty trace (the caller closes it)
   std::string trace, json;  // json: "" when no JSON+BIN export was asked for
 };
 

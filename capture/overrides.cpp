@@ -87,16 +87,18 @@ bool captureThisVersion() {
     const auto& newest = abi::kSpecVersions[abi::kNumSpecVersions - 1];
     if (s == lib::Support::Described) return true;
     if (s == lib::Support::NewerMinor) {
-      std::fprintf(stderr, "trtrace: note: %s is %s %s, newer than this shim's spec (newest %s); capturing the "
+      std::fprintf(stderr,
+                   "trtrace: note: %s is %s %s, newer than this shim's spec (newest %s); capturing the "
                    "spec'd subset, calls beyond it are recorded as UNSUPPORTED\n",
                    l.path.c_str(), abi::kLibraryName, l.version.c_str(), newest.text);
       return true;
     }
     const bool ignore = Session::get().config().ignoreVersion;
     std::fprintf(stderr, "trtrace: %s: the real library %s is %s %s, this shim describes %s %s to %s%s\n",
-                 ignore ? "warning" : "error", l.path.c_str(), abi::kLibraryName, l.version.c_str(),
-                 abi::kLibraryName, abi::kSpecVersions[0].text, newest.text,
-                 ignore ? "; capturing anyway (TRTRACE_IGNORE_VERSION)" : "; not capturing (TRTRACE_IGNORE_VERSION=1 captures anyway)");
+                 ignore ? "warning" : "error", l.path.c_str(), abi::kLibraryName, l.version.c_str(), abi::kLibraryName,
+                 abi::kSpecVersions[0].text, newest.text,
+                 ignore ? "; capturing anyway (TRTRACE_IGNORE_VERSION)"
+                        : "; not capturing (TRTRACE_IGNORE_VERSION=1 captures anyway)");
     return ignore;
   }();
   return ok;
@@ -116,9 +118,11 @@ __attribute__((constructor)) void refuseDropInIntoPythonPackage() {
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
   if (path.compare(slash + 1, 15, "libtensorrt_rtx") != 0 || ::access((dir + "/__init__.py").c_str(), F_OK) != 0)
     return;
-  std::fprintf(stderr, "trtrace: error: %s: drop-in into a Python package folder does not capture (the package "
+  std::fprintf(stderr,
+               "trtrace: error: %s: drop-in into a Python package folder does not capture (the package "
                "preloads every *.so* there and its bindings bind to the real library by SONAME); restore the real "
-               "library there and use LD_PRELOAD=<the shim> instead\n", path.c_str());
+               "library there and use LD_PRELOAD=<the shim> instead\n",
+               path.c_str());
 }
 
 // ---- the logger we give the real builder: forwards to the application's, keeps the errors ------
@@ -197,8 +201,9 @@ void after_Builder_buildSerializedNetwork(Object*) noexcept { Session::get().aft
 // The streamed build: the library gets our writer, which hashes each piece on its way to the app's
 // writer (the app gets every byte and call as without us; what it returns goes back unchanged). The
 // outcome is the build's result with the bytes the library wrote, as buildSerializedNetwork records.
-bool override_Builder_buildSerializedNetworkToStream(Object* self, abi::VBuilder* real, abi::INetworkDefinition& network,
-                                                     abi::IBuilderConfig& config, abi::IStreamWriter& writer) {
+bool override_Builder_buildSerializedNetworkToStream(Object* self, abi::VBuilder* real,
+                                                     abi::INetworkDefinition& network, abi::IBuilderConfig& config,
+                                                     abi::IStreamWriter& writer) {
   struct After {
     ~After() { Session::get().afterBuild(); }
   } after;  // destroyed after the Call: once the call is recorded

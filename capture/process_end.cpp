@@ -79,8 +79,12 @@ std::vector<char*> argvOf(const char* first, va_list ap) {
 
 extern "C" {
 
-TRTRACE_EXPORT int execv(const char* path, char* const argv[]) noexcept { return execThrough(gExecv, "execv", path, argv); }
-TRTRACE_EXPORT int execvp(const char* file, char* const argv[]) noexcept { return execThrough(gExecvp, "execvp", file, argv); }
+TRTRACE_EXPORT int execv(const char* path, char* const argv[]) noexcept {
+  return execThrough(gExecv, "execv", path, argv);
+}
+TRTRACE_EXPORT int execvp(const char* file, char* const argv[]) noexcept {
+  return execThrough(gExecvp, "execvp", file, argv);
+}
 TRTRACE_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) noexcept {
   return execThrough(gExecve, "execve", path, argv, envp);
 }

@@ -31,17 +31,21 @@ Session::Session() {
   faults_.configure(processEnv);
   live::start(this, config_);
   if (!config_.tacticCache.empty())  // docs/json-bin-layout.md, "TRT_SHIM_SET_TACTIC_CACHE"
-    std::fprintf(stderr, "trtrace: note: TRT_SHIM_SET_TACTIC_CACHE=%s has no effect: timing caches are no-ops in "
-                 "TensorRT-RTX\n", config_.tacticCache.c_str());
+    std::fprintf(stderr,
+                 "trtrace: note: TRT_SHIM_SET_TACTIC_CACHE=%s has no effect: timing caches are no-ops in "
+                 "TensorRT-RTX\n",
+                 config_.tacticCache.c_str());
   if (config_.printWelcome) {
-    std::fprintf(stderr, "trtrace: Welcome to TensorRT Shim (trtrace capture of %s %s) -> %s\n",
-                 abi::kLibraryName, abi::kLibraryVersion, config_.tracePath().c_str());
+    std::fprintf(stderr, "trtrace: Welcome to TensorRT Shim (trtrace capture of %s %s) -> %s\n", abi::kLibraryName,
+                 abi::kLibraryVersion, config_.tracePath().c_str());
   }
   std::atexit([] { Session::get().close(); });
   pthread_atfork(nullptr, nullptr, [] { Session::get().forkedChild(); });
   flushOnFatalSignals([]() noexcept {
     if (Writer* w = Session::get().writer()) {
-      try { w->flush(); } catch (...) {}
+      try {
+        w->flush();
+      } catch (...) {}
     }
   });
 }
@@ -49,14 +53,17 @@ Session::Session() {
 bool Session::changeOutputJson(const std::string& p) {
   std::lock_guard<std::mutex> lk(mu_);
   if (opened_ && !json_.exporter()) {  // its calls were never encoded for a JSON (json_export.h)
-    std::fprintf(stderr, "trtrace: error: trtShimSetOutputJsonFile('%s'): the capture started without a JSON+BIN "
+    std::fprintf(stderr,
+                 "trtrace: error: trtShimSetOutputJsonFile('%s'): the capture started without a JSON+BIN "
                  "export (set the path before the first TensorRT call, or TRT_SHIM_OUTPUT_JSON_FILE); not changed\n",
                  p.c_str());
     return false;
   }
   if (jsonWritten_) {
-    std::fprintf(stderr, "trtrace: error: trtShimSetOutputJsonFile('%s'): the JSON+BIN is already written to %s; "
-                 "not changed\n", p.c_str(), config_.outputJson.c_str());
+    std::fprintf(stderr,
+                 "trtrace: error: trtShimSetOutputJsonFile('%s'): the JSON+BIN is already written to %s; "
+                 "not changed\n",
+                 p.c_str(), config_.outputJson.c_str());
     return false;
   }
   config_.outputJson = p;
@@ -134,7 +141,9 @@ void Session::disable(const char* why) noexcept {
   // Weights still queued point into the application's memory, which it may free once this call
   // returns: wait until the workers let go of them (after a failed write they skip them unread).
   if (w) {
-    try { w->drainBlobs(); } catch (...) {}
+    try {
+      w->drainBlobs();
+    } catch (...) {}
   }
 }
 
@@ -171,9 +180,7 @@ bool Session::guarded(const std::function<void(Writer&)>& use) noexcept {
     if (!w) return false;
     use(*w);
     return true;
-  } catch (const std::exception& e) {
-    disable(e.what());
-  } catch (...) {
+  } catch (const std::exception& e) { disable(e.what()); } catch (...) {
     disable("unknown error");
   }
   return false;
@@ -206,9 +213,7 @@ void Session::close() noexcept {
     summary(s);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trtrace: error closing %s: %s\n", path_.c_str(), e.what());
-  } catch (...) {
-    std::fprintf(stderr, "trtrace: error closing %s\n", path_.c_str());
-  }
+  } catch (...) { std::fprintf(stderr, "trtrace: error closing %s\n", path_.c_str()); }
 }
 
 // The closing line: what was captured, and where it went.
@@ -221,11 +226,10 @@ void Session::summary(const Writer::Stats& s) {
   if (s.lostBlobs)
     lost = "; " + std::to_string(s.lostBlobs) + " blobs (" + humanBytes(double(s.lostBytes)) +
            ") released by the app before they were read: stored as lost, replayed as zeros";
-  std::fprintf(stderr,
-               "trtrace: captured %llu calls, %u networks; weights %s logical, %s unique, %s stored%s -> %s\n",
-               static_cast<unsigned long long>(s.calls), objects_.networks(), humanBytes(double(s.blobPutBytes)).c_str(),
-               humanBytes(double(s.uniqueBytes)).c_str(), humanBytes(double(s.storedBytes)).c_str(), lost.c_str(),
-               out.c_str());
+  std::fprintf(stderr, "trtrace: captured %llu calls, %u networks; weights %s logical, %s unique, %s stored%s -> %s\n",
+               static_cast<unsigned long long>(s.calls), objects_.networks(),
+               humanBytes(double(s.blobPutBytes)).c_str(), humanBytes(double(s.uniqueBytes)).c_str(),
+               humanBytes(double(s.storedBytes)).c_str(), lost.c_str(), out.c_str());
 }
 
 void Session::forkedChild() {

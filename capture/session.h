@@ -4,7 +4,8 @@
 // each role lives in: configuration (config.h), output names (output_claim.h), the object registry
 // (registry.h), weights identity (weights_identity.h), flush policy (flush_policy.h), test fault
 // injectors (faults.h), fatal signals (fatal_signals.h), the API lock (api_lock.h), NVIDIA's C
-// interface (live_session.h) and the JSON+BIN export's wiring (json_output.h). Its trace is a file it creates, never one that exists.
+// interface (live_session.h) and the JSON+BIN export's wiring (json_output.h). Its trace is a file it creates, never
+// one that exists.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -53,15 +54,15 @@ class Session {
   Registry<Object>& objects() { return objects_; }
   WeightsIdentity& weights() { return weights_; }
 
-  void afterCall() noexcept;  // flush-after-every-call policy (JSON mode: the JSON+BIN brought up to date)
-  void exportJson() noexcept; // TRT_SHIM_OUTPUT_JSON_FILE: a flush point of the JSON+BIN export
+  void afterCall() noexcept;   // flush-after-every-call policy (JSON mode: the JSON+BIN brought up to date)
+  void exportJson() noexcept;  // TRT_SHIM_OUTPUT_JSON_FILE: a flush point of the JSON+BIN export
   // The JSON+BIN export, when TRT_SHIM_OUTPUT_JSON_FILE (or trtShimSetOutputJsonFile) named a JSON
   // when the capture started; nullptr otherwise.
   JsonExport* jsonExport() { return json_.exporter(); }
-  void afterBuild() noexcept; // drain blobs (the app may free weights now) + flush-on-build policy
-  void drain() noexcept;      // every enqueued blob consumed
-  void close() noexcept;      // flush, footer, summary line (atexit)
-  void forkedChild();         // the child abandons the parent's writer and starts its own file
+  void afterBuild() noexcept;  // drain blobs (the app may free weights now) + flush-on-build policy
+  void drain() noexcept;       // every enqueued blob consumed
+  void close() noexcept;       // flush, footer, summary line (atexit)
+  void forkedChild();          // the child abandons the parent's writer and starts its own file
   // The process is about to exec or to end without exit() (_exit, _Exit: process_end.cpp): the
   // trace is closed as at exit. Does nothing in a vfork child (live::own) or where no session started.
   static void processEnding() noexcept;
@@ -93,8 +94,8 @@ class Session {
   bool opened_ = false, disabled_ = false, closed_ = false;
   std::string path_;
   std::string baseTrace_, baseJson_;  // the configured names, before a suffix made them free
-  bool forked_ = false;  // a forked child: its names start at <trace>.<pid> (capture_names.h)
-  bool jsonWritten_ = false;  // a JSON+BIN flush happened: the path no longer changes (mu_)
+  bool forked_ = false;               // a forked child: its names start at <trace>.<pid> (capture_names.h)
+  bool jsonWritten_ = false;          // a JSON+BIN flush happened: the path no longer changes (mu_)
 };
 
 }  // namespace trtrace::capture

@@ -25,7 +25,7 @@ struct Object;
 struct Iface {
   const char* name;
   int levels;
-  bool appOwned;        // the application deletes these (builder, network, config, host memory)
+  bool appOwned;  // the application deletes these (builder, network, config, host memory)
   uint32_t destroyApi;
   Object* (*make)(void* real);
 };
@@ -46,11 +46,11 @@ struct Object {
   void* impl[kMaxLevels] = {};  // public layout: impl[0..levels) are the V-pointers
   void* real;                   // the real library's public object
   const Iface* iface;
-  uint64_t handle = 0;          // trace handle (1, 2, ...; 0 = null)
-  uint32_t network = 0;         // network id (0 = not network-scoped)
-  Object* owner = nullptr;      // the object whose call first returned this one
-  std::vector<Object*> owned;   // objects whose lifetime ends with ours (layers, tensors, ...)
-  bool disposing = false;       // being freed by us, not deleted by the application
+  uint64_t handle = 0;         // trace handle (1, 2, ...; 0 = null)
+  uint32_t network = 0;        // network id (0 = not network-scoped)
+  Object* owner = nullptr;     // the object whose call first returned this one
+  std::vector<Object*> owned;  // objects whose lifetime ends with ours (layers, tensors, ...)
+  bool disposing = false;      // being freed by us, not deleted by the application
 
   // The real object's V-pointer at `level`.
   void* realImpl(int level) const { return abi::vpointer(real, level); }
@@ -129,7 +129,9 @@ class Call {
   void argStruct(const void* p, size_t n);
   void argHandle(const void* pub);
   template <class T>
-  void argHandles(T* const* a, int64_t n) { argHandleList(reinterpret_cast<const void* const*>(a), n); }
+  void argHandles(T* const* a, int64_t n) {
+    argHandleList(reinterpret_cast<const void* const*>(a), n);
+  }
   template <class T>
   void argArray(const T* p, int64_t n);
   void argBytes(const void* p, int64_t n);
@@ -149,7 +151,9 @@ class Call {
   // Wraps a real public object returned by the library (or finds its wrapper) and records it.
   void* retHandle(const void* real, const Iface& iface);
   template <class T>
-  void* retHandle(T* real, const Iface& iface) { return retHandle(static_cast<const void*>(real), iface); }
+  void* retHandle(T* real, const Iface& iface) {
+    return retHandle(static_cast<const void*>(real), iface);
+  }
   void done() {}
 
   // Runs `f` on this call's encoder, if it is being recorded; any exception stops the capture.
@@ -158,9 +162,7 @@ class Call {
     if (!enc_) return;
     try {
       f(*enc_);
-    } catch (const std::exception& e) {
-      fail(e.what());
-    } catch (...) {
+    } catch (const std::exception& e) { fail(e.what()); } catch (...) {
       fail("unknown error while recording");
     }
   }
@@ -177,7 +179,7 @@ class Call {
   uint32_t api_;
   uint32_t network_;
   CallEncoder* enc_ = nullptr;
-  bool serialized_ = false;  // holds apiLock() (TRT_SHIM_FORCE_SINGLE_THREAD_API)
+  bool serialized_ = false;            // holds apiLock() (TRT_SHIM_FORCE_SINGLE_THREAD_API)
   std::vector<PassedWeights> passed_;  // its weights arguments, in order (weightsBound)
   Object* created_ = nullptr;          // the object it returned, wrapped
 };

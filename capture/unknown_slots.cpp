@@ -36,8 +36,8 @@ struct ExtVtable {
 };
 
 std::mutex gMu;
-std::map<const void*, ExtVtable*> gByOriginal;   // compiler vtable -> ours
-std::vector<const void*> gOurs;                  // address points of our vtables (sorted)
+std::map<const void*, ExtVtable*> gByOriginal;  // compiler vtable -> ours
+std::vector<const void*> gOurs;                 // address points of our vtables (sorted)
 
 }  // namespace
 
@@ -60,8 +60,7 @@ void extendVtable(void* shimObject, const char* iface, const int32_t* since, int
     ext->words.push_back(const_cast<void*>(orig[-2]));  // offset to top
     ext->words.push_back(const_cast<void*>(orig[-1]));  // RTTI
     for (int i = 0; i < 2 + methods; ++i) ext->words.push_back(const_cast<void*>(orig[i]));
-    for (int k = 0; k < kExtraSlots; ++k)
-      ext->words.push_back(reinterpret_cast<char*>(&trtrace_slot_thunks) + 16 * k);
+    for (int k = 0; k < kExtraSlots; ++k) ext->words.push_back(reinterpret_cast<char*>(&trtrace_slot_thunks) + 16 * k);
     it = gByOriginal.emplace(original, ext).first;
     gOurs.insert(std::upper_bound(gOurs.begin(), gOurs.end(), &ext->words[3]), &ext->words[3]);
   }

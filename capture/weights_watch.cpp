@@ -27,13 +27,17 @@ struct Binding {
 };
 constexpr Binding kBindings[] = {
     {api::kNetworkDefinition_addConstant, true, {api::kConstantLayer_setWeights}},
-    {api::kNetworkDefinition_addConvolutionNd, true,
+    {api::kNetworkDefinition_addConvolutionNd,
+     true,
      {api::kConvolutionLayer_setKernelWeights, api::kConvolutionLayer_setBiasWeights}},
-    {api::kNetworkDefinition_addDeconvolutionNd, true,
+    {api::kNetworkDefinition_addDeconvolutionNd,
+     true,
      {api::kDeconvolutionLayer_setKernelWeights, api::kDeconvolutionLayer_setBiasWeights}},
-    {api::kNetworkDefinition_addScale, true,
+    {api::kNetworkDefinition_addScale,
+     true,
      {api::kScaleLayer_setShift, api::kScaleLayer_setScale, api::kScaleLayer_setPower}},
-    {api::kNetworkDefinition_addScaleNd, true,
+    {api::kNetworkDefinition_addScaleNd,
+     true,
      {api::kScaleLayer_setShift, api::kScaleLayer_setScale, api::kScaleLayer_setPower}},
     {api::kConstantLayer_setWeights, false, {api::kConstantLayer_setWeights}},
     {api::kConvolutionLayer_setKernelWeights, false, {api::kConvolutionLayer_setKernelWeights}},
@@ -89,8 +93,10 @@ void weightsBound(uint32_t api, Object* self, Object* created, std::span<const P
     std::lock_guard g(gMu);
     auto& held = gHeld[layer->network];
     for (size_t i = 0; i < passed.size() && i < std::size(b->setters) && b->setters[i]; ++i) {
-      if (passed[i].watched) held[{layer, b->setters[i]}] = passed[i];
-      else held.erase({layer, b->setters[i]});  // random or empty: no bytes recorded to compare
+      if (passed[i].watched)
+        held[{layer, b->setters[i]}] = passed[i];
+      else
+        held.erase({layer, b->setters[i]});  // random or empty: no bytes recorded to compare
     }
   } catch (...) {
     // Out of memory: this weight is not watched (the capture records the bytes of the call).
@@ -108,7 +114,7 @@ void recheckWeights(uint32_t network) noexcept {
       Call call(c.slot.first, c.slot.second, false);
       call.synthesized();
       call.argWeights(c.was.w);  // the same pointer, type and count; the bytes it holds now
-    }  // each synthesized call, once recorded, is what the slot holds (weightsBound)
+    }                            // each synthesized call, once recorded, is what the slot holds (weightsBound)
   } catch (...) {
     // Out of memory: the capture goes on with the bytes of the calls.
   }

@@ -84,7 +84,8 @@ bool collect(pid_t pid, int out, double timeoutSeconds, std::string& output) {
   bool open = true, done = false;
   char buf[65536];
   while (!done) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
     pollfd p[2] = {{open ? out : -1, POLLIN, 0}, {pidfd, POLLIN, 0}};
     const int n = ::poll(p, 2, int(std::min<long long>(left.count(), pidfd < 0 ? 100 : 1000)));
@@ -166,7 +167,7 @@ int runSupervised(const std::string& exe, const std::vector<std::string>& argv, 
   sigemptyset(&defaults);
   for (int s : kForwarded) sigaddset(&defaults, s);
   posix_spawnattr_setsigdefault(&attr, &defaults);  // the command's own dispositions, not our handlers
-  posix_spawnattr_setsigmask(&attr, &oldMask);       // nor our blocked mask
+  posix_spawnattr_setsigmask(&attr, &oldMask);      // nor our blocked mask
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   pid_t pid = 0;
   spawnErrno = ::posix_spawn(&pid, exe.c_str(), nullptr, &attr, a.data(), e.data());
@@ -176,13 +177,11 @@ int runSupervised(const std::string& exe, const std::vector<std::string>& argv, 
   // Waits for the exit leaving a zombie (WNOWAIT), so that a signal forwarded until the handlers
   // are gone cannot reach another process that got the id; then reaps it.
   siginfo_t info{};
-  while (spawnErrno == 0 && ::waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
-  }
+  while (spawnErrno == 0 && ::waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {}
   for (size_t i = 0; i < 4; ++i) ::sigaction(kForwarded[i], &old[i], nullptr);
   gSupervised = 0;
   int status = 0;
-  while (spawnErrno == 0 && ::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (spawnErrno == 0 && ::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   if (spawnErrno) return -1;
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }

@@ -43,7 +43,8 @@ std::string packageParent(const std::string& bin) {
 // TRTRACE_PYTHON, else the active virtual environment's, else python3 on PATH.
 std::string python() {
   if (const char* p = std::getenv("TRTRACE_PYTHON"); p && *p) return p;
-  if (const char* v = std::getenv("VIRTUAL_ENV"); v && *v && exists(std::string(v) + "/bin/python")) return std::string(v) + "/bin/python";
+  if (const char* v = std::getenv("VIRTUAL_ENV"); v && *v && exists(std::string(v) + "/bin/python"))
+    return std::string(v) + "/bin/python";
   return "python3";
 }
 
@@ -69,8 +70,9 @@ int runBench(const std::vector<std::string>& args) {
 }  // namespace
 
 Command addBench(CLI::App& app) {
-  auto* sub = app.add_subcommand("bench", "repeated replays of captures, timed per phase, across libraries and "
-                                          "builder settings (trtrace bench --help; docs/bench.md)");
+  auto* sub = app.add_subcommand("bench",
+                                 "repeated replays of captures, timed per phase, across libraries and "
+                                 "builder settings (trtrace bench --help; docs/bench.md)");
   sub->prefix_command();
   sub->set_help_flag();  // --help goes to the Python side, which knows the options
   return {sub, [sub] { return runBench(sub->remaining()); }};

@@ -156,9 +156,9 @@ struct FileStamp {
   bool exists = false;
   struct stat st {};
   bool operator==(const FileStamp& o) const {
-    return exists == o.exists && (!exists || (st.st_ino == o.st.st_ino && st.st_dev == o.st.st_dev &&
-                                              st.st_size == o.st.st_size && st.st_mtim.tv_sec == o.st.st_mtim.tv_sec &&
-                                              st.st_mtim.tv_nsec == o.st.st_mtim.tv_nsec));
+    return exists == o.exists &&
+           (!exists || (st.st_ino == o.st.st_ino && st.st_dev == o.st.st_dev && st.st_size == o.st.st_size &&
+                        st.st_mtim.tv_sec == o.st.st_mtim.tv_sec && st.st_mtim.tv_nsec == o.st.st_mtim.tv_nsec));
   }
 };
 FileStamp stampOf(const std::string& path) {
@@ -187,7 +187,8 @@ void printWritten(const std::vector<std::string>& traces, const std::string& out
   for (const std::string& t : traces) {
     auto r = Reader::open(t);
     std::string sfx, json;
-    if (!jsonPath.empty() && capture_names::isCandidate(out, t, &sfx)) json = capture_names::jsonWithSuffix(jsonPath, sfx);
+    if (!jsonPath.empty() && capture_names::isCandidate(out, t, &sfx))
+      json = capture_names::jsonWithSuffix(jsonPath, sfx);
     std::fprintf(stderr, "trtrace: capture: %s%s: %s%s%s\n", t.c_str(), r->closedCleanly() ? "" : " (not closed)",
                  summaryLine(summarise(*r)).c_str(), json.empty() ? "" : "; JSON+BIN: ", json.c_str());
   }
@@ -199,57 +200,65 @@ Command addCapture(CLI::App& app) {
   auto out = std::make_shared<std::string>("capture.trtrace");
   auto nvidiaJson = std::make_shared<bool>(false);
   auto cmd = std::make_shared<std::vector<std::string>>();  // CMD ARGS... (main.cpp keeps them from CLI11)
-  auto* sub = app.add_subcommand("capture", "Run a command with the capture shim: trtrace capture [-o OUT] [--nvidia-json] [--] CMD ARGS...");
+  auto* sub = app.add_subcommand(
+      "capture", "Run a command with the capture shim: trtrace capture [-o OUT] [--nvidia-json] [--] CMD ARGS...");
   sub->add_option("-o,--output", *out, "The trace to write (default capture.trtrace)");
-  sub->add_flag("--nvidia-json", *nvidiaJson, "Also write NVIDIA's JSON+BIN layout (OUT without .trtrace, + .json/.bin)");
+  sub->add_flag("--nvidia-json", *nvidiaJson,
+                "Also write NVIDIA's JSON+BIN layout (OUT without .trtrace, + .json/.bin)");
   // --json means a machine-readable report in every tool; capture has none, and its NVIDIA layout
   // is --nvidia-json: a usage error that says so, rather than either taken silently.
   auto* json = sub->add_flag("--json")->group("");
   sub->prefix_command();  // without `--`, the command starts at the first argument that is not an option of capture
   return {sub, [=]() -> int {
-    try {
-      if (json->count())
-        return usageError("trtrace", "capture", "--json: capture has no report to give as JSON; NVIDIA's JSON+BIN "
-                                                "beside the trace: --nvidia-json");
-      *cmd = commandAfterSeparator();
-      // prefix_command leaves everything from the first argument that is not capture's own: an
-      // option there is one capture does not have, and a command there as well as after -- is two.
-      if (const std::vector<std::string> rest = sub->remaining(); !rest.empty()) {
-        if (rest.front().size() > 1 && rest.front()[0] == '-')
-          return usageError("trtrace", "capture", "The following argument was not expected: " + rest.front());
-        if (!cmd->empty()) return usageError("trtrace", "capture", "a command before -- as well as after it: " + rest.front());
-        *cmd = rest;
-      }
-      if (cmd->empty()) throw Error(Error::Kind::Usage, "capture: no command given (trtrace capture [-o OUT] [--nvidia-json] [--] CMD ARGS...)");
-      const std::string exe = resolveCommand(cmd->front());
-      std::string jsonPath;
-      if (*nvidiaJson) {
-        jsonPath = *out;
-        if (jsonPath.size() > 8 && jsonPath.compare(jsonPath.size() - 8, 8, ".trtrace") == 0) jsonPath.resize(jsonPath.size() - 8);
-        jsonPath += ".json";
-      }
-      std::vector<std::string> outs{*out};
-      if (*nvidiaJson) outs.insert(outs.end(), {jsonPath, convert::binPathFor(jsonPath)});
-      checkOutputs(*cmd, exe, outs);
-      const std::string shim = installedShim();
-      std::fprintf(stderr, "trtrace: capture: %s with %s -> %s\n", cmd->front().c_str(), findLibrary(exe).c_str(), out->c_str());
-      const auto before = candidateTraces(*out);
-      const int code = runCommand(exe, *cmd, captureEnv(shim, *out, jsonPath));
-      std::vector<std::string> written;  // a trace is never rewritten: new or changed = this run's
-      for (const auto& [path, stamp] : candidateTraces(*out))
-        if (auto it = before.find(path); it == before.end() || !(it->second == stamp)) written.push_back(path);
-      if (written.empty()) {
-        std::fprintf(stderr, "trtrace: capture: %s made no TensorRT-RTX call; no trace written to %s\n",
-                     cmd->front().c_str(), out->c_str());
-        return code ? code : kError;
-      }
-      printWritten(written, *out, jsonPath);
-      return code;
-    } catch (const NotRunnable& e) {
-      std::fprintf(stderr, "trtrace: %s\n", e.what());
-      return e.code;
-    }
-  }};
+            try {
+              if (json->count())
+                return usageError("trtrace", "capture",
+                                  "--json: capture has no report to give as JSON; NVIDIA's JSON+BIN "
+                                  "beside the trace: --nvidia-json");
+              *cmd = commandAfterSeparator();
+              // prefix_command leaves everything from the first argument that is not capture's own: an
+              // option there is one capture does not have, and a command there as well as after -- is two.
+              if (const std::vector<std::string> rest = sub->remaining(); !rest.empty()) {
+                if (rest.front().size() > 1 && rest.front()[0] == '-')
+                  return usageError("trtrace", "capture", "The following argument was not expected: " + rest.front());
+                if (!cmd->empty())
+                  return usageError("trtrace", "capture", "a command before -- as well as after it: " + rest.front());
+                *cmd = rest;
+              }
+              if (cmd->empty())
+                throw Error(Error::Kind::Usage,
+                            "capture: no command given (trtrace capture [-o OUT] [--nvidia-json] [--] CMD ARGS...)");
+              const std::string exe = resolveCommand(cmd->front());
+              std::string jsonPath;
+              if (*nvidiaJson) {
+                jsonPath = *out;
+                if (jsonPath.size() > 8 && jsonPath.compare(jsonPath.size() - 8, 8, ".trtrace") == 0)
+                  jsonPath.resize(jsonPath.size() - 8);
+                jsonPath += ".json";
+              }
+              std::vector<std::string> outs{*out};
+              if (*nvidiaJson) outs.insert(outs.end(), {jsonPath, convert::binPathFor(jsonPath)});
+              checkOutputs(*cmd, exe, outs);
+              const std::string shim = installedShim();
+              std::fprintf(stderr, "trtrace: capture: %s with %s -> %s\n", cmd->front().c_str(),
+                           findLibrary(exe).c_str(), out->c_str());
+              const auto before = candidateTraces(*out);
+              const int code = runCommand(exe, *cmd, captureEnv(shim, *out, jsonPath));
+              std::vector<std::string> written;  // a trace is never rewritten: new or changed = this run's
+              for (const auto& [path, stamp] : candidateTraces(*out))
+                if (auto it = before.find(path); it == before.end() || !(it->second == stamp)) written.push_back(path);
+              if (written.empty()) {
+                std::fprintf(stderr, "trtrace: capture: %s made no TensorRT-RTX call; no trace written to %s\n",
+                             cmd->front().c_str(), out->c_str());
+                return code ? code : kError;
+              }
+              printWritten(written, *out, jsonPath);
+              return code;
+            } catch (const NotRunnable& e) {
+              std::fprintf(stderr, "trtrace: %s\n", e.what());
+              return e.code;
+            }
+          }};
 }
 
 }  // namespace trtrace::cli

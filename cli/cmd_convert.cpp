@@ -17,20 +17,22 @@ namespace {
 
 void printText(const std::string& out, const char* dir, const convert::Stats& s) {
   const double in = double(s.jsonBytes + s.binBytes);
-  std::printf("%s: %s, %llu calls%s, %u networks, %llu weights; JSON %s + BIN %s, trace %s; %.3f s (%.1f MB/s of JSON+BIN)\n",
-              out.c_str(), dir, (unsigned long long)s.calls,
-              s.skipped ? (" (" + std::to_string(s.skipped) + " not recorded by NVIDIA's shim left out)").c_str() : "",
-              s.networks, (unsigned long long)s.weights, humanBytes(double(s.jsonBytes)).c_str(),
-              humanBytes(double(s.binBytes)).c_str(), humanBytes(double(s.traceBytes)).c_str(), s.seconds,
-              s.seconds > 0 ? in / s.seconds / 1e6 : 0.0);
+  std::printf(
+      "%s: %s, %llu calls%s, %u networks, %llu weights; JSON %s + BIN %s, trace %s; %.3f s (%.1f MB/s of JSON+BIN)\n",
+      out.c_str(), dir, (unsigned long long)s.calls,
+      s.skipped ? (" (" + std::to_string(s.skipped) + " not recorded by NVIDIA's shim left out)").c_str() : "",
+      s.networks, (unsigned long long)s.weights, humanBytes(double(s.jsonBytes)).c_str(),
+      humanBytes(double(s.binBytes)).c_str(), humanBytes(double(s.traceBytes)).c_str(), s.seconds,
+      s.seconds > 0 ? in / s.seconds / 1e6 : 0.0);
 }
 
 void printJson(const std::string& out, bool toJson, const convert::Stats& s) {
-  std::printf("{\"output\": %s, \"direction\": %s, \"calls\": %llu, \"left_out\": %llu, \"networks\": %u, "
-              "\"weights\": %llu, \"json_bytes\": %llu, \"bin_bytes\": %llu, \"trace_bytes\": %llu, \"seconds\": %.6f}\n",
-              jsonString(out).c_str(), toJson ? "\"trace_to_json\"" : "\"json_to_trace\"", (unsigned long long)s.calls,
-              (unsigned long long)s.skipped, s.networks, (unsigned long long)s.weights, (unsigned long long)s.jsonBytes, (unsigned long long)s.binBytes,
-              (unsigned long long)s.traceBytes, s.seconds);
+  std::printf(
+      "{\"output\": %s, \"direction\": %s, \"calls\": %llu, \"left_out\": %llu, \"networks\": %u, "
+      "\"weights\": %llu, \"json_bytes\": %llu, \"bin_bytes\": %llu, \"trace_bytes\": %llu, \"seconds\": %.6f}\n",
+      jsonString(out).c_str(), toJson ? "\"trace_to_json\"" : "\"json_to_trace\"", (unsigned long long)s.calls,
+      (unsigned long long)s.skipped, s.networks, (unsigned long long)s.weights, (unsigned long long)s.jsonBytes,
+      (unsigned long long)s.binBytes, (unsigned long long)s.traceBytes, s.seconds);
 }
 
 }  // namespace
@@ -46,9 +48,11 @@ Command addConvert(CLI::App& app) {
       "convert", "NVIDIA JSON+BIN capture -> trace, or trace -> NVIDIA JSON+BIN (direction from IN's content)");
   sub->add_option("in", o->in, "a trace, or NVIDIA's capture JSON (its BIN beside it)")->required();
   addOutputOption(sub, o->out, "the trace, or the JSON to write (the BIN goes beside it: x.json -> x.bin)", "out");
-  sub->add_option("--bin", o->bin, "the BIN to read (JSON input; default: output_bin beside the JSON) or write (JSON output)");
-  sub->add_flag("--all-calls", o->allCalls,
-                "trace -> JSON: also write destructors (\"~\") and IHostMemory calls, which NVIDIA's shim does not record");
+  sub->add_option("--bin", o->bin,
+                  "the BIN to read (JSON input; default: output_bin beside the JSON) or write (JSON output)");
+  sub->add_flag(
+      "--all-calls", o->allCalls,
+      "trace -> JSON: also write destructors (\"~\") and IHostMemory calls, which NVIDIA's shim does not record");
   sub->add_option("--level", o->level, "JSON -> trace: zstd level for the trace's blobs (0 = raw)")
       ->check(CLI::Range(0, 22))
       ->capture_default_str();
@@ -84,8 +88,10 @@ Command addConvert(CLI::App& app) {
               s = convert::jsonToTrace(o->in, o->out, j);
               dir = "JSON+BIN -> trace";
             }
-            if (o->json) printJson(o->out, kind == convert::FileKind::Trace, s);
-            else if (!o->quiet) printText(o->out, dir, s);
+            if (o->json)
+              printJson(o->out, kind == convert::FileKind::Trace, s);
+            else if (!o->quiet)
+              printText(o->out, dir, s);
             return kOk;
           }};
 }

@@ -81,16 +81,20 @@ BlobSets compareBlobs(const Reader& a, const Reader& b) {
 
 void printText(const CallDiffs& c, const BlobSets& blobs, const std::vector<NetworkDiff>& nets, const DiffOptions& o) {
   if (!c.total() && !blobs.differ) {
-    std::printf("equivalent: %llu calls%s, %zu blobs", (unsigned long long)c.callsA, o.allCalls ? "" : " that build", blobs.a);
+    std::printf("equivalent: %llu calls%s, %zu blobs", (unsigned long long)c.callsA, o.allCalls ? "" : " that build",
+                blobs.a);
     if (c.moved) std::printf(" (%llu calls in another order where it cannot matter)", (unsigned long long)c.moved);
-    if (c.reads) std::printf(" (%llu getter calls on one side only: reads, listed with --all-calls)", (unsigned long long)c.reads);
+    if (c.reads)
+      std::printf(" (%llu getter calls on one side only: reads, listed with --all-calls)", (unsigned long long)c.reads);
     std::printf("\n");
     return;
   }
-  std::printf("different: %llu call differences (%llu inserted, %llu deleted, %llu changed; %llu vs %llu calls), blobs %zu vs %zu%s\n",
-              (unsigned long long)c.total(), (unsigned long long)c.inserted, (unsigned long long)c.deleted,
-              (unsigned long long)c.changed, (unsigned long long)c.callsA, (unsigned long long)c.callsB, blobs.a, blobs.b,
-              blobs.differ ? " (sets differ)" : "");
+  std::printf(
+      "different: %llu call differences (%llu inserted, %llu deleted, %llu changed; %llu vs %llu calls), blobs %zu vs "
+      "%zu%s\n",
+      (unsigned long long)c.total(), (unsigned long long)c.inserted, (unsigned long long)c.deleted,
+      (unsigned long long)c.changed, (unsigned long long)c.callsA, (unsigned long long)c.callsB, blobs.a, blobs.b,
+      blobs.differ ? " (sets differ)" : "");
   const auto& d = c.listed;
   if (!d.empty()) std::printf("first divergent call: %s\n", terminalText(d[0].line()).c_str());
   for (size_t i = 1; i < d.size() && int(i) < o.max; ++i) std::printf("  %s\n", terminalText(d[i].line()).c_str());
@@ -102,11 +106,12 @@ std::string seqJson(uint64_t seq) { return seq ? std::to_string(seq) : "null"; }
 
 void printJson(const CallDiffs& c, const BlobSets& blobs, const std::vector<NetworkDiff>& nets) {
   const bool same = !c.total() && !blobs.differ;
-  std::printf("{\"equivalent\":%s,\"calls\":[%llu,%llu],\"blobs\":[%zu,%zu],\"blob_sets_differ\":%s,"
-              "\"inserted\":%llu,\"deleted\":%llu,\"changed\":%llu,\"moved\":%llu,\"reads\":%llu,\"differences\":[",
-              same ? "true" : "false", (unsigned long long)c.callsA, (unsigned long long)c.callsB, blobs.a, blobs.b,
-              blobs.differ ? "true" : "false", (unsigned long long)c.inserted, (unsigned long long)c.deleted,
-              (unsigned long long)c.changed, (unsigned long long)c.moved, (unsigned long long)c.reads);
+  std::printf(
+      "{\"equivalent\":%s,\"calls\":[%llu,%llu],\"blobs\":[%zu,%zu],\"blob_sets_differ\":%s,"
+      "\"inserted\":%llu,\"deleted\":%llu,\"changed\":%llu,\"moved\":%llu,\"reads\":%llu,\"differences\":[",
+      same ? "true" : "false", (unsigned long long)c.callsA, (unsigned long long)c.callsB, blobs.a, blobs.b,
+      blobs.differ ? "true" : "false", (unsigned long long)c.inserted, (unsigned long long)c.deleted,
+      (unsigned long long)c.changed, (unsigned long long)c.moved, (unsigned long long)c.reads);
   for (size_t i = 0; i < c.listed.size(); ++i) {
     auto& d = c.listed[i];
     std::printf("%s{\"kind\":\"%s\",\"seq\":[%s,%s],\"api\":%s,\"argument\":%s,\"a\":%s,\"b\":%s}", i ? "," : "",
@@ -126,7 +131,9 @@ static int runDiff(const DiffOptions& o) {
     a = convert::openCapture(o.a);
     b = convert::openCapture(o.b);
     for (auto* r : {a.get(), b.get()})
-      if (r->truncatedAt()) std::fprintf(stderr, "trtrace: warning: %s; comparing its prefix\n", terminalText(r->truncationMessage()).c_str());
+      if (r->truncatedAt())
+        std::fprintf(stderr, "trtrace: warning: %s; comparing its prefix\n",
+                     terminalText(r->truncationMessage()).c_str());
     const TraceDiff d = diffTraces(*a, *b, o.allCalls);
     const BlobSets blobs = compareBlobs(*a, *b);
     o.json ? printJson(d.calls, blobs, d.networks) : printText(d.calls, blobs, d.networks, o);
@@ -139,11 +146,14 @@ static int runDiff(const DiffOptions& o) {
 
 Command addDiff(CLI::App& app) {
   auto o = std::make_shared<DiffOptions>();
-  auto* sub = app.add_subcommand("diff", "Compare two traces: first divergent call, then layers added/removed/changed per network "
-                                         "(exit 0 equivalent, 1 different, 2 cannot compare)");
+  auto* sub =
+      app.add_subcommand("diff",
+                         "Compare two traces: first divergent call, then layers added/removed/changed per network "
+                         "(exit 0 equivalent, 1 different, 2 cannot compare)");
   sub->add_option("a", o->a, "First trace")->required();
   sub->add_option("b", o->b, "Second trace")->required();
-  sub->add_flag("--all-calls", o->allCalls, "Also compare destructors and IHostMemory calls (they cannot change a build)");
+  sub->add_flag("--all-calls", o->allCalls,
+                "Also compare destructors and IHostMemory calls (they cannot change a build)");
   sub->add_flag("--json", o->json, "Machine-readable output");
   sub->add_option("--max", o->max, "Differences listed per section (default 10)")->check(CLI::Range(1, 1 << 20));
   return {sub, [o] { return runDiff(*o); }};

@@ -62,8 +62,10 @@ std::string callLine(const Reader& r, const CallView& c) {
     s += " " + std::string(c.unsupportedInterface()) + " slot " + std::to_string(c.unsupportedSlot());
   s += "]";
   if (auto b = c.buildResult()) {
-    if (b->ok) s += " engine " + std::to_string(b->engineSize) + " B xxh3 " + toHex(b->engineHash);
-    else s += " build failed";
+    if (b->ok)
+      s += " engine " + std::to_string(b->engineSize) + " B xxh3 " + toHex(b->engineHash);
+    else
+      s += " build failed";
     for (auto e : b->errors) s += " | " + std::string(e);
   } else if (isBuild(c)) {
     s += " build outcome not recorded";
@@ -75,18 +77,18 @@ std::string callLine(const Reader& r, const CallView& c) {
 // --json: the call as one JSON object (one line), the values as the text lines show them.
 std::string callJson(const Reader& r, const CallView& c) {
   const ApiInfo* a = r.api(c.apiId());
-  std::string s = "{\"seq\": " + std::to_string(c.seq()) + ", \"thread\": " + std::to_string(c.thread()) +
-                  ", \"network\": " + networkLabel(c.networkId(), "null") +
-                  ", \"api_id\": " + std::to_string(c.apiId()) + ", \"api\": " +
-                  (a ? jsonString(std::string(a->interfaceName) + "::" + std::string(a->methodName)) : "null") +
-                  ", \"self\": " + (c.receiver() ? std::to_string(c.receiver()) : "null") + ", \"args\": [";
+  std::string s =
+      "{\"seq\": " + std::to_string(c.seq()) + ", \"thread\": " + std::to_string(c.thread()) +
+      ", \"network\": " + networkLabel(c.networkId(), "null") + ", \"api_id\": " + std::to_string(c.apiId()) +
+      ", \"api\": " + (a ? jsonString(std::string(a->interfaceName) + "::" + std::string(a->methodName)) : "null") +
+      ", \"self\": " + (c.receiver() ? std::to_string(c.receiver()) : "null") + ", \"args\": [";
   for (size_t i = 0; i < c.argCount(); ++i)
-    s += std::string(i ? ", " : "") + "{\"name\": " +
-         (a && i < a->argNames.size() ? jsonString(a->argNames[i]) : "null") + ", \"value\": " +
-         jsonString(valueText(r, c.arg(i))) + "}";
+    s += std::string(i ? ", " : "") +
+         "{\"name\": " + (a && i < a->argNames.size() ? jsonString(a->argNames[i]) : "null") +
+         ", \"value\": " + jsonString(valueText(r, c.arg(i))) + "}";
   const auto ret = c.ret();
-  s += "], \"ret\": " + (ret ? jsonString(valueText(r, *ret)) : "null") + ", \"status\": " +
-       jsonString(statusName(c.status()));
+  s += "], \"ret\": " + (ret ? jsonString(valueText(r, *ret)) : "null") +
+       ", \"status\": " + jsonString(statusName(c.status()));
   if (c.status() == CallStatus::Unsupported)
     s += ", \"unsupported\": {\"interface\": " + jsonString(c.unsupportedInterface()) +
          ", \"slot\": " + std::to_string(c.unsupportedSlot()) + "}";
@@ -115,32 +117,34 @@ Command addDump(CLI::App& app) {
   sub->add_option("--range", *range, "Only calls with A <= seq < B (A:B, A:, :B)");
   sub->add_flag("--json", *json, "Machine-readable: one JSON object per call, one per line");
   return {sub, [=] {
-    uint64_t lo = 0, hi = std::numeric_limits<uint64_t>::max();
-    if (!range->empty()) {
-      auto colon = range->find(':');
-      try {
-        if (colon == std::string::npos) throw std::invalid_argument("no colon");
-        if (colon > 0) lo = std::stoull(range->substr(0, colon));
-        if (colon + 1 < range->size()) hi = std::stoull(range->substr(colon + 1));
-      } catch (const std::logic_error&) {
-        throw Error(Error::Kind::Usage, "--range " + *range + ": expected A:B");
-      }
-    }
-    auto r = convert::openCapture(*path);
-    if (*network) checkNetwork(*r, **network);
-    r->forEachCall([&](const CallView& c) {
-      if (c.seq() >= hi) return false;
-      if (c.seq() < lo || (*network && c.networkId() != traceNetworkId(uint64_t(**network)))) return true;
-      if (*json) std::printf("%s\n", callJson(*r, c).c_str());  // JSON strings escape every control byte
-      else std::printf("%s\n", terminalText(callLine(*r, c)).c_str());  // names, messages: untrusted text
-      return true;
-    });
-    if (r->truncatedAt()) {
-      std::fprintf(stderr, "trtrace: %s\n", terminalText(r->truncationMessage()).c_str());
-      return kTruncated;
-    }
-    return kOk;
-  }};
+            uint64_t lo = 0, hi = std::numeric_limits<uint64_t>::max();
+            if (!range->empty()) {
+              auto colon = range->find(':');
+              try {
+                if (colon == std::string::npos) throw std::invalid_argument("no colon");
+                if (colon > 0) lo = std::stoull(range->substr(0, colon));
+                if (colon + 1 < range->size()) hi = std::stoull(range->substr(colon + 1));
+              } catch (const std::logic_error&) {
+                throw Error(Error::Kind::Usage, "--range " + *range + ": expected A:B");
+              }
+            }
+            auto r = convert::openCapture(*path);
+            if (*network) checkNetwork(*r, **network);
+            r->forEachCall([&](const CallView& c) {
+              if (c.seq() >= hi) return false;
+              if (c.seq() < lo || (*network && c.networkId() != traceNetworkId(uint64_t(**network)))) return true;
+              if (*json)
+                std::printf("%s\n", callJson(*r, c).c_str());  // JSON strings escape every control byte
+              else
+                std::printf("%s\n", terminalText(callLine(*r, c)).c_str());  // names, messages: untrusted text
+              return true;
+            });
+            if (r->truncatedAt()) {
+              std::fprintf(stderr, "trtrace: %s\n", terminalText(r->truncationMessage()).c_str());
+              return kTruncated;
+            }
+            return kOk;
+          }};
 }
 
 }  // namespace trtrace::cli

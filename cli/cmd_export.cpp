@@ -24,7 +24,8 @@ struct ExportOptions {
 
 static int runExport(const ExportOptions& o) {
   auto r = convert::openCapture(o.in);
-  if (r->truncatedAt()) throw Error(Error::Kind::Truncated, r->truncationMessage() + "; not exporting a truncated trace");
+  if (r->truncatedAt())
+    throw Error(Error::Kind::Truncated, r->truncationMessage() + "; not exporting a truncated trace");
   ExportResult res;
   try {
     res = exportPython(*r, o.in, o.dir);
@@ -45,8 +46,9 @@ static int runExport(const ExportOptions& o) {
 
 Command addExport(CLI::App& app) {
   auto o = std::make_shared<ExportOptions>();
-  auto* sub = app.add_subcommand("export", "The trace as a standalone Python script (tensorrt_rtx API + .npy weights) "
-                                           "that rebuilds the same engine(s) without trtrace");
+  auto* sub = app.add_subcommand("export",
+                                 "The trace as a standalone Python script (tensorrt_rtx API + .npy weights) "
+                                 "that rebuilds the same engine(s) without trtrace");
   sub->add_option("in", o->in, "Input trace")->required();
   addOutputOption(sub, o->dir, "Folder to write (new or empty): build.py and weights/*.npy", "--python");
   sub->add_flag("--json", o->json, "Machine-readable report");

@@ -51,7 +51,8 @@ Touch touchOf(const CallView& c) {
     const ValueView v = c.arg(i);
     if (v.kind() == ValueKind::Handle && v.asU64()) t.uses.push_back(v.asU64());
     if (v.kind() == ValueKind::HandleArray)
-      for (uint64_t h : v.handles()) if (h) t.uses.push_back(h);
+      for (uint64_t h : v.handles())
+        if (h) t.uses.push_back(h);
   }
   if (auto r = c.ret(); r && r->kind() == ValueKind::Handle) t.result = r->asU64();
   return t;
@@ -62,7 +63,8 @@ Touch touchOf(const CallView& c) {
 bool neededNoNetwork(const Touch& t, const std::unordered_set<uint64_t>& needed) {
   if (t.result) return needed.count(t.result) > 0;
   if (t.uses.empty()) return true;
-  for (uint64_t h : t.uses) if (needed.count(h)) return true;
+  for (uint64_t h : t.uses)
+    if (needed.count(h)) return true;
   return false;
 }
 
@@ -100,7 +102,8 @@ std::vector<bool> neededCalls(const Reader& r, uint32_t id) {
 
 static int runExtract(const ExtractOptions& o) {
   auto r = convert::openCapture(o.in);
-  if (r->truncatedAt()) throw Error(Error::Kind::Truncated, r->truncationMessage() + "; not extracting from a truncated trace");
+  if (r->truncatedAt())
+    throw Error(Error::Kind::Truncated, r->truncationMessage() + "; not extracting from a truncated trace");
   checkNetwork(*r, o.network);
   files::PendingOutputs outputs;  // OUT is never IN, and appears complete or not at all
   auto w = createDerived(*r, outputs, o.out);
@@ -130,13 +133,15 @@ static int runExtract(const ExtractOptions& o) {
                 (unsigned long long)r->callCount(), blobs.size(), (unsigned long long)blobBytes);
   else
     std::printf("%s: network %lld: %llu of %llu calls, %zu blobs (%s)\n", o.out.c_str(), (long long)o.network,
-                (unsigned long long)kept, (unsigned long long)r->callCount(), blobs.size(), humanBytes(double(blobBytes)).c_str());
+                (unsigned long long)kept, (unsigned long long)r->callCount(), blobs.size(),
+                humanBytes(double(blobBytes)).c_str());
   return kOk;
 }
 
 Command addExtract(CLI::App& app) {
   auto o = std::make_shared<ExtractOptions>();
-  auto* sub = app.add_subcommand("extract", "One network (and only the calls, objects and weights it needs) as its own trace");
+  auto* sub =
+      app.add_subcommand("extract", "One network (and only the calls, objects and weights it needs) as its own trace");
   sub->add_option("in", o->in, "Input trace")->required();
   sub->add_option("--network", o->network, "The network: 0, 1, ... in creation order (as the player)")->required();
   sub->add_option("-o,--output", o->out, "Output trace (written to a temp file, then renamed)")->required();

@@ -63,7 +63,10 @@ Size writePlan(const Reader& r, const ReduceGraph::Plan& p, Writer* w) {
   Size s;
   s.layers = p.keptLayers();
   size_t index = 0;
-  auto map = [&](uint64_t h) { auto it = p.subst.find(h); return it == p.subst.end() ? h : it->second; };
+  auto map = [&](uint64_t h) {
+    auto it = p.subst.find(h);
+    return it == p.subst.end() ? h : it->second;
+  };
   r.forEachCall([&](const CallView& c) {
     if (!p.keepCall[index++]) return true;
     ++s.calls;
@@ -73,10 +76,13 @@ Size writePlan(const Reader& r, const ReduceGraph::Plan& p, Writer* w) {
       if (v.kind() == ValueKind::WeightsBlob && blobs.insert(v.blob()).second) s.weightBytes += v.blob().length;
     }
     if (!w) return true;
-    copyCall(c, *w, c.networkId(), [&](CallEncoder& e, const ValueView& v, bool ret) {
-      if (v.kind() == ValueKind::WeightsBlob && written.insert(v.blob()).second) copyBlob(r, *w, v.blob());
-      encodeValue(e, v, ret);
-    }, map);
+    copyCall(
+        c, *w, c.networkId(),
+        [&](CallEncoder& e, const ValueView& v, bool ret) {
+          if (v.kind() == ValueKind::WeightsBlob && written.insert(v.blob()).second) copyBlob(r, *w, v.blob());
+          encodeValue(e, v, ret);
+        },
+        map);
     return true;
   });
   if (w) w->close();
@@ -120,7 +126,8 @@ class ReduceChecker {
       try {
         regex_.emplace(o.failRegex, std::regex::ECMAScript);
       } catch (const std::regex_error& e) {
-        throw Error(Error::Kind::Usage, "--fail-regex " + o.failRegex + ": not a regular expression (" + e.what() + ")");
+        throw Error(Error::Kind::Usage,
+                    "--fail-regex " + o.failRegex + ": not a regular expression (" + e.what() + ")");
       }
     }
   }
@@ -153,7 +160,8 @@ std::vector<std::string> ReduceChecker::command(const std::string& trace) const 
   }
   std::string cmd = o_.check;
   const size_t at = cmd.find("{}");
-  if (at == std::string::npos) cmd += " " + shellQuote(trace);
+  if (at == std::string::npos)
+    cmd += " " + shellQuote(trace);
   else
     for (size_t p = at; p != std::string::npos; p = cmd.find("{}", p + shellQuote(trace).size()))
       cmd.replace(p, 2, shellQuote(trace));
@@ -186,7 +194,8 @@ static std::optional<std::vector<PlayedNetwork>> playerReport(const std::string&
     for (simdjson::dom::element n : networks) {
       PlayedNetwork p;
       simdjson::dom::array errors;
-      if (n["network"].get_int64().get(p.network) || n["ok"].get_bool().get(p.ok) || n["errors"].get_array().get(errors))
+      if (n["network"].get_int64().get(p.network) || n["ok"].get_bool().get(p.ok) ||
+          n["errors"].get_array().get(errors))
         return std::nullopt;
       for (simdjson::dom::element e : errors) {
         std::string_view text;
@@ -218,7 +227,8 @@ static std::string failureText(const std::vector<PlayedNetwork>& report) {
 static std::string outcomes(const std::vector<PlayedNetwork>& report) {
   std::string text;
   for (const PlayedNetwork& n : report)
-    text += (text.empty() ? "network " : "; network ") + std::to_string(n.network) + (n.ok ? ": built" : ": build failed");
+    text +=
+        (text.empty() ? "network " : "; network ") + std::to_string(n.network) + (n.ok ? ": built" : ": build failed");
   return text.empty() ? "no build" : text;
 }
 
@@ -295,7 +305,7 @@ class Artifacts {
   std::string dir_;
   bool keep_;
   int fd_ = -1;
-  std::map<std::string, int> sub_;  // good, bad, timeout -> descriptor
+  std::map<std::string, int> sub_;                         // good, bad, timeout -> descriptor
   std::vector<std::pair<std::string, std::string>> made_;  // (folder, name) of each candidate
   FILE* verdicts_ = nullptr;
 };
@@ -390,7 +400,8 @@ void Artifacts::record(size_t n, const ReduceChecker::Verdict& v, const Size& s,
                                      std::strerror(errno) + ")");
   made_.emplace_back(folder, name(n));
   std::string result = why;
-  for (char& c : result) if (c == '\t' || c == '\n') c = ' ';
+  for (char& c : result)
+    if (c == '\t' || c == '\n') c = ' ';
   std::fprintf(verdicts_, "%s\t%s\t%zu\t%zu\t%llu\t%s\n", name(n).c_str(), folder.c_str(), s.layers, s.calls,
                (unsigned long long)s.weightBytes, result.c_str());
   std::fflush(verdicts_);
@@ -454,11 +465,16 @@ bool Reducer::tryKeeping(const std::vector<size_t>& keep) {
     const std::string why = check_.describe(v);
     art_.record(n, v, s, why);
     std::fprintf(stderr, "trtrace reduce: candidate %zu: %zu of %zu layers, %zu calls: %s (%s)\n", n, s.layers,
-                 g_.layerCount(), s.calls, v.fails ? "fails" : v.timedOut ? "times out" : "passes", why.c_str());
+                 g_.layerCount(), s.calls,
+                 v.fails      ? "fails"
+                 : v.timedOut ? "times out"
+                              : "passes",
+                 why.c_str());
   }
   if (!it->second) return false;
   kept_.clear();
-  for (size_t l = 0; l < g_.layerCount(); ++l) if (!p.removed[l]) kept_.push_back(l);
+  for (size_t l = 0; l < g_.layerCount(); ++l)
+    if (!p.removed[l]) kept_.push_back(l);
   return true;
 }
 
@@ -473,9 +489,12 @@ void Reducer::ddmin() {
       rest.insert(rest.end(), cur.begin() + hi, cur.end());
       reduced = lo < hi && tryKeeping(rest);
     }
-    if (reduced) parts = std::max<size_t>(parts - 1, 2);
-    else if (parts >= cur.size()) break;
-    else parts = std::min(parts * 2, cur.size());
+    if (reduced)
+      parts = std::max<size_t>(parts - 1, 2);
+    else if (parts >= cur.size())
+      break;
+    else
+      parts = std::min(parts * 2, cur.size());
   }
 }
 
@@ -485,8 +504,10 @@ void Reducer::linear() {
     for (size_t i = 0; i < kept_.size();) {
       std::vector<size_t> rest = kept_;
       rest.erase(rest.begin() + long(i));
-      if (tryKeeping(rest)) changed = true;
-      else ++i;
+      if (tryKeeping(rest))
+        changed = true;
+      else
+        ++i;
     }
   }
 }
@@ -501,7 +522,8 @@ const std::vector<size_t>& Reducer::run() {
 
 static int runReduce(const ReduceOptions& o) {
   auto r = convert::openCapture(o.in);
-  if (r->truncatedAt()) throw Error(Error::Kind::Truncated, r->truncationMessage() + "; not reducing a truncated trace");
+  if (r->truncatedAt())
+    throw Error(Error::Kind::Truncated, r->truncationMessage() + "; not reducing a truncated trace");
   files::PendingOutputs outputs;  // MIN is never IN, and appears complete or not at all
   const int outFd = outputs.add(o.out);
   checkArtifacts(o.artifacts);
@@ -509,18 +531,22 @@ static int runReduce(const ReduceOptions& o) {
   const ReduceGraph g(*r);
   const ReduceChecker::Verdict base = check.run(o.in);
   if (!base.fails) {
-    std::fprintf(stderr, "trtrace: %s: does not fail (%s); nothing to reduce\n", o.in.c_str(), check.describe(base).c_str());
+    std::fprintf(stderr, "trtrace: %s: does not fail (%s); nothing to reduce\n", o.in.c_str(),
+                 check.describe(base).c_str());
     return kNotFailing;
   }
   if (o.check.empty() && o.failCode == std::nullopt && o.failRegex.empty()) check.expect(base.line);
-  std::fprintf(stderr, "trtrace reduce: %s fails (%s); %zu layers\n", o.in.c_str(), check.describe(base).c_str(), g.layerCount());
+  std::fprintf(stderr, "trtrace reduce: %s fails (%s); %zu layers\n", o.in.c_str(), check.describe(base).c_str(),
+               g.layerCount());
   Artifacts art(o.artifacts);
   Reducer red(*r, g, check, art);
   std::vector<bool> removed(g.layerCount(), true);
   for (size_t l : red.run()) removed[l] = false;
   if (red.timeouts())
-    std::fprintf(stderr, "trtrace reduce: %zu candidates ran past --timeout %g s: counted as not failing "
-                 "(--fail-code 124 makes a hang the failure)\n", red.timeouts(), o.timeout);
+    std::fprintf(stderr,
+                 "trtrace reduce: %zu candidates ran past --timeout %g s: counted as not failing "
+                 "(--fail-code 124 makes a hang the failure)\n",
+                 red.timeouts(), o.timeout);
   const Size before = writePlan(*r, g.whole(), nullptr);
   WriterOptions wo;
   wo.fd = outFd;
@@ -529,11 +555,12 @@ static int runReduce(const ReduceOptions& o) {
   const Size after = writePlan(*r, g.plan(std::move(removed)), w.get());
   outputs.commit();
   if (o.json)
-    std::printf("{\"output\":%s,\"layers\":[%zu,%zu],\"calls\":[%zu,%zu],\"weight_bytes\":[%llu,%llu],"
-                "\"candidates\":%zu,\"failure\":%s}\n",
-                jsonString(o.out).c_str(), before.layers, after.layers, before.calls, after.calls,
-                (unsigned long long)before.weightBytes, (unsigned long long)after.weightBytes, red.candidates(),
-                jsonString(check.describe(base)).c_str());
+    std::printf(
+        "{\"output\":%s,\"layers\":[%zu,%zu],\"calls\":[%zu,%zu],\"weight_bytes\":[%llu,%llu],"
+        "\"candidates\":%zu,\"failure\":%s}\n",
+        jsonString(o.out).c_str(), before.layers, after.layers, before.calls, after.calls,
+        (unsigned long long)before.weightBytes, (unsigned long long)after.weightBytes, red.candidates(),
+        jsonString(check.describe(base)).c_str());
   else
     std::printf("%s: layers %zu → %zu, calls %zu → %zu, weights %s → %s (%zu candidates; still fails: %s)\n",
                 o.out.c_str(), before.layers, after.layers, before.calls, after.calls,
@@ -544,7 +571,8 @@ static int runReduce(const ReduceOptions& o) {
 
 Command addReduce(CLI::App& app) {
   auto o = std::make_shared<ReduceOptions>();
-  auto* sub = app.add_subcommand("reduce",
+  auto* sub = app.add_subcommand(
+      "reduce",
       "Shrink a capture whose build fails to the fewest layers that still fail the same way (delta debugging; each "
       "candidate replayed in a child process)");
   sub->add_option("in", o->in, "Input trace (its build must fail)")->required();

@@ -1,13 +1,11 @@
 // trtrace rewrite IN -o OUT (or IN OUT) --raw|--compress [--json]: re-stores every blob raw (fastest
 // zero-copy replay) or compressed (smallest). The call log's segments are copied one by one, each
-// stored zstd-compressed when that pays (--log-level 0: raw). --compress never stores a blob or a segment larger than IN
-// does: where re-encoding (another level, say) is not smaller, IN's encoded form is copied as is;
-// and never makes the whole larger (keepInputIfSmaller). OUT appears only when complete, never over
-// IN (trtrace/files.h).
-// Damage is never laundered: every blob's content hash is checked (Reader::checkedBlob) before it
-// is copied, and a damaged or missing blob stops the rewrite (exit 2) unless --salvage, which
-// drops the damaged blobs and keeps the calls before the first call that uses one (a clean prefix,
-// like a truncated trace's), and says what it dropped.
+// stored zstd-compressed when that pays (--log-level 0: raw). --compress never stores a blob or a segment larger than
+// IN does: where re-encoding (another level, say) is not smaller, IN's encoded form is copied as is; and never makes
+// the whole larger (keepInputIfSmaller). OUT appears only when complete, never over IN (trtrace/files.h). Damage is
+// never laundered: every blob's content hash is checked (Reader::checkedBlob) before it is copied, and a damaged or
+// missing blob stops the rewrite (exit 2) unless --salvage, which drops the damaged blobs and keeps the calls before
+// the first call that uses one (a clean prefix, like a truncated trace's), and says what it dropped.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,7 +41,8 @@ namespace {
 
 // The seq of the first call that references a blob in `damaged` or one the trace does not hold
 // (UINT64_MAX: none), and that blob's name for the report.
-uint64_t firstCallUsing(const Reader& r, const std::unordered_set<BlobRef, BlobRefHasher>& damaged, std::string& which) {
+uint64_t firstCallUsing(const Reader& r, const std::unordered_set<BlobRef, BlobRefHasher>& damaged,
+                        std::string& which) {
   uint64_t cut = UINT64_MAX;
   r.forEachCall([&](const CallView& c) {
     auto bad = [&](const ValueView& v) {
@@ -78,7 +77,8 @@ void copyCalls(const Reader& r, Writer& w, uint64_t cut, bool keepSmaller) {
       w.appendSegment(r.segmentPrefix(i, static_cast<uint32_t>(cut - si.firstSeq)).bytes());
     } else if (keepSmaller) {
       const uint16_t flags = si.compressed ? format::kSegmentZstd : 0;
-      w.appendSegment(r.segmentBytes(i).bytes(), blockPayload(r, si.offset, si.offset + sizeof(format::BlockHeader) + si.storedSize), flags);
+      w.appendSegment(r.segmentBytes(i).bytes(),
+                      blockPayload(r, si.offset, si.offset + sizeof(format::BlockHeader) + si.storedSize), flags);
     } else {
       w.appendSegment(r.segmentBytes(i).bytes());
     }
@@ -108,13 +108,15 @@ std::unique_ptr<Trial> reencodeCompressed(const Reader& r, const WriterOptions& 
     BlobView v;
     try {
       v = r.checkedBlob(b.ref);
-    } catch (const Error&) {
-      continue;
-    }
+    } catch (const Error&) { continue; }
     w->putBlob(v.data(), v.size(), b.hint);
     heldBytes += v.size();
     held.push_back(std::move(v));
-    if (heldBytes > wo.queueBytes) { w->drainBlobs(); held.clear(); heldBytes = 0; }
+    if (heldBytes > wo.queueBytes) {
+      w->drainBlobs();
+      held.clear();
+      heldBytes = 0;
+    }
   }
   w->close();
   auto t = std::make_unique<Trial>();
@@ -141,8 +143,8 @@ bool copySmaller(const Reader& r, const Trial& t, const BlobInfo& b, Writer& w) 
 // returned. Decompressed buffers stay alive until the workers consumed them (bounded). In the
 // input's file order: read sequentially, and written in the order the capture used them, which
 // the player's reads then follow too.
-std::unordered_set<BlobRef, BlobRefHasher> copyBlobs(const Reader& r, Writer& w, const RewriteOptions& o, uint64_t queueBytes,
-                                                     const Trial* trial) {
+std::unordered_set<BlobRef, BlobRefHasher> copyBlobs(const Reader& r, Writer& w, const RewriteOptions& o,
+                                                     uint64_t queueBytes, const Trial* trial) {
   std::vector<BlobView> held;
   uint64_t heldBytes = 0, total = 0, done = 0;
   bool putSinceDrain = false;
@@ -162,22 +164,36 @@ std::unordered_set<BlobRef, BlobRefHasher> copyBlobs(const Reader& r, Writer& w,
     if (trial && b.compressed) {
       // Blobs put before it are written first: the output keeps IN's order, so that no raw blob's
       // 4 KiB alignment padding grows where a copied block moved ahead of it.
-      if (putSinceDrain) { w.drainBlobs(); held.clear(); heldBytes = 0; putSinceDrain = false; }
+      if (putSinceDrain) {
+        w.drainBlobs();
+        held.clear();
+        heldBytes = 0;
+        putSinceDrain = false;
+      }
       if (copySmaller(r, *trial, b, w)) continue;
     }
     BlobView v;
     try {
       v = r.checkedBlob(b.ref);
     } catch (const Error& e) {
-      if (!o.salvage) throw Error(Error::Kind::Corrupt, std::string(e.what()) + "; use --salvage to keep the calls before the first one that uses it");
+      if (!o.salvage)
+        throw Error(Error::Kind::Corrupt,
+                    std::string(e.what()) + "; use --salvage to keep the calls before the first one that uses it");
       std::fprintf(stderr, "trtrace: salvage: %s: dropped\n", terminalText(e.what()).c_str());
       damaged.insert(b.ref);
       continue;
     }
     w.putBlob(v.data(), v.size(), b.hint);
     putSinceDrain = true;
-    if (!v.isZeroCopy()) { heldBytes += v.size(); held.push_back(std::move(v)); }
-    if (heldBytes > queueBytes) { w.drainBlobs(); held.clear(); heldBytes = 0; }
+    if (!v.isZeroCopy()) {
+      heldBytes += v.size();
+      held.push_back(std::move(v));
+    }
+    if (heldBytes > queueBytes) {
+      w.drainBlobs();
+      held.clear();
+      heldBytes = 0;
+    }
   }
   w.drainBlobs();
   return damaged;
@@ -194,7 +210,8 @@ bool keepInputIfSmaller(const Reader& r, int fd) {
   if (::ftruncate(fd, 0) != 0) throw Error(Error::Kind::Io, r.path() + ": rewrite: cannot truncate the output");
   for (uint64_t off = 0; off < in.size();) {
     const ssize_t n = ::pwrite(fd, in.data() + off, in.size() - off, static_cast<off_t>(off));
-    if (n <= 0) throw Error(Error::Kind::Io, "rewrite: cannot write the output (" + std::string(std::strerror(errno)) + ")");
+    if (n <= 0)
+      throw Error(Error::Kind::Io, "rewrite: cannot write the output (" + std::string(std::strerror(errno)) + ")");
     off += static_cast<uint64_t>(n);
   }
   return true;
@@ -208,10 +225,11 @@ static void printReport(const RewriteOptions& o, const Writer::Stats* st, uint64
     std::printf("{\"output\": %s, \"copy_of_input\": true, \"calls\": %llu}\n", jsonString(o.out).c_str(),
                 (unsigned long long)calls);
   else if (o.json)
-    std::printf("{\"output\": %s, \"copy_of_input\": false, \"calls\": %llu, \"blobs\": %llu, \"stored_bytes\": %llu, "
-                "\"compressed_blobs\": %llu}\n", jsonString(o.out).c_str(), (unsigned long long)calls,
-                (unsigned long long)st->uniqueBlobs, (unsigned long long)st->storedBytes,
-                (unsigned long long)st->compressedBlobs);
+    std::printf(
+        "{\"output\": %s, \"copy_of_input\": false, \"calls\": %llu, \"blobs\": %llu, \"stored_bytes\": %llu, "
+        "\"compressed_blobs\": %llu}\n",
+        jsonString(o.out).c_str(), (unsigned long long)calls, (unsigned long long)st->uniqueBlobs,
+        (unsigned long long)st->storedBytes, (unsigned long long)st->compressedBlobs);
   else if (!st)
     std::printf("%s: a copy of %s (its layout is smaller than the rewrite's), %llu calls\n", o.out.c_str(),
                 o.in.c_str(), (unsigned long long)calls);
@@ -226,8 +244,9 @@ static int runRewrite(const RewriteOptions& o) {
   if (r->truncatedAt() && !o.salvage)
     throw Error(Error::Kind::Truncated, r->truncationMessage() + "; use --salvage to rewrite the readable prefix");
   if (r->callCount() == 0)
-    throw Error(Error::Kind::Empty, (r->truncatedAt() ? r->truncationMessage() + "; no calls before it" : o.in + ": holds no calls") +
-                                        " (nothing to rewrite)");
+    throw Error(Error::Kind::Empty,
+                (r->truncatedAt() ? r->truncationMessage() + "; no calls before it" : o.in + ": holds no calls") +
+                    " (nothing to rewrite)");
   files::PendingOutputs outputs;  // OUT is never IN (same file by device and inode), and appears complete or not at all
   WriterOptions wo;
   wo.fd = outputs.add(o.out);
@@ -247,13 +266,15 @@ static int runRewrite(const RewriteOptions& o) {
     throw Error(Error::Kind::Corrupt, o.in + ": call #" + std::to_string(cut) + " uses " + which +
                                           "; use --salvage to keep the calls before it");
   if (cut != UINT64_MAX)
-    std::fprintf(stderr, "trtrace: salvage: %s: call #%llu uses %s: kept the %llu calls before it, dropped the other %llu\n",
+    std::fprintf(stderr,
+                 "trtrace: salvage: %s: call #%llu uses %s: kept the %llu calls before it, dropped the other %llu\n",
                  o.in.c_str(), (unsigned long long)cut, which.c_str(), (unsigned long long)cut,
                  (unsigned long long)(r->callCount() - cut));
   if (cut == 0) throw Error(Error::Kind::Empty, o.in + ": no call before the first damaged one (nothing to rewrite)");
   copyCalls(*r, *w, cut, o.compress);
   w->close();
-  const bool asIs = o.compress && cut == UINT64_MAX && damaged.empty() && !r->truncatedAt() && keepInputIfSmaller(*r, wo.fd);
+  const bool asIs =
+      o.compress && cut == UINT64_MAX && damaged.empty() && !r->truncatedAt() && keepInputIfSmaller(*r, wo.fd);
   outputs.commit(o.sync);
   const auto st = w->stats();
   printReport(o, asIs ? nullptr : &st, asIs ? r->callCount() : st.calls);
@@ -279,9 +300,9 @@ Command addRewrite(CLI::App& app) {
                 "blobs and the calls from the first one that uses one");
   sub->add_flag("--json", o->json, "Machine-readable report: one JSON object on stdout");
   return {sub, [o, sub] {
-    if (!o->raw && !o->compress) throw Error(Error::Kind::Usage, "rewrite: choose --raw or --compress");
-    return runRewrite(*o);
-  }};
+            if (!o->raw && !o->compress) throw Error(Error::Kind::Usage, "rewrite: choose --raw or --compress");
+            return runRewrite(*o);
+          }};
 }
 
 }  // namespace trtrace::cli

@@ -53,7 +53,9 @@ struct Key {
   bool operator==(const Key&) const = default;
 };
 struct KeyHash {
-  size_t operator()(const Key& k) const { return size_t(k.hash.lo ^ (k.hash.hi * 31) ^ k.length ^ (uint64_t(k.dtype) << 56)); }
+  size_t operator()(const Key& k) const {
+    return size_t(k.hash.lo ^ (k.hash.hi * 31) ^ k.length ^ (uint64_t(k.dtype) << 56));
+  }
 };
 
 // Encodes each weights value with its stand-in: stored blobs are written once per content (kept
@@ -84,8 +86,9 @@ class Stripper {
       // A Lost blob gets a stand-in too (of the right length: zeros for a structure type).
       const bool keep = (structure || length < o_.keepBelow) && !r_.blobLost(v.blob());
       count(keep, structure, length);
-      it = blobs_.emplace(key, put(keep ? r_.checkedBlob(v.blob())
-                                        : BlobView::owned(standIn(v.dtype(), length, nextSeed(), o_.zeros), length)))
+      it = blobs_
+               .emplace(key, put(keep ? r_.checkedBlob(v.blob())
+                                      : BlobView::owned(standIn(v.dtype(), length, nextSeed(), o_.zeros), length)))
                .first;
     }
     ret ? e.retWeightsBlob(v.dtype(), v.count(), it->second, v.weightsPtr())
@@ -102,9 +105,12 @@ class Stripper {
   uint64_t nextSeed() { return o_.seed * 0x9E3779B97F4A7C15ull + ++seeds_; }
   // Kept values are counted once: as structure (integer/bool) or as under --keep-below.
   void count(bool keep, bool structure, uint64_t length) {
-    if (!keep) ++replaced, replacedBytes += length;
-    else if (structure) ++keptStructure, keptStructureBytes += length;
-    else ++kept, keptBytes += length;
+    if (!keep)
+      ++replaced, replacedBytes += length;
+    else if (structure)
+      ++keptStructure, keptStructureBytes += length;
+    else
+      ++kept, keptBytes += length;
   }
   BlobRef put(BlobView v) {
     const BlobRef ref = w_.putBlob(v.data(), v.size());
@@ -126,21 +132,24 @@ class Stripper {
 static void report(const StripOptions& o, uint64_t calls, const Stripper& s) {
   using ull = unsigned long long;
   if (o.json) {
-    std::printf("{\"output\":%s,\"calls\":%llu,\"replaced\":%llu,\"replaced_bytes\":%llu,\"kept\":%llu,\"kept_bytes\":%llu,"
-                "\"kept_integer\":%llu,\"kept_integer_bytes\":%llu}\n",
-                jsonString(o.out).c_str(), ull(calls), ull(s.replaced), ull(s.replacedBytes), ull(s.kept), ull(s.keptBytes),
-                ull(s.keptStructure), ull(s.keptStructureBytes));
+    std::printf(
+        "{\"output\":%s,\"calls\":%llu,\"replaced\":%llu,\"replaced_bytes\":%llu,\"kept\":%llu,\"kept_bytes\":%llu,"
+        "\"kept_integer\":%llu,\"kept_integer_bytes\":%llu}\n",
+        jsonString(o.out).c_str(), ull(calls), ull(s.replaced), ull(s.replacedBytes), ull(s.kept), ull(s.keptBytes),
+        ull(s.keptStructure), ull(s.keptStructureBytes));
     return;
   }
-  std::printf("%s: %llu calls; %llu weights replaced (%s)%s, %llu kept (under %llu bytes, %s), %llu integer/bool kept (%s)\n",
-              o.out.c_str(), ull(calls), ull(s.replaced), humanBytes(double(s.replacedBytes)).c_str(), o.zeros ? " by zeros" : "",
-              ull(s.kept), ull(o.keepBelow), humanBytes(double(s.keptBytes)).c_str(), ull(s.keptStructure),
-              humanBytes(double(s.keptStructureBytes)).c_str());
+  std::printf(
+      "%s: %llu calls; %llu weights replaced (%s)%s, %llu kept (under %llu bytes, %s), %llu integer/bool kept (%s)\n",
+      o.out.c_str(), ull(calls), ull(s.replaced), humanBytes(double(s.replacedBytes)).c_str(),
+      o.zeros ? " by zeros" : "", ull(s.kept), ull(o.keepBelow), humanBytes(double(s.keptBytes)).c_str(),
+      ull(s.keptStructure), humanBytes(double(s.keptStructureBytes)).c_str());
 }
 
 static int runStrip(const StripOptions& o) {
   auto r = convert::openCapture(o.in);
-  if (r->truncatedAt()) throw Error(Error::Kind::Truncated, r->truncationMessage() + "; not stripping a truncated trace");
+  if (r->truncatedAt())
+    throw Error(Error::Kind::Truncated, r->truncationMessage() + "; not stripping a truncated trace");
   if (r->callCount() == 0) throw Error(Error::Kind::Empty, o.in + ": holds no calls (nothing to strip)");
   files::PendingOutputs outputs;  // OUT is never IN, and appears complete or not at all
   auto w = createDerived(*r, outputs, o.out);
@@ -160,14 +169,18 @@ static int runStrip(const StripOptions& o) {
 
 Command addStrip(CLI::App& app) {
   auto o = std::make_shared<StripOptions>();
-  auto* sub = app.add_subcommand("strip", "Replace every learned weight (floating and quantized types) by stand-in values of the "
-                                          "same type and count (same build, other numbers, none of the model's "
-                                          "parameters); integer and bool weights (shapes, axes, indices) are kept");
+  auto* sub =
+      app.add_subcommand("strip",
+                         "Replace every learned weight (floating and quantized types) by stand-in values of the "
+                         "same type and count (same build, other numbers, none of the model's "
+                         "parameters); integer and bool weights (shapes, axes, indices) are kept");
   sub->add_option("in", o->in, "Input trace")->required();
   sub->add_option("-o,--output", o->out, "Output trace (written to a temp file, then renamed)")->required();
-  sub->add_option("--keep-below", o->keepBelow, "Keep weights smaller than this many bytes as they are (e.g. shape constants)")
+  sub->add_option("--keep-below", o->keepBelow,
+                  "Keep weights smaller than this many bytes as they are (e.g. shape constants)")
       ->check(CLI::NonNegativeNumber);
-  sub->add_flag("--zeros", o->zeros, "Zeros for every type (default: seeded uniform [-1, 1) for FLOAT/HALF/BF16, zeros otherwise)");
+  sub->add_flag("--zeros", o->zeros,
+                "Zeros for every type (default: seeded uniform [-1, 1) for FLOAT/HALF/BF16, zeros otherwise)");
   sub->add_flag("--all-types", o->allTypes,
                 "Replace integer and bool weights too (default: kept, being the shapes, axes and indices the build's "
                 "structure depends on; with this, builds that compute shapes from them fail)");

@@ -36,9 +36,9 @@ Command addCache(CLI::App& app);
 Command addPush(CLI::App& app);
 Command addPull(CLI::App& app);
 
-inline constexpr Command (*kCommands[])(CLI::App&) = {addInfo,  addDump,  addVerify, addRewrite, addConvert, addDiff,
-                                                      addStrip, addExtract, addReduce, addExport,  addCapture, addBench,
-                                                      addCache, addPush,  addPull};
+inline constexpr Command (*kCommands[])(CLI::App&) = {addInfo,    addDump,  addVerify,  addRewrite, addConvert,
+                                                      addDiff,    addStrip, addExtract, addReduce,  addExport,
+                                                      addCapture, addBench, addCache,   addPush,    addPull};
 
 // `trtrace capture [options] -- CMD ARGS...`: main() hands CLI11 the arguments before the first
 // `--` and keeps the rest here, unparsed (they are the command's, options included).

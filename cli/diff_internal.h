@@ -27,23 +27,23 @@ inline constexpr size_t kMaxObjectText = 240;  // ObjInfo::text, in bytes
 // One compared call, ~80 bytes whatever its arguments: what the alignment and the comparison need.
 struct CallRec {
   uint64_t seq = 0;
-  uint64_t key = 0;      // the whole call: API, arguments (weights by content), objects by name
-  uint64_t shape = 0;    // API and the arguments that are not objects, weights by type and count
-  uint64_t content = 0;  // the weights' contents
-  uint64_t slot = 0;     // receiver's name and API: calls that may overwrite each other's effect
+  uint64_t key = 0;                            // the whole call: API, arguments (weights by content), objects by name
+  uint64_t shape = 0;                          // API and the arguments that are not objects, weights by type and count
+  uint64_t content = 0;                        // the weights' contents
+  uint64_t slot = 0;                           // receiver's name and API: calls that may overwrite each other's effect
   uint32_t api = 0, net = 0, recvCreator = 0;  // recvCreator: API that made the receiver (0: none)
-  uint32_t hOff = 0, nH = 0, nW = 0;  // TraceModel::pool: receiver, object arguments, result; weights pointers
-  int32_t layer = -1;                 // layer (of its network) the call is on or creates; -1: none
+  uint32_t hOff = 0, nH = 0, nW = 0;           // TraceModel::pool: receiver, object arguments, result; weights pointers
+  int32_t layer = -1;                          // layer (of its network) the call is on or creates; -1: none
   bool createsLayer = false, hasWeights = false, getter = false;
   bool valueRead = false;  // a getter returning a value, not an object: a read no later call depends on
 };
 
 struct ObjInfo {
   uint64_t names[kNameDepth + 1] = {};  // structural name (above) at each depth
-  int32_t layer = -1;    // the layer it is or belongs to
-  uint32_t creator = 0;  // API that made it
-  uint32_t net = 0;      // network of the call that made it
-  std::string text;      // how it was obtained: "network", layer k as layerRef(k), "L3.getOutput(0)"
+  int32_t layer = -1;                   // the layer it is or belongs to
+  uint32_t creator = 0;                 // API that made it
+  uint32_t net = 0;                     // network of the call that made it
+  std::string text;                     // how it was obtained: "network", layer k as layerRef(k), "L3.getOutput(0)"
 };
 
 struct LayerInfo {
@@ -54,9 +54,9 @@ struct TraceModel {
   const Reader* reader = nullptr;
   bool allCalls = false;
   bool guessedReturns = false;  // calls from NVIDIA's JSON: a getter's returned handle is a guess
-  std::vector<CallRec> calls;  // the compared calls, in trace order
+  std::vector<CallRec> calls;   // the compared calls, in trace order
   std::vector<uint64_t> pool;
-  std::unordered_map<uint64_t, ObjInfo> objs;  // by handle
+  std::unordered_map<uint64_t, ObjInfo> objs;         // by handle
   std::map<uint32_t, std::vector<LayerInfo>> layers;  // by network id
   std::map<uint32_t, std::vector<uint32_t>> byNet;    // indices into calls, by network id
   const uint64_t* handles(const CallRec& r) const { return pool.data() + r.hOff; }
@@ -85,18 +85,18 @@ enum : uint8_t { kDiffArgs = 1, kDiffReceiver = 2, kDiffResult = 4, kDiffAliasin
 struct Item {
   Difference::Kind kind = Difference::Kind::Changed;
   uint32_t a = 0, b = 0;
-  uint8_t what = 0;  // kDiff* of a changed pair
+  uint8_t what = 0;             // kDiff* of a changed pair
   uint64_t order = 0, sub = 0;  // where it shows: trace order of A, B's insertions after the A call before them
 };
 
 struct Comparison {
   TraceModel A, B;
-  std::vector<Item> items;                   // differences, sorted by (order, sub)
+  std::vector<Item> items;                         // differences, sorted by (order, sub)
   std::map<uint32_t, std::vector<long>> toA, toB;  // per network: layer partners (-1: none)
   std::unordered_map<uint64_t, uint64_t> bToA;     // B's handles -> A's, from the aligned pairs
-  std::vector<uint32_t> movedA;  // A's calls B makes elsewhere in the network (aligned as moves)
-  uint64_t moved = 0;            // of those, the ones that compare equal
-  uint64_t reads = 0;            // value getters called on one side only (reads: cannot change a build)
+  std::vector<uint32_t> movedA;                    // A's calls B makes elsewhere in the network (aligned as moves)
+  uint64_t moved = 0;                              // of those, the ones that compare equal
+  uint64_t reads = 0;  // value getters called on one side only (reads: cannot change a build)
   uint64_t mapToA(uint64_t hb) const;
 };
 

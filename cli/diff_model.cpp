@@ -57,29 +57,34 @@ void putShape(std::string& s, const ValueView& v) {
   const ValueKind k = v.kind() == ValueKind::WeightsInline ? ValueKind::WeightsBlob : v.kind();
   put(s, uint8_t(k));
   switch (v.kind()) {
-    case ValueKind::Null: case ValueKind::Handle: case ValueKind::HandleArray: break;
+    case ValueKind::Null:
+    case ValueKind::Handle:
+    case ValueKind::HandleArray: break;
     case ValueKind::Bool: put(s, uint8_t(v.asBool())); break;
     case ValueKind::I64: put(s, v.asI64()); break;
     case ValueKind::U64: put(s, v.asU64()); break;
-    case ValueKind::F32: case ValueKind::F64: put(s, canonical(v.asF64())); break;
+    case ValueKind::F32:
+    case ValueKind::F64: put(s, canonical(v.asF64())); break;
     case ValueKind::String: putBytes(s, v.asString().data(), v.asString().size()); break;
     case ValueKind::Enum: put(s, v.typeId()), put(s, v.asI64()); break;
-    case ValueKind::Dims: case ValueKind::I64Array: putBytes(s, v.ints().data(), v.ints().size_bytes()); break;
+    case ValueKind::Dims:
+    case ValueKind::I64Array: putBytes(s, v.ints().data(), v.ints().size_bytes()); break;
     case ValueKind::F32Array:
       put(s, uint64_t(v.floats().size()));
       for (float x : v.floats()) put(s, canonical(x));
       break;
     case ValueKind::Bytes: putBytes(s, v.bytes().data(), v.bytes().size()); break;
-    case ValueKind::WeightsInline: case ValueKind::WeightsBlob: case ValueKind::WeightsRandom:
-      put(s, v.dtype()), put(s, v.count());
-      break;
+    case ValueKind::WeightsInline:
+    case ValueKind::WeightsBlob:
+    case ValueKind::WeightsRandom: put(s, v.dtype()), put(s, v.count()); break;
   }
 }
 
 // Pass 1: the compact records of one trace.
 class ModelBuilder {
  public:
-  ModelBuilder(TraceModel& m, std::unordered_map<uint64_t, uint64_t> appNames) : m_(m), appNames_(std::move(appNames)) {}
+  ModelBuilder(TraceModel& m, std::unordered_map<uint64_t, uint64_t> appNames)
+      : m_(m), appNames_(std::move(appNames)) {}
   void add(const CallView& c);
 
  private:
@@ -91,7 +96,8 @@ class ModelBuilder {
   const ObjInfo* find(uint64_t h) const;
   void putNames(uint64_t h, Parts& p) const;
   void addArg(const ValueView& v, Parts& p, CallRec& r);
-  void nameResult(const CallView& c, const api::ApiDesc* d, CallRec& r, uint64_t h, const Parts& p, const ObjInfo* recv);
+  void nameResult(const CallView& c, const api::ApiDesc* d, CallRec& r, uint64_t h, const Parts& p,
+                  const ObjInfo* recv);
 
   TraceModel& m_;
   const std::unordered_map<uint64_t, uint64_t> appNames_;  // handle -> hash of the first name the app gave it
@@ -219,7 +225,7 @@ class NetworkAligner {
   const std::vector<uint32_t>& ia_;
   const std::vector<uint32_t>& ib_;
   std::vector<std::pair<uint32_t, uint32_t>>& pairs_;
-  std::vector<uint32_t> deleted_;                     // A indices
+  std::vector<uint32_t> deleted_;                        // A indices
   std::vector<std::pair<uint32_t, uint64_t>> inserted_;  // B index, order
 };
 
@@ -231,11 +237,15 @@ void NetworkAligner::run() {
   // --all-calls. A getter of an object stays a difference: later calls may use the object.
   const bool reads = !c_.A.allCalls;
   for (uint32_t a : deleted_)
-    if (reads && c_.A.calls[a].valueRead) ++c_.reads;
-    else c_.items.push_back({Difference::Kind::Deleted, a, 0, 0, 2 * c_.A.calls[a].seq, 0});
+    if (reads && c_.A.calls[a].valueRead)
+      ++c_.reads;
+    else
+      c_.items.push_back({Difference::Kind::Deleted, a, 0, 0, 2 * c_.A.calls[a].seq, 0});
   for (auto [b, order] : inserted_)
-    if (reads && c_.B.calls[b].valueRead) ++c_.reads;
-    else c_.items.push_back({Difference::Kind::Inserted, 0, b, 0, order, c_.B.calls[b].seq});
+    if (reads && c_.B.calls[b].valueRead)
+      ++c_.reads;
+    else
+      c_.items.push_back({Difference::Kind::Inserted, 0, b, 0, order, c_.B.calls[b].seq});
 }
 
 // The alignment key of a call at each level: the whole call; the call but for the objects it is
@@ -341,7 +351,7 @@ uint8_t PairComparer::compare(const CallRec& x, const CallRec& y) {
   if (rx && ry) {
     auto [it, fresh] = c_.bToA.try_emplace(ry, rx);
     if (!fresh && it->second != rx && !guessed) what |= kDiffResult;
-  } else if (rx) {  // A made an object, B none. Not the other way: a round trip through NVIDIA's
+  } else if (rx) {        // A made an object, B none. Not the other way: a round trip through NVIDIA's
     what |= kDiffResult;  // JSON gives a failed build's null result a handle
   }
   if (!sameAliasing(x, y)) what |= kDiffAliasing;
@@ -367,7 +377,8 @@ void layerPartners(Comparison& c, const std::vector<std::pair<uint32_t, uint32_t
   for (auto& [net, layers] : c.B.layers) c.toA[net].assign(layers.size(), -1);
   for (auto [i, j] : pairs) {
     const CallRec &x = c.A.calls[i], &y = c.B.calls[j];
-    if (x.createsLayer && y.createsLayer && x.net == y.net) c.toB[x.net][x.layer] = y.layer, c.toA[y.net][y.layer] = x.layer;
+    if (x.createsLayer && y.createsLayer && x.net == y.net)
+      c.toB[x.net][x.layer] = y.layer, c.toA[y.net][y.layer] = x.layer;
   }
 }
 
@@ -409,15 +420,18 @@ void compareModels(Comparison& c) {
   static const std::vector<uint32_t> none;
   for (uint32_t id : nets) {
     auto ia = c.A.byNet.find(id), ib = c.B.byNet.find(id);
-    NetworkAligner(c, ia == c.A.byNet.end() ? none : ia->second, ib == c.B.byNet.end() ? none : ib->second, pairs).run();
+    NetworkAligner(c, ia == c.A.byNet.end() ? none : ia->second, ib == c.B.byNet.end() ? none : ib->second, pairs)
+        .run();
   }
   std::sort(pairs.begin(), pairs.end());
   std::sort(c.movedA.begin(), c.movedA.end());
   PairComparer cmp(c);
   for (auto [i, j] : pairs) {
     const uint8_t what = cmp.compare(c.A.calls[i], c.B.calls[j]);
-    if (what) c.items.push_back({Difference::Kind::Changed, i, j, what, 2 * c.A.calls[i].seq, 0});
-    else c.moved += std::binary_search(c.movedA.begin(), c.movedA.end(), i);  // a move only if the same call
+    if (what)
+      c.items.push_back({Difference::Kind::Changed, i, j, what, 2 * c.A.calls[i].seq, 0});
+    else
+      c.moved += std::binary_search(c.movedA.begin(), c.movedA.end(), i);  // a move only if the same call
   }
   layerPartners(c, pairs);
   std::stable_sort(c.items.begin(), c.items.end(),

@@ -17,7 +17,7 @@ inline constexpr size_t kListedDifferences = 10000;
 struct Difference {
   enum class Kind { Changed, Inserted, Deleted };
   Kind kind = Kind::Changed;
-  uint64_t seqA = 0, seqB = 0;  // the call's seq in A / in B (0: none there)
+  uint64_t seqA = 0, seqB = 0;      // the call's seq in A / in B (0: none there)
   std::string api, argument, a, b;  // Changed: the argument (empty: the call as a whole) and both values;
                                     // Inserted / Deleted: the call's text in b / in a
   std::string line() const;
@@ -25,19 +25,19 @@ struct Difference {
 };
 
 struct CallDiffs {
-  std::vector<Difference> listed;  // in trace order, one per differing argument of a changed call
+  std::vector<Difference> listed;                   // in trace order, one per differing argument of a changed call
   uint64_t changed = 0, inserted = 0, deleted = 0;  // calls
-  uint64_t moved = 0;  // calls B makes elsewhere in the same network, where order cannot matter
-  uint64_t reads = 0;  // value getters called on one side only: not differences, but for --all-calls
+  uint64_t moved = 0;               // calls B makes elsewhere in the same network, where order cannot matter
+  uint64_t reads = 0;               // value getters called on one side only: not differences, but for --all-calls
   uint64_t callsA = 0, callsB = 0;  // calls compared
   uint64_t total() const { return changed + inserted + deleted; }
 };
 
 struct LayerChange {
-  size_t layerA = 0, layerB = 0;  // creation order in its network, from 0
-  std::string type, name;         // e.g. "ConvolutionLayer", its setName (if any)
+  size_t layerA = 0, layerB = 0;            // creation order in its network, from 0
+  std::string type, name;                   // e.g. "ConvolutionLayer", its setName (if any)
   std::vector<std::string> removed, added;  // calls only A / only B made on it (weights by hash)
-  bool weights = false;           // a weights argument differs (or a call with weights is only on one side)
+  bool weights = false;                     // a weights argument differs (or a call with weights is only on one side)
 };
 
 struct NetworkDiff {
@@ -46,7 +46,7 @@ struct NetworkDiff {
   std::vector<std::string> addedLayers, removedLayers;  // "L<k> <type>"
   std::vector<LayerChange> changed;
   std::vector<std::string> callsRemoved, callsAdded;  // calls on the network itself (or builder/config)
-  size_t unlisted = 0;  // differing calls past kListedDifferences, in no list above
+  size_t unlisted = 0;                                // differing calls past kListedDifferences, in no list above
   bool same() const {
     return addedLayers.empty() && removedLayers.empty() && changed.empty() && callsRemoved.empty() &&
            callsAdded.empty() && !unlisted;

@@ -59,9 +59,12 @@ namespace {
 
 std::string weightsText(const ValueView& v) {
   std::string s = "weights[type " + std::to_string(v.dtype()) + " x" + std::to_string(v.count()) + " ";
-  if (v.kind() == ValueKind::WeightsBlob) s += "#" + toHex(v.blob().hash);
-  else if (v.kind() == ValueKind::WeightsInline) s += "#" + toHex(hash128(v.bytes().data(), v.bytes().size()));
-  else s += "random seed " + std::to_string(v.seed());
+  if (v.kind() == ValueKind::WeightsBlob)
+    s += "#" + toHex(v.blob().hash);
+  else if (v.kind() == ValueKind::WeightsInline)
+    s += "#" + toHex(hash128(v.bytes().data(), v.bytes().size()));
+  else
+    s += "random seed " + std::to_string(v.seed());
   return s + "]";
 }
 
@@ -99,8 +102,8 @@ namespace {
 
 struct ArgSnap {
   std::string name, shown;
-  uint64_t content = 0;         // not an object: contentHash
-  std::vector<uint64_t> objs;   // objects: their handles
+  uint64_t content = 0;        // not an object: contentHash
+  std::vector<uint64_t> objs;  // objects: their handles
   bool objects = false;
 };
 struct Snap {
@@ -124,7 +127,8 @@ class Renderer {
 
  private:
   Snap snapshot(const TraceModel& m, const CallView& c, const std::vector<long>* toA) const;
-  void texts(const TraceModel& m, const CallView& c, const std::vector<long>* toA, std::string& text, std::string& rel) const;
+  void texts(const TraceModel& m, const CallView& c, const std::vector<long>* toA, std::string& text,
+             std::string& rel) const;
   void compare(size_t item, const Snap& x, const Snap& y);
   const std::vector<long>* toA(uint32_t net) const {
     auto it = c_.toA.find(net);
@@ -149,7 +153,9 @@ Snap Renderer::snapshot(const TraceModel& m, const CallView& c, const std::vecto
     if (v.kind() == ValueKind::HandleArray) a.objs.assign(v.handles().begin(), v.handles().end());
     if (!a.objects) a.content = contentHash(v);
     a.shown = std::string(kindName(v.kind())) + " " +
-              (a.objects ? renderRefs(valueText(m, v), map) : isWeights(v) ? valueText(m, v) : v.toString());
+              (a.objects      ? renderRefs(valueText(m, v), map)
+               : isWeights(v) ? valueText(m, v)
+                              : v.toString());
     s.args.push_back(std::move(a));
   }
   s.receiver = renderRefs(objText(m, c.receiver()), map);
@@ -163,7 +169,8 @@ void Renderer::texts(const TraceModel& m, const CallView& c, const std::vector<l
   const api::ApiDesc* d = api::find(c.apiId());
   text = renderRefs(fullText(m, c, d), map);
   auto it = m.objs.find(c.receiver());
-  const bool onLayer = it != m.objs.end() && it->second.layer >= 0 && it->second.text == layerRef(size_t(it->second.layer));
+  const bool onLayer =
+      it != m.objs.end() && it->second.layer >= 0 && it->second.text == layerRef(size_t(it->second.layer));
   rel = onLayer ? renderRefs(callText(m, c, d), map) : text;
 }
 
@@ -172,7 +179,8 @@ void Renderer::compare(size_t item, const Snap& x, const Snap& y) {
   const CallRec &rx = c_.A.calls[it.a], &ry = c_.B.calls[it.b];
   auto& out = out_[item].diffs;
   auto add = [&](std::string arg, std::string a, std::string b) {
-    out.push_back({Difference::Kind::Changed, rx.seq, ry.seq, apiName(*c_.A.reader, rx.api), std::move(arg), std::move(a), std::move(b)});
+    out.push_back({Difference::Kind::Changed, rx.seq, ry.seq, apiName(*c_.A.reader, rx.api), std::move(arg),
+                   std::move(a), std::move(b)});
   };
   if (it.what & kDiffReceiver) add("receiver", x.receiver, y.receiver);
   if (x.args.size() != y.args.size()) {
@@ -217,15 +225,18 @@ void Renderer::run() {
   for (size_t k = 0; k < out_.size(); ++k) {
     const Item& it = c_.items[k];
     if (it.kind == Difference::Kind::Deleted)
-      out_[k].diffs.push_back({it.kind, c_.A.calls[it.a].seq, 0, apiName(*c_.A.reader, c_.A.calls[it.a].api), "", out_[k].text, ""});
+      out_[k].diffs.push_back(
+          {it.kind, c_.A.calls[it.a].seq, 0, apiName(*c_.A.reader, c_.A.calls[it.a].api), "", out_[k].text, ""});
     if (it.kind == Difference::Kind::Inserted)
-      out_[k].diffs.push_back({it.kind, 0, c_.B.calls[it.b].seq, apiName(*c_.B.reader, c_.B.calls[it.b].api), "", "", bSide_[k].text});
+      out_[k].diffs.push_back(
+          {it.kind, 0, c_.B.calls[it.b].seq, apiName(*c_.B.reader, c_.B.calls[it.b].api), "", "", bSide_[k].text});
   }
 }
 
 class Summarizer {
  public:
-  Summarizer(const Comparison& c, const std::vector<Rendered>& a, const std::vector<Rendered>& b) : c_(c), a_(a), b_(b) {}
+  Summarizer(const Comparison& c, const std::vector<Rendered>& a, const std::vector<Rendered>& b)
+      : c_(c), a_(a), b_(b) {}
   std::vector<NetworkDiff> run();
 
  private:
@@ -287,8 +298,10 @@ void Summarizer::item(size_t k) {
   const CallRec& r = x ? *x : *y;
   if (r.createsLayer) {  // a layer only one side has
     const LayerInfo& l = (x ? c_.A : c_.B).layers.at(r.net)[size_t(r.layer)];
-    if (x) net(r.net).removedLayers.push_back("L" + std::to_string(r.layer) + " " + l.type);
-    else net(r.net).addedLayers.push_back("B:L" + std::to_string(r.layer) + " " + l.type);
+    if (x)
+      net(r.net).removedLayers.push_back("L" + std::to_string(r.layer) + " " + l.type);
+    else
+      net(r.net).addedLayers.push_back("B:L" + std::to_string(r.layer) + " " + l.type);
     return;
   }
   const long layerA = r.layer < 0 ? -1 : x ? r.layer : c_.toA.at(r.net)[size_t(r.layer)];
@@ -318,9 +331,12 @@ std::vector<NetworkDiff> Summarizer::run() {
 
 TraceDiff report(const Comparison& c) {
   TraceDiff t;
-  t.calls.callsA = c.A.calls.size(), t.calls.callsB = c.B.calls.size(), t.calls.moved = c.moved, t.calls.reads = c.reads;
+  t.calls.callsA = c.A.calls.size(), t.calls.callsB = c.B.calls.size(), t.calls.moved = c.moved,
+  t.calls.reads = c.reads;
   for (const Item& it : c.items)
-    ++(it.kind == Difference::Kind::Changed ? t.calls.changed : it.kind == Difference::Kind::Inserted ? t.calls.inserted : t.calls.deleted);
+    ++(it.kind == Difference::Kind::Changed    ? t.calls.changed
+       : it.kind == Difference::Kind::Inserted ? t.calls.inserted
+                                               : t.calls.deleted);
   Renderer r(c);
   r.run();
   for (const Rendered& x : r.aSide()) t.calls.listed.insert(t.calls.listed.end(), x.diffs.begin(), x.diffs.end());
@@ -347,7 +363,8 @@ void printNetworkDiff(const NetworkDiff& n, int max) {
               n.layersB, n.addedLayers.size(), n.removedLayers.size(), n.changed.size(),
               n.callsRemoved.size() + n.callsAdded.size() ? ", other calls differ" : "");
   auto list = [&](const char* mark, const std::vector<std::string>& v) {
-    for (size_t i = 0; i < v.size() && int(i) < max; ++i) std::printf("    %s %s\n", mark, v[i].c_str());  // callText escaped it
+    for (size_t i = 0; i < v.size() && int(i) < max; ++i)
+      std::printf("    %s %s\n", mark, v[i].c_str());  // callText escaped it
     if (int(v.size()) > max) std::printf("    %s ... %zu more\n", mark, v.size() - max);
   };
   list("+ layer", n.addedLayers);
@@ -373,13 +390,14 @@ std::string networkDiffJson(const NetworkDiff& n) {
     return s + "]";
   };
   std::string s = "{\"network\":" + jsonString(n.network) + ",\"layers\":[" + std::to_string(n.layersA) + "," +
-                  std::to_string(n.layersB) + "],\"added\":" + arr(n.addedLayers) + ",\"removed\":" + arr(n.removedLayers) +
-                  ",\"changed\":[";
+                  std::to_string(n.layersB) + "],\"added\":" + arr(n.addedLayers) +
+                  ",\"removed\":" + arr(n.removedLayers) + ",\"changed\":[";
   for (size_t i = 0; i < n.changed.size(); ++i) {
     auto& c = n.changed[i];
     s += std::string(i ? "," : "") + "{\"layer\":[" + std::to_string(c.layerA) + "," + std::to_string(c.layerB) +
-         "],\"type\":" + jsonString(c.type) + ",\"name\":" + jsonString(c.name) + ",\"weights_changed\":" +
-         (c.weights ? "true" : "false") + ",\"removed\":" + arr(c.removed) + ",\"added\":" + arr(c.added) + "}";
+         "],\"type\":" + jsonString(c.type) + ",\"name\":" + jsonString(c.name) +
+         ",\"weights_changed\":" + (c.weights ? "true" : "false") + ",\"removed\":" + arr(c.removed) +
+         ",\"added\":" + arr(c.added) + "}";
   }
   return s + "],\"calls_removed\":" + arr(n.callsRemoved) + ",\"calls_added\":" + arr(n.callsAdded) +
          ",\"unlisted\":" + std::to_string(n.unlisted) + "}";

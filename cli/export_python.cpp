@@ -41,9 +41,12 @@ size_t utf8At(std::string_view s, size_t i, uint32_t& cp) {
   const auto c = uint8_t(s[i]);
   size_t n = 0;
   uint32_t least = 0;
-  if (c >= 0xc2 && c <= 0xdf) n = 2, cp = c & 0x1fu, least = 0x80;
-  else if (c >= 0xe0 && c <= 0xef) n = 3, cp = c & 0x0fu, least = 0x800;
-  else if (c >= 0xf0 && c <= 0xf4) n = 4, cp = c & 0x07u, least = 0x10000;
+  if (c >= 0xc2 && c <= 0xdf)
+    n = 2, cp = c & 0x1fu, least = 0x80;
+  else if (c >= 0xe0 && c <= 0xef)
+    n = 3, cp = c & 0x0fu, least = 0x800;
+  else if (c >= 0xf0 && c <= 0xf4)
+    n = 4, cp = c & 0x07u, least = 0x10000;
   if (n == 0 || i + n > s.size()) return 0;
   for (size_t k = 1; k < n; ++k) {
     const auto b = uint8_t(s[i + k]);
@@ -69,8 +72,10 @@ std::string pyEscape(std::string_view s, bool* utf8) {
     uint32_t cp = 0;
     const size_t n = c >= 0x80 ? utf8At(s, i, cp) : 0;
     char b[16];
-    if (n) std::snprintf(b, sizeof b, cp > 0xffff ? "\\U%08x" : "\\u%04x", unsigned(cp));
-    else std::snprintf(b, sizeof b, "\\x%02x", unsigned(c));
+    if (n)
+      std::snprintf(b, sizeof b, cp > 0xffff ? "\\U%08x" : "\\u%04x", unsigned(cp));
+    else
+      std::snprintf(b, sizeof b, "\\x%02x", unsigned(c));
     if (!n && c >= 0x80 && utf8) *utf8 = false;
     o += b;
     i += n ? n : 1;
@@ -103,7 +108,8 @@ const std::string_view kScriptPrelude =
     "def engine_path(network):\n"
     "    return cli.out if NETWORKS == 1 else f\"{cli.out}{network}\"\n\n\n"
     "class EngineStream(trt.IStreamWriter):\n"
-    "    \"\"\"The writer of a streamed build (build_serialized_network_to_stream): the engine goes to its file.\"\"\"\n\n"
+    "    \"\"\"The writer of a streamed build (build_serialized_network_to_stream): the engine goes to its "
+    "file.\"\"\"\n\n"
     "    def __init__(self, network):\n"
     "        trt.IStreamWriter.__init__(self)\n"
     "        self.path = engine_path(network)\n"
@@ -144,8 +150,9 @@ std::string snakeCase(std::string_view camel) {
   for (size_t i = 0; i < camel.size(); ++i) {
     const char c = camel[i];
     const bool upper = c >= 'A' && c <= 'Z';
-    if (upper && i && (!(camel[i - 1] >= 'A' && camel[i - 1] <= 'Z') ||
-                       (i + 1 < camel.size() && camel[i + 1] >= 'a' && camel[i + 1] <= 'z')))
+    if (upper && i &&
+        (!(camel[i - 1] >= 'A' && camel[i - 1] <= 'Z') ||
+         (i + 1 < camel.size() && camel[i + 1] >= 'a' && camel[i + 1] <= 'z')))
       o += '_';
     o += upper ? char(c - 'A' + 'a') : c;
   }
@@ -220,15 +227,15 @@ class PyScript {
   // Calls of a Joined form waiting for the rest of their selectors (key: receiver and the other
   // arguments, as written).
   struct Joining {
-    uint64_t seq;      // the first of them, for a message
-    std::string call;  // Interface::method
+    uint64_t seq;                     // the first of them, for a message
+    std::string call;                 // Interface::method
     std::vector<std::string> values;  // per selector enumerator; empty: not set yet
   };
 
   const Reader& r_;
   std::unordered_map<uint64_t, std::string> vars_;
   std::unordered_map<std::string, size_t> ordinals_;
-  std::unordered_map<uint64_t, size_t> byPtr_;  // weights pointer identity -> npys_ index
+  std::unordered_map<uint64_t, size_t> byPtr_;            // weights pointer identity -> npys_ index
   std::vector<std::pair<std::string, Joining>> joining_;  // in order of their first call
   std::vector<NpyFile> npys_;
   std::string body_;
@@ -268,7 +275,8 @@ void PyScript::observe(const CallView& c, const api::ApiDesc& d, const std::stri
   std::string a;
   for (size_t i = 0; i < c.argCount(); ++i) a += (i ? ", " : "") + c.arg(i).toString();
   const std::optional<ValueView> ret = c.ret();
-  body_ += "# " + pyEscape(self + "." + std::string(d.method) + "(" + a + ")" + (ret ? " -> " + ret->toString() : "")) + "\n";
+  body_ += "# " + pyEscape(self + "." + std::string(d.method) + "(" + a + ")" + (ret ? " -> " + ret->toString() : "")) +
+           "\n";
 }
 
 std::string PyScript::string(const CallView& c, size_t i, std::string_view s) const {
@@ -289,7 +297,8 @@ std::string PyScript::weights(const CallView& c, const ValueView& v) {
   const std::string descr(abi::numpyType(type));
   if (v.count() == 0) return "trt.Weights(" + enumerator(c, 0, api::kEnumDataType, v.dtype()) + ")";
   if (descr.empty()) fail(c, "weights of a type numpy has no dtype for");
-  if (v.kind() == ValueKind::WeightsRandom) fail(c, "weights the capture marked random (their values are not in the trace)");
+  if (v.kind() == ValueKind::WeightsRandom)
+    fail(c, "weights the capture marked random (their values are not in the trace)");
   auto it = v.weightsPtr() ? byPtr_.find(v.weightsPtr()) : byPtr_.end();
   if (it != byPtr_.end()) {
     const NpyFile& f = npys_[it->second];
@@ -297,8 +306,10 @@ std::string PyScript::weights(const CallView& c, const ValueView& v) {
     return "trt.Weights(" + f.name + ")";
   }
   NpyFile f{"w" + std::to_string(npys_.size()), descr, v.count(), abi::weightBytes(type, int64_t(v.count())), {}, {}};
-  if (v.kind() == ValueKind::WeightsBlob) f.blob = v.blob();
-  else f.inline_.assign(v.bytes().begin(), v.bytes().end());
+  if (v.kind() == ValueKind::WeightsBlob)
+    f.blob = v.blob();
+  else
+    f.inline_.assign(v.bytes().begin(), v.bytes().end());
   if ((f.blob ? f.blob->length : f.inline_.size()) < f.bytes) fail(c, "weights shorter than their count");
   body_ += f.name + " = weights(\"" + f.name + "\")\n";
   if (v.weightsPtr()) byPtr_[v.weightsPtr()] = npys_.size();
@@ -312,7 +323,8 @@ std::string PyScript::value(const CallView& c, const api::ApiDesc& d, size_t i, 
     case ValueKind::Null: return "None";
     case ValueKind::Bool:
       // A build's application object is its engine writer (the spec's build role): the script's own.
-      if (foreign && v.asBool() && d.has(api::flag::kBuild)) return "stream(" + std::to_string(shownNetwork(c.networkId())) + ")";
+      if (foreign && v.asBool() && d.has(api::flag::kBuild))
+        return "stream(" + std::to_string(shownNetwork(c.networkId())) + ")";
       if (foreign && v.asBool()) fail(c, argLabel(c, i) + ": an application object");
       return foreign ? "None" : v.asBool() ? "True" : "False";
     case ValueKind::I64: return std::to_string(v.asI64());
@@ -339,16 +351,17 @@ std::string PyScript::value(const CallView& c, const api::ApiDesc& d, size_t i, 
 // which struct the parameter is). A Permutation is written whole: trt.Permutation([...]) pads a
 // shorter list with zeros, so all eight entries give the library the recorded bytes.
 std::string PyScript::structValue(const CallView& c, const api::ApiDesc& d, size_t i, const ValueView& v) const {
-  const bool permutation = i < d.nargs && d.params[i].kind == api::Kind::Struct && d.params[i].structId == api::StructId::Permutation;
+  const bool permutation =
+      i < d.nargs && d.params[i].kind == api::Kind::Struct && d.params[i].structId == api::StructId::Permutation;
   if (!permutation || v.bytes().size() != sizeof(abi::Permutation)) fail(c, argLabel(c, i) + ": a bytes value");
   abi::Permutation perm;
   std::memcpy(&perm, v.bytes().data(), sizeof perm);
   return "trt.Permutation(" + pyList<int32_t>(perm.order, false, [](int32_t x) { return std::to_string(x); }) + ")";
 }
 
-// The arguments in the bindings' order (an output the library fills is not one). A count the spec pairs with an array ([len=]/[bytes=]:
-// ParamDesc::lengthOf) is not written: the bindings take the sequence alone (add_concatenation(inputs),
-// add_einsum(inputs, equation)); add() has checked that it is the sequence's length.
+// The arguments in the bindings' order (an output the library fills is not one). A count the spec pairs with an array
+// ([len=]/[bytes=]: ParamDesc::lengthOf) is not written: the bindings take the sequence alone
+// (add_concatenation(inputs), add_einsum(inputs, equation)); add() has checked that it is the sequence's length.
 std::string PyScript::args(const CallView& c, const api::ApiDesc& d, size_t from) {
   std::string o;
   for (size_t i = from; i < c.argCount(); ++i)
@@ -363,7 +376,8 @@ void PyScript::add(const CallView& c) {
   if (!d) fail(c, "an API this build does not know");
   if (c.status() == CallStatus::Unsupported) fail(c, "recorded as UNSUPPORTED: its arguments are not in the trace");
   if (const std::string bad = callProblem(r_, c); !bad.empty())  // verify's and the player's check
-    throw Error(Error::Kind::Corrupt, r_.path() + ": call #" + std::to_string(c.seq()) + " (" + callName(c) + "): " + bad);
+    throw Error(Error::Kind::Corrupt,
+                r_.path() + ": call #" + std::to_string(c.seq()) + " (" + callName(c) + "): " + bad);
   const std::string self = receiver(c, *d), py(d->pyName);
   std::string s;
   switch (d->pyForm) {
@@ -372,14 +386,18 @@ void PyScript::add(const CallView& c) {
     case api::PyForm::Read:
     case api::PyForm::ReadCall: return read(c, *d, self);
     case api::PyForm::Joined: return join(c, *d, self);
-    case api::PyForm::Delete: s = "del " + self; vars_.erase(c.receiver()); break;
+    case api::PyForm::Delete:
+      s = "del " + self;
+      vars_.erase(c.receiver());
+      break;
     case api::PyForm::New: s = "trt." + py + "(logger)"; break;
     case api::PyForm::Get: s = self + "." + py; break;
     case api::PyForm::Property: s = self + "." + py + " = " + args(c, *d); break;
     case api::PyForm::Method: s = self + "." + py + "(" + args(c, *d) + ")"; break;
   }
   // Only an expression has a result (a trace may record a handle for `del` or a setter too).
-  const bool expression = d->pyForm == api::PyForm::New || d->pyForm == api::PyForm::Get || d->pyForm == api::PyForm::Method;
+  const bool expression =
+      d->pyForm == api::PyForm::New || d->pyForm == api::PyForm::Get || d->pyForm == api::PyForm::Method;
   const std::optional<ValueView> ret = c.ret();
   const uint64_t made = expression && ret && ret->kind() == ValueKind::Handle ? ret->asU64() : 0;
   // A build (the spec's role, recorded outcome or not) is saved; a failed build's None is kept too:
@@ -387,7 +405,8 @@ void PyScript::add(const CallView& c) {
   const bool build = d->has(api::flag::kBuild);
   if (build) checkJoined();
   std::string result;
-  if (made || (build && expression)) result = bind(made, d->pyForm == api::PyForm::New ? d->pyName : api::ifaceName(d->result.iface));
+  if (made || (build && expression))
+    result = bind(made, d->pyForm == api::PyForm::New ? d->pyName : api::ifaceName(d->result.iface));
   body_ += (result.empty() ? "" : result + " = ") + s + "\n";
   ++statements_;
   if (!result.empty() && build) body_ += "save(" + result + ", " + std::to_string(shownNetwork(c.networkId())) + ")\n";
@@ -401,8 +420,9 @@ void PyScript::read(const CallView& c, const api::ApiDesc& d, const std::string&
   observe(c, d, self);
   if (self.empty() || self[0] == '@') return;
   const std::string a = d.pyForm == api::PyForm::ReadCall ? args(c, d) : "";
-  body_ += d.pyForm == api::PyForm::ReadCall ? "read_call(" + self + "." + std::string(d.pyName) + (a.empty() ? "" : ", " + a) + ")\n"
-                                             : "read(" + self + ", \"" + std::string(d.pyName) + "\")\n";
+  body_ += d.pyForm == api::PyForm::ReadCall
+               ? "read_call(" + self + "." + std::string(d.pyName) + (a.empty() ? "" : ", " + a) + ")\n"
+               : "read(" + self + ", \"" + std::string(d.pyName) + "\")\n";
   ++statements_;
 }
 
@@ -420,13 +440,16 @@ void PyScript::join(const CallView& c, const api::ApiDesc& d, const std::string&
   const ValueView s = c.arg(sel);
   size_t n = 0;
   while (n < 64 && !api::enumeratorName(d.params[sel].enumId, int64_t(n)).empty()) ++n;
-  if (s.kind() != ValueKind::Enum || s.asI64() < 0 || size_t(s.asI64()) >= n) fail(c, argLabel(c, sel) + ": not a selector");
+  if (s.kind() != ValueKind::Enum || s.asI64() < 0 || size_t(s.asI64()) >= n)
+    fail(c, argLabel(c, sel) + ": not a selector");
   std::string key = self + "." + std::string(d.pyName) + "(";
   for (size_t i = 0; i < sel; ++i) key += value(c, d, i, c.arg(i)) + ", ";
   auto it = std::find_if(joining_.begin(), joining_.end(), [&](const auto& j) { return j.first == key; });
-  if (it == joining_.end()) it = joining_.insert(joining_.end(), {key, Joining{c.seq(), callName(c), std::vector<std::string>(n)}});
+  if (it == joining_.end())
+    it = joining_.insert(joining_.end(), {key, Joining{c.seq(), callName(c), std::vector<std::string>(n)}});
   it->second.values[size_t(s.asI64())] = value(c, d, sel + 1, c.arg(sel + 1));
-  if (std::any_of(it->second.values.begin(), it->second.values.end(), [](const std::string& v) { return v.empty(); })) return;
+  if (std::any_of(it->second.values.begin(), it->second.values.end(), [](const std::string& v) { return v.empty(); }))
+    return;
   std::string line = it->first;
   for (size_t i = 0; i < n; ++i) line += (i ? ", " : "") + it->second.values[i];
   body_ += line + ")\n";
@@ -439,13 +462,16 @@ void PyScript::join(const CallView& c, const api::ApiDesc& d, const std::string&
 void PyScript::checkJoined() const {
   if (joining_.empty()) return;
   const Joining& j = joining_.front().second;
-  fail(j.seq, j.call, "only some selectors set; the bindings set all " + std::to_string(j.values.size()) + " in one call");
+  fail(j.seq, j.call,
+       "only some selectors set; the bindings set all " + std::to_string(j.values.size()) + " in one call");
 }
 
 std::string PyScript::text(std::string_view source, uint32_t networks) const {
   const std::string doc =
       "#!/usr/bin/env python3\n"
-      "\"\"\"Rebuilds the engine(s) of " + pyEscape(source) + " with the tensorrt_rtx Python API, without trtrace.\n\n"
+      "\"\"\"Rebuilds the engine(s) of " +
+      pyEscape(source) +
+      " with the tensorrt_rtx Python API, without trtrace.\n\n"
       "Written by `trtrace export`: one statement per recorded call (calls that only read something back\n"
       "are comments), weights in weights/*.npy beside this file. Edit it to experiment.\n"
       "    python3 build.py --out ENGINE     (several networks: ENGINE0, ENGINE1, ...)\n\"\"\"\n";
@@ -454,7 +480,8 @@ std::string PyScript::text(std::string_view source, uint32_t networks) const {
 }
 // The .npy (format 1.0) header of a flat array.
 std::string npyHeader(const NpyFile& f) {
-  std::string dict = "{'descr': '" + f.descr + "', 'fortran_order': False, 'shape': (" + std::to_string(f.count) + ",), }";
+  std::string dict =
+      "{'descr': '" + f.descr + "', 'fortran_order': False, 'shape': (" + std::to_string(f.count) + ",), }";
   const size_t total = 10 + dict.size() + 1;
   dict.append((64 - total % 64) % 64, ' ');
   dict += '\n';
@@ -514,7 +541,6 @@ class PendingDir {
 };
 
 }  // namespace
-
 
 ExportResult exportPython(const Reader& r, const std::string& source, const std::string& dir) {
   checkDir(dir);

@@ -24,7 +24,8 @@ inline void addOutputOption(CLI::App* sub, std::string& target, const std::strin
   auto aliasValue = std::make_shared<std::string>();
   CLI::Option* old = sub->add_option(alias, *aliasValue, "the same as -o/--output (kept as its alias)");
   std::string aliasName = alias;  // as --help shows it: a positional in capitals (OUT)
-  if (alias[0] != '-') for (char& c : aliasName) c = char(std::toupper(static_cast<unsigned char>(c)));
+  if (alias[0] != '-')
+    for (char& c : aliasName) c = char(std::toupper(static_cast<unsigned char>(c)));
   sub->parse_complete_callback([output, old, aliasValue, aliasName, &target] {
     if (!old->count()) {
       if (!output->count()) throw CLI::RequiredError("-o/--output (or " + aliasName + ")");

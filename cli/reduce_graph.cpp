@@ -29,7 +29,8 @@ ReduceGraph::ReduceGraph(const Reader& r) {
       auto& to = d && i < d->nargs && isTensor(d->params[i]) ? k.tensors : k.others;
       if (v.kind() == ValueKind::Handle && v.asU64()) to.push_back(v.asU64());
       if (v.kind() == ValueKind::HandleArray)
-        for (uint64_t h : v.handles()) if (h) to.push_back(h);
+        for (uint64_t h : v.handles())
+          if (h) to.push_back(h);
     }
     if (auto ret = c.ret(); ret && ret->kind() == ValueKind::Handle) k.result = ret->asU64();
     const auto on = layerOf_.find(k.receiver);
@@ -68,8 +69,10 @@ bool ReduceGraph::keep(const Call& c, const Plan& p, const std::unordered_set<ui
                        const std::unordered_set<uint64_t>& dead) const {
   if (c.layer >= 0 && p.removed[size_t(c.layer)]) return false;
   if (gone.count(c.receiver) || (c.result && gone.count(c.result))) return false;
-  for (uint64_t t : c.tensors) if (dead.count(t)) return false;
-  for (uint64_t h : c.others) if (gone.count(h)) return false;
+  for (uint64_t t : c.tensors)
+    if (dead.count(t)) return false;
+  for (uint64_t h : c.others)
+    if (gone.count(h)) return false;
   return true;
 }
 
@@ -81,12 +84,18 @@ ReduceGraph::Plan ReduceGraph::plan(std::vector<bool> removed) const {
     // Rewire: in creation order, so a replacement is itself already resolved.
     p.subst.clear();
     std::unordered_set<uint64_t> dead, gone;
-    auto resolve = [&](uint64_t t) { auto it = p.subst.find(t); return it == p.subst.end() ? t : it->second; };
+    auto resolve = [&](uint64_t t) {
+      auto it = p.subst.find(t);
+      return it == p.subst.end() ? t : it->second;
+    };
     for (size_t l = 0; l < layers_.size(); ++l) {
       if (!p.removed[l]) continue;
       uint64_t rep = 0;
       for (uint64_t in : layers_[l].inputs)
-        if (!dead.count(in)) { rep = resolve(in); break; }
+        if (!dead.count(in)) {
+          rep = resolve(in);
+          break;
+        }
       for (uint64_t out : layers_[l].outputs) rep ? void(p.subst[out] = rep) : void(dead.insert(out));
       gone.insert(layers_[l].handle);
       gone.insert(layers_[l].outputs.begin(), layers_[l].outputs.end());
@@ -114,10 +123,14 @@ ReduceGraph::Plan ReduceGraph::plan(std::vector<bool> removed) const {
 // Removes the layers that were used at capture and whose outputs no kept call uses any more, in
 // reverse creation order (so a dead chain goes in one pass). Returns whether it removed any.
 bool ReduceGraph::sweep(Plan& p) const {
-  auto resolve = [&](uint64_t t) { auto it = p.subst.find(t); return it == p.subst.end() ? t : it->second; };
+  auto resolve = [&](uint64_t t) {
+    auto it = p.subst.find(t);
+    return it == p.subst.end() ? t : it->second;
+  };
   std::unordered_map<uint64_t, size_t> uses;
   for (size_t i = 0; i < calls_.size(); ++i)
-    if (p.keepCall[i]) for (uint64_t t : calls_[i].tensors) ++uses[resolve(t)];
+    if (p.keepCall[i])
+      for (uint64_t t : calls_[i].tensors) ++uses[resolve(t)];
   bool any = false;
   for (size_t l = layers_.size(); l-- > 0;) {
     const Layer& L = layers_[l];

@@ -29,8 +29,8 @@ class ReduceGraph {
 
   // What a candidate keeps, for a set of layers to remove (indexed by layer, creation order).
   struct Plan {
-    std::vector<bool> removed;                   // the layers removed, after the closure above
-    std::vector<bool> keepCall;                  // per call of the trace
+    std::vector<bool> removed;                     // the layers removed, after the closure above
+    std::vector<bool> keepCall;                    // per call of the trace
     std::unordered_map<uint64_t, uint64_t> subst;  // tensor handle -> the tensor replacing it
     size_t keptLayers() const;
     size_t keptCalls() const;
@@ -49,7 +49,7 @@ class ReduceGraph {
     size_t creator = 0;
     uint64_t handle = 0;
     std::vector<uint64_t> inputs, outputs;
-    std::vector<size_t> calls;  // its creator and the calls on it
+    std::vector<size_t> calls;   // its creator and the calls on it
     bool usedAtCapture = false;  // a kept call of the whole trace uses one of its outputs
   };
   bool sweep(Plan& p) const;

@@ -51,8 +51,10 @@ std::vector<std::pair<uint32_t, uint32_t>> uniquePairs(const std::vector<uint64_
   };
   std::vector<std::pair<uint32_t, uint32_t>> u;
   for (size_t i = 0, j = 0; i < sa.size() && j < sb.size();) {
-    if (sa[i].first < sb[j].first) ++i;
-    else if (sb[j].first < sa[i].first) ++j;
+    if (sa[i].first < sb[j].first)
+      ++i;
+    else if (sb[j].first < sa[i].first)
+      ++j;
     else {
       if (once(sa, i) && once(sb, j)) u.push_back({sa[i].second, sb[j].second});
       ++i, ++j;
@@ -70,11 +72,14 @@ std::vector<std::pair<uint32_t, uint32_t>> longestIncreasing(const std::vector<s
     auto it = std::lower_bound(tops.begin(), tops.end(), u[k].second,
                                [&](uint32_t t, uint32_t j) { return u[t].second < j; });
     if (it != tops.begin()) prev[k] = *(it - 1);
-    if (it == tops.end()) tops.push_back(uint32_t(k));
-    else *it = uint32_t(k);
+    if (it == tops.end())
+      tops.push_back(uint32_t(k));
+    else
+      *it = uint32_t(k);
   }
   std::vector<std::pair<uint32_t, uint32_t>> lis;
-  for (int64_t k = tops.empty() ? int64_t(-1) : int64_t(tops.back()); k >= 0; k = prev[size_t(k)]) lis.push_back(u[size_t(k)]);
+  for (int64_t k = tops.empty() ? int64_t(-1) : int64_t(tops.back()); k >= 0; k = prev[size_t(k)])
+    lis.push_back(u[size_t(k)]);
   std::reverse(lis.begin(), lis.end());
   return lis;
 }

@@ -18,7 +18,7 @@ namespace trtrace::cli {
 
 using Matches = std::vector<std::pair<uint32_t, uint32_t>>;  // (index in a, index in b), both increasing
 
-inline constexpr size_t kMaxEdits = 1024;        // Myers' D bound: ~4 MiB of saved frontiers
+inline constexpr size_t kMaxEdits = 1024;         // Myers' D bound: ~4 MiB of saved frontiers
 inline constexpr uint64_t kMaxWork = 1ull << 27;  // Myers' steps before it gives up on a stretch
 
 // Matched index pairs of a and b: every pair has a[i] == b[j], in increasing order on both sides.

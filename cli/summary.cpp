@@ -14,11 +14,16 @@ Summary summarise(const Reader& r) {
     if (c.networkId()) ++s.perNet[c.networkId()];
     if (isBuild(c)) {
       ++s.builds;
-      if (auto b = c.buildResult()) s.buildsOk += b->ok;
-      else ++s.buildsUnrecorded;
+      if (auto b = c.buildResult())
+        s.buildsOk += b->ok;
+      else
+        ++s.buildsUnrecorded;
     }
     auto note = [&](ValueView v) {
-      if (v.kind() == ValueKind::WeightsBlob) { ++s.refs; s.logical += v.blob().length; }
+      if (v.kind() == ValueKind::WeightsBlob) {
+        ++s.refs;
+        s.logical += v.blob().length;
+      }
       if (v.kind() == ValueKind::WeightsInline) s.inlineBytes += v.bytes().size();
     };
     for (size_t i = 0; i < c.argCount(); ++i) note(c.arg(i));

@@ -14,11 +14,11 @@ namespace trtrace::cli {
 
 struct Summary {
   uint64_t calls = 0, builds = 0, buildsOk = 0;
-  std::map<uint32_t, uint64_t> perApi;  // API id -> calls
-  std::map<uint32_t, uint64_t> perNet;  // trace network id (from 1) -> calls
-  uint64_t refs = 0, logical = 0, inlineBytes = 0;          // weights as the calls reference them
+  std::map<uint32_t, uint64_t> perApi;                         // API id -> calls
+  std::map<uint32_t, uint64_t> perNet;                         // trace network id (from 1) -> calls
+  uint64_t refs = 0, logical = 0, inlineBytes = 0;             // weights as the calls reference them
   uint64_t blobs = 0, unique = 0, stored = 0, compressed = 0;  // weights as the trace stores them
-  uint64_t logStored = 0, logCompressed = 0;                 // call-log segment payloads
+  uint64_t logStored = 0, logCompressed = 0;                   // call-log segment payloads
   // Builds (api::flag::kBuild) whose outcome the trace does not hold (converted NVIDIA captures).
   uint64_t buildsUnrecorded = 0;
   double dedup() const { return unique ? double(logical) / double(unique) : 1.0; }

@@ -40,7 +40,8 @@ std::unique_ptr<Writer> createDerived(const Reader& r, files::PendingOutputs& ou
 }
 
 bool isWeights(const ValueView& v) {
-  return v.kind() == ValueKind::WeightsInline || v.kind() == ValueKind::WeightsBlob || v.kind() == ValueKind::WeightsRandom;
+  return v.kind() == ValueKind::WeightsInline || v.kind() == ValueKind::WeightsBlob ||
+         v.kind() == ValueKind::WeightsRandom;
 }
 
 bool isBuild(const CallView& c) {
@@ -111,8 +112,10 @@ void copyCall(const CallView& c, Writer& w, uint32_t networkId, const WeightsHoo
   };
   for (size_t i = 0; i < c.argCount(); ++i) put(c.arg(i), false);
   if (auto r = c.ret()) put(*r, true);
-  if (c.status() == CallStatus::Unsupported) e.unsupported(c.unsupportedInterface(), c.unsupportedSlot());
-  else e.status(c.status());
+  if (c.status() == CallStatus::Unsupported)
+    e.unsupported(c.unsupportedInterface(), c.unsupportedSlot());
+  else
+    e.status(c.status());
   if (!c.message().empty()) e.message(c.message());
   if (auto b = c.buildResult()) {
     std::vector<std::string> errors(b->errors.begin(), b->errors.end());
@@ -123,7 +126,8 @@ void copyCall(const CallView& c, Writer& w, uint32_t networkId, const WeightsHoo
 
 std::string apiName(const Reader& r, uint32_t id) {
   if (auto* a = r.api(id)) return std::string(a->interfaceName) + "::" + std::string(a->methodName);
-  if (auto* d = api::find(id)) return std::string(d->interface) + "::" + std::string(d->method);  // undescribed: this build's
+  if (auto* d = api::find(id))
+    return std::string(d->interface) + "::" + std::string(d->method);  // undescribed: this build's
   return "api#" + std::to_string(id);
 }
 
@@ -136,15 +140,17 @@ std::string argName(const Reader& r, uint32_t id, size_t i) {
 
 // A --network the trace does not have is an error (as in the player), not an empty result.
 void checkNetwork(const Reader& r, int64_t network) {
-  if (network < 0) throw Error(Error::Kind::Usage, "--network " + std::to_string(network) + ": networks are numbered from 0");
+  if (network < 0)
+    throw Error(Error::Kind::Usage, "--network " + std::to_string(network) + ": networks are numbered from 0");
   uint32_t highest = 0;  // trace network ids are dense from 1, in creation order
   r.forEachCall([&](const CallView& c) {
     highest = std::max(highest, c.networkId());
     return true;
   });
   if (uint64_t(network) >= highest)
-    throw Error(Error::Kind::Usage, "--network " + std::to_string(network) + ": " + r.path() +
-                                        (highest ? " has networks 0 to " + std::to_string(shownNetwork(highest)) : " has no networks"));
+    throw Error(Error::Kind::Usage,
+                "--network " + std::to_string(network) + ": " + r.path() +
+                    (highest ? " has networks 0 to " + std::to_string(shownNetwork(highest)) : " has no networks"));
 }
 
 }  // namespace trtrace::cli

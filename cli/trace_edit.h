@@ -62,5 +62,4 @@ std::string argName(const Reader& r, uint32_t id, size_t i);
 // Throws Error (Usage) for a --network the trace does not have (networks numbered from 0).
 void checkNetwork(const Reader& r, int64_t network);
 
-
 }  // namespace trtrace::cli

@@ -57,7 +57,8 @@ inline int parseCommandLine(CLI::App& app, int argc, const char* const* argv, co
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --help-all, --version
     std::string msg = e.what();
-    for (char& c : msg) if (c == '\n') c = ' ';
+    for (char& c : msg)
+      if (c == '\n') c = ' ';
     while (!msg.empty() && msg.back() == ' ') msg.pop_back();
     return usageError(tool, failingCommand(app), msg.empty() ? std::string("bad command line") : msg);
   }
@@ -88,11 +89,16 @@ namespace trtrace::cli {
 inline std::string topLevelMessage(const std::exception& e, const std::string& doing) {
   if (dynamic_cast<const Error*>(&e)) return terminalText(e.what());
   std::string what;
-  if (dynamic_cast<const std::bad_alloc*>(&e)) what = "out of memory";
-  else if (dynamic_cast<const std::length_error*>(&e)) what = "a size beyond any buffer (the input is likely damaged)";
-  else if (dynamic_cast<const std::out_of_range*>(&e)) what = "a value out of range (the input is likely damaged)";
-  else if (dynamic_cast<const std::logic_error*>(&e)) what = "an internal check failed (the input is likely damaged)";
-  else return terminalText(doing + ": " + e.what());
+  if (dynamic_cast<const std::bad_alloc*>(&e))
+    what = "out of memory";
+  else if (dynamic_cast<const std::length_error*>(&e))
+    what = "a size beyond any buffer (the input is likely damaged)";
+  else if (dynamic_cast<const std::out_of_range*>(&e))
+    what = "a value out of range (the input is likely damaged)";
+  else if (dynamic_cast<const std::logic_error*>(&e))
+    what = "an internal check failed (the input is likely damaged)";
+  else
+    return terminalText(doing + ": " + e.what());
   return terminalText(doing + ": " + what + " [" + e.what() + "]");
 }
 

@@ -105,7 +105,9 @@ std::string pythonLibDir(const std::string& python) {
   std::string quoted = "'";
   for (char c : python) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
   quoted += "'";
-  FILE* f = popen((quoted + " -c 'import os, tensorrt_rtx_libs as l; print(os.path.dirname(l.__file__))' 2>/dev/null").c_str(), "r");
+  FILE* f = popen(
+      (quoted + " -c 'import os, tensorrt_rtx_libs as l; print(os.path.dirname(l.__file__))' 2>/dev/null").c_str(),
+      "r");
   if (!f) return {};
   char buf[4096] = {};
   std::string out = std::fgets(buf, sizeof buf, f) ? buf : "";
@@ -142,7 +144,8 @@ Loaded load(const std::vector<Candidate>& candidates, const void* self, std::str
     }
     void* sym = dlsym(h, "createInferBuilder_INTERNAL");
     if (sym && sym != self) return {h, inspect(h), c.how};
-    tried += sep + c.path + (sym ? ": is the shim, not the real library" : ": no createInferBuilder_INTERNAL (not TensorRT-RTX?)");
+    tried += sep + c.path +
+             (sym ? ": is the shim, not the real library" : ": no createInferBuilder_INTERNAL (not TensorRT-RTX?)");
     dlclose(h);
   }
   return {};

@@ -44,7 +44,8 @@ std::string pythonLibDir(const std::string& python);
 // One place a library may be found, in the documented order (README "Finding the library").
 struct Candidate {
   std::string path;  // file name or path handed to dlopen
-  std::string how;   // why it was tried: "--lib", "TRT_SHIM_NVINFER_LIB_NAME", "tensorrt_rtx_libs 1.7.1.116 (...)", "loader path"
+  std::string how;   // why it was tried: "--lib", "TRT_SHIM_NVINFER_LIB_NAME", "tensorrt_rtx_libs 1.7.1.116 (...)",
+                     // "loader path"
 };
 // Candidates for a library of version `want` (a version code; 0 = any): the explicit path, else
 // TRT_SHIM_NVINFER_LIB_NAME, else installed tensorrt_rtx_libs packages (the active virtual

@@ -45,8 +45,8 @@ uint16_t floatToHalf(double d) {
   const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
   const uint32_t absx = x & 0x7fffffff;
   if (absx >= 0x7f800000) return sign | (absx > 0x7f800000 ? 0x7e00 : 0x7c00);  // NaN / Inf
-  if (absx >= 0x477ff000) return sign | 0x7c00;                                // overflow -> Inf
-  if (absx < 0x38800000) {                                                     // subnormal half
+  if (absx >= 0x477ff000) return sign | 0x7c00;                                 // overflow -> Inf
+  if (absx < 0x38800000) {                                                      // subnormal half
     // value * 2^24 rounded to nearest even gives the subnormal mantissa.
     float a;
     std::memcpy(&a, &absx, 4);
@@ -64,9 +64,12 @@ uint16_t floatToHalf(double d) {
 double halfToDouble(uint16_t h) {
   const int s = h >> 15, e = (h >> 10) & 0x1f, m = h & 0x3ff;
   double v;
-  if (e == 0) v = std::ldexp(m, -24);
-  else if (e == 31) v = m ? std::nan("") : INFINITY;
-  else v = std::ldexp(m + 1024, e - 25);
+  if (e == 0)
+    v = std::ldexp(m, -24);
+  else if (e == 31)
+    v = m ? std::nan("") : INFINITY;
+  else
+    v = std::ldexp(m + 1024, e - 25);
   return s ? -v : v;
 }
 

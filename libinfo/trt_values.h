@@ -1,6 +1,7 @@
 // How the library's values become trace values, one way for the shim, the player, the converter
-// and the CLI: Dims of any nbDims, the blob hint of a DataType, IEEE half <-> double, and an engine's bytes read through
-// its IHostMemory without a recorded call, or hashed as a streamed build writes them; the API names a trace describes itself with.
+// and the CLI: Dims of any nbDims, the blob hint of a DataType, IEEE half <-> double, and an engine's bytes read
+// through its IHostMemory without a recorded call, or hashed as a streamed build writes them; the API names a trace
+// describes itself with.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -20,8 +20,10 @@ class EngineFile final : public EngineStream {
     while (n && !error_) {
       const ssize_t w = ::write(fd_, p, n);
       if (w < 0 && errno == EINTR) continue;
-      if (w < 0) error_ = errno;
-      else p += w, n -= static_cast<size_t>(w);
+      if (w < 0)
+        error_ = errno;
+      else
+        p += w, n -= static_cast<size_t>(w);
     }
     return !error_;
   }

@@ -31,10 +31,10 @@ ChosenLibrary chooseLibrary(const Reader& reader, const std::string& libPath, bo
     throw Error(Error::Kind::Usage, "cannot load the TensorRT-RTX library (" + errors + "); pass --lib PATH");
   const std::string file = c.info.path.empty() ? "the library" : c.info.path;
   if (lib::support(c.info.code) == lib::Support::OtherMajor && !ignoreVersion)
-    throw Error(Error::Kind::Usage, file + ": library version " + (c.info.code ? c.info.version : "0") +
-                                        ", this player replays " + abi::kLibraryName + " " + abi::kSpecVersions[0].text +
-                                        " to " + abi::kSpecVersions[abi::kNumSpecVersions - 1].text +
-                                        " (--ignore-version to try anyway)");
+    throw Error(Error::Kind::Usage,
+                file + ": library version " + (c.info.code ? c.info.version : "0") + ", this player replays " +
+                    abi::kLibraryName + " " + abi::kSpecVersions[0].text + " to " +
+                    abi::kSpecVersions[abi::kNumSpecVersions - 1].text + " (--ignore-version to try anyway)");
   if (!sameVersion(traced, c.info) && !ignoreVersion)
     throw Error(Error::Kind::Usage, reader.path() + ": captured with " + name + " " + traced + ", the library " + file +
                                         " is " + abi::kLibraryName + " " + c.info.version +
@@ -66,7 +66,8 @@ void checkCallsExist(const Reader& reader, const ChosenLibrary& lib) {
 }
 
 std::string describe(const ChosenLibrary& lib) {
-  return "library: " + lib.info.path + " (" + abi::kLibraryName + " " + lib.info.version + ", chosen by " + lib.how + ")";
+  return "library: " + lib.info.path + " (" + abi::kLibraryName + " " + lib.info.version + ", chosen by " + lib.how +
+         ")";
 }
 
 std::string describeJson(const ChosenLibrary& lib) {

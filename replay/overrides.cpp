@@ -57,8 +57,8 @@ NetworkResult outcome(Replayer& x, bool ok) {
 bool checkOutcome(Replayer& x, const NetworkResult& res) {
   const bool differs = res.captured && res.ok != res.captured->ok;
   if (differs && !x.hasSettings()) {
-    std::string msg = res.ok ? "the build succeeded, but it failed at capture"
-                             : "the build failed, but it succeeded at capture";
+    std::string msg =
+        res.ok ? "the build succeeded, but it failed at capture" : "the build failed, but it succeeded at capture";
     for (const auto& e : res.errors) msg += "\n  " + e;
     x.diverge(msg);
   }

@@ -56,8 +56,10 @@ std::vector<std::string> childEnv(const char* tunable) {
   std::vector<std::string> env;
   std::string old;
   for (char** e = environ; *e; ++e) {
-    if (std::strncmp(*e, "GLIBC_TUNABLES=", 15) == 0) old = *e + 15;
-    else env.emplace_back(*e);
+    if (std::strncmp(*e, "GLIBC_TUNABLES=", 15) == 0)
+      old = *e + 15;
+    else
+      env.emplace_back(*e);
   }
   if (*tunable) old = old.empty() ? tunable : old + ":" + tunable;
   if (!old.empty()) env.push_back("GLIBC_TUNABLES=" + old);
@@ -75,12 +77,13 @@ std::vector<char*> pointers(std::vector<std::string>& v) {
 // shifted, every third attempt or so under allocator tunables); true when the child wrote an engine.
 bool rebuild(const RecheckArgs& a, uint32_t network, int k, const std::string& engine) {
   static const int kPads[] = {3, 20, 11, 6, 30, 1, 15, 8, 25, 13, 36, 4};
-  static const char* const kTunables[] = {"", "", "glibc.malloc.mxfast=0", "",
-                                          "glibc.malloc.mmap_threshold=65536", "glibc.malloc.tcache_count=0"};
+  static const char* const kTunables[] = {
+      "", "", "glibc.malloc.mxfast=0", "", "glibc.malloc.mmap_threshold=65536", "glibc.malloc.tcache_count=0"};
   const size_t i = static_cast<size_t>(k - 1);
   const std::string capture = a.capture.empty() ? a.capture : paddedPath(a.capture, kPads[i % std::size(kPads)]);
-  std::vector<std::string> args = {"/proc/self/exe", "-j", capture, "-q", "-o", engine,
-                                   "--network", std::to_string(network), "--heap-shift", std::to_string(k)};
+  std::vector<std::string> args = {
+      "/proc/self/exe",        "-j",           capture,          "-q", "-o", engine, "--network",
+      std::to_string(network), "--heap-shift", std::to_string(k)};
   if (!a.lib.empty()) args.insert(args.end(), {"--lib", a.lib});
   args.insert(args.end(), a.options.begin(), a.options.end());
   std::vector<std::string> env = childEnv(kTunables[i % std::size(kTunables)]);

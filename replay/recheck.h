@@ -20,9 +20,9 @@ struct Recheck {
     Nondeterministic,  // rebuilds gave engines different from each other: the library's doing
     Differs,           // every rebuild gave the same engine, not the capture's: a real difference
   } verdict = Verdict::Differs;
-  int builds = 1;        // builds compared, the first replay included
-  int distinct = 1;      // distinct engines among them
-  int failed = 0;        // rebuilds that wrote no engine (crashed, refused, out of space)
+  int builds = 1;    // builds compared, the first replay included
+  int distinct = 1;  // distinct engines among them
+  int failed = 0;    // rebuilds that wrote no engine (crashed, refused, out of space)
 };
 
 // How hard `--check` looks before calling an engine different (`--check[=quick|thorough]`): each

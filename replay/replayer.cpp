@@ -42,7 +42,11 @@ const Dispatch* findPlay(uint32_t id) {
 }  // namespace
 
 Replayer::Replayer(const Reader& reader, WeightsSource& weights, const Options& options, void* createBuilderFn)
-    : reader_(reader), source_(weights), options_(options), createBuilder_(createBuilderFn), logger_(options.quiet),
+    : reader_(reader),
+      source_(weights),
+      options_(options),
+      createBuilder_(createBuilderFn),
+      logger_(options.quiet),
       jsonReturns_(convert::fromNvidiaJson(reader)) {}
 
 Replayer::~Replayer() {
@@ -69,7 +73,8 @@ std::string Replayer::progressLabel() const { return "tensorrt_player " + reader
 
 std::string Replayer::where() const {
   const api::ApiDesc* d = call_ ? api::find(call_->apiId()) : nullptr;
-  std::string name = d ? std::string(d->interface) + "::" + std::string(d->method) : "api " + std::to_string(call_ ? call_->apiId() : 0);
+  std::string name = d ? std::string(d->interface) + "::" + std::string(d->method)
+                       : "api " + std::to_string(call_ ? call_->apiId() : 0);
   return "call #" + std::to_string(call_ ? call_->seq() : 0) + " (" + name + ")";
 }
 
@@ -78,8 +83,8 @@ void Replayer::diverge(const std::string& what) const { throw Divergence(where()
 void Replayer::outOfRange(size_t i, const std::string& value, int bits, bool isSigned) const {
   const api::ApiDesc* d = call_ ? api::find(call_->apiId()) : nullptr;
   const std::string name = d && i < d->nargs ? " (" + std::string(d->args[i]) + ")" : "";
-  diverge("argument " + std::to_string(i) + name + ": " + value + " does not fit its " + std::to_string(bits) + "-bit " +
-          (isSigned ? "signed" : "unsigned") + " parameter");
+  diverge("argument " + std::to_string(i) + name + ": " + value + " does not fit its " + std::to_string(bits) +
+          "-bit " + (isSigned ? "signed" : "unsigned") + " parameter");
 }
 
 void Replayer::run(const std::function<void(const NetworkResult&, const void*)>& onEngine) {
@@ -205,7 +210,8 @@ void* Replayer::object(uint64_t handle, uint16_t iface) const {
   if (it == objects_.end()) diverge("object handle " + std::to_string(handle) + " was never created in this replay");
   const uint16_t got = it->second.iface;
   if (iface != kIf_None && got != kIf_None && !isA(got, iface))
-    diverge("object " + std::to_string(handle) + " is a " + kIfaces[got].name + ", the call needs a " + kIfaces[iface].name);
+    diverge("object " + std::to_string(handle) + " is a " + kIfaces[got].name + ", the call needs a " +
+            kIfaces[iface].name);
   return it->second.object;
 }
 
@@ -215,9 +221,7 @@ void* Replayer::receiverObject(uint16_t iface) {
   return pub;
 }
 
-void* Replayer::receiverImpl(int level, uint16_t iface) {
-  return abi::vpointer(receiverObject(iface), level);
-}
+void* Replayer::receiverImpl(int level, uint16_t iface) { return abi::vpointer(receiverObject(iface), level); }
 
 bool Replayer::argBool(size_t i) { return arg(i).asBool(); }
 float Replayer::argF32(size_t i) { return static_cast<float>(arg(i).asF64()); }
@@ -239,7 +243,8 @@ abi::Dims64 Replayer::argDims(size_t i) {
     d.nbDims = static_cast<int32_t>(ints[0]);  // an out-of-range nbDims, kept as recorded
     return d;
   }
-  if (ints.size() > lib::kMaxDims) diverge("argument " + std::to_string(i) + ": Dims with " + std::to_string(ints.size()) + " dimensions");
+  if (ints.size() > lib::kMaxDims)
+    diverge("argument " + std::to_string(i) + ": Dims with " + std::to_string(ints.size()) + " dimensions");
   d.nbDims = static_cast<int32_t>(ints.size());
   std::copy(ints.begin(), ints.end(), d.d);
   return d;
@@ -250,8 +255,10 @@ uint64_t randomWeightsLimitFromEnv() {
   char* end = nullptr;
   const unsigned long long mb = v && *v ? std::strtoull(v, &end, 10) : 0;
   if (v && *v && (*end || mb == 0 || mb > (UINT64_MAX >> 20)))
-    std::fprintf(stderr, "tensorrt_player: warning: TRTRACE_MAX_RANDOM_WEIGHTS_MB='%s' is not a positive number "
-                 "of MiB; using 1024\n", v);
+    std::fprintf(stderr,
+                 "tensorrt_player: warning: TRTRACE_MAX_RANDOM_WEIGHTS_MB='%s' is not a positive number "
+                 "of MiB; using 1024\n",
+                 v);
   return (v && *v && !*end && mb > 0 && mb <= (UINT64_MAX >> 20) ? mb : 1024) << 20;
 }
 
@@ -259,9 +266,11 @@ uint64_t randomWeightsLimitFromEnv() {
 // must fit the library's Weights (int64) and the type must be one this build knows.
 uint64_t Replayer::weightsBytes(size_t i, const ValueView& v) const {
   const uint64_t count = v.count();
-  if (count > uint64_t(INT64_MAX)) diverge("argument " + std::to_string(i) + ": weights count " + std::to_string(count) + " does not fit a Weights");
+  if (count > uint64_t(INT64_MAX))
+    diverge("argument " + std::to_string(i) + ": weights count " + std::to_string(count) + " does not fit a Weights");
   const uint64_t bytes = abi::weightBytes(static_cast<abi::DataType>(v.dtype()), static_cast<int64_t>(count));
-  if (count > 0 && bytes == 0) diverge("argument " + std::to_string(i) + ": weights of unknown DataType " + std::to_string(v.dtype()));
+  if (count > 0 && bytes == 0)
+    diverge("argument " + std::to_string(i) + ": weights of unknown DataType " + std::to_string(v.dtype()));
   return bytes;
 }
 
@@ -273,7 +282,8 @@ abi::Weights Replayer::argWeights(size_t i) {
   switch (v.kind()) {
     case ValueKind::WeightsInline: {
       auto b = v.bytes();
-      if (b.size() < weightsBytes(i, v)) diverge("argument " + std::to_string(i) + ": inline weights shorter than their count");
+      if (b.size() < weightsBytes(i, v))
+        diverge("argument " + std::to_string(i) + ": inline weights shorter than their count");
       if (b.empty()) break;
       w.values = hold({v.weightsPtr(), {hash128(b.data(), b.size()), b.size()}}, [&] {
         // Copied once to an aligned buffer: the log's bytes are only 4-byte aligned.
@@ -285,7 +295,8 @@ abi::Weights Replayer::argWeights(size_t i) {
     }
     case ValueKind::WeightsBlob: {
       BlobRef ref = v.blob();
-      if (ref.length < weightsBytes(i, v)) diverge("argument " + std::to_string(i) + ": blob shorter than the weights' count");
+      if (ref.length < weightsBytes(i, v))
+        diverge("argument " + std::to_string(i) + ": blob shorter than the weights' count");
       // A view into a mapping (the trace's or the decode cache's), its content hash checked once per
       // blob before the library sees the bytes, so damaged weights never build an engine silently.
       w.values = hold({v.weightsPtr(), ref}, [&] { return source_.blob(ref, !options_.trustWeights); });
@@ -313,10 +324,8 @@ abi::Weights Replayer::argWeights(size_t i) {
       }
       break;
     }
-    case ValueKind::Null:
-      break;
-    default:
-      diverge("argument " + std::to_string(i) + ": expected weights, found " + std::string(kindName(v.kind())));
+    case ValueKind::Null: break;
+    default: diverge("argument " + std::to_string(i) + ": expected weights, found " + std::string(kindName(v.kind())));
   }
   return w;
 }
@@ -348,7 +357,9 @@ const void* Replayer::hold(const WeightsKey& key, const std::function<BlobView()
 
 void Replayer::argStruct(size_t i, void* out, size_t n) {
   auto b = arg(i).bytes();
-  if (b.size() != n) diverge("argument " + std::to_string(i) + ": struct of " + std::to_string(b.size()) + " bytes, expected " + std::to_string(n));
+  if (b.size() != n)
+    diverge("argument " + std::to_string(i) + ": struct of " + std::to_string(b.size()) + " bytes, expected " +
+            std::to_string(n));
   std::memcpy(out, b.data(), n);
 }
 
@@ -425,7 +436,7 @@ void Replayer::destroyReceiver(uint16_t iface) {
   auto it = objects_.find(call_->receiver());
   if (it == objects_.end()) return;
   object(call_->receiver(), iface);  // checked: only an object of the deleted interface ...
-  if (!kIfaces[iface].appOwned)     // ... that the application owns may be deleted
+  if (!kIfaces[iface].appOwned)      // ... that the application owns may be deleted
     diverge(std::string("a ") + kIfaces[iface].name + " is not deleted by the application");
   void* gone = it->second.object;
   delete static_cast<abi::PublicRoot*>(gone);
@@ -451,7 +462,10 @@ void Replayer::buildDone(NetworkResult result, const void* engine) {
   for (auto it = weights_.begin(); it != weights_.end();) {
     auto& nets = it->second.networks;
     nets.erase(std::remove(nets.begin(), nets.end(), result.network), nets.end());
-    if (!nets.empty()) { ++it; continue; }
+    if (!nets.empty()) {
+      ++it;
+      continue;
+    }
     if (it->second.view.isZeroCopy()) mappedHeld_.erase(it->second.view.data());
     it = weights_.erase(it);
   }

@@ -37,15 +37,15 @@ struct Divergence : std::runtime_error {
 uint64_t randomWeightsLimitFromEnv();
 
 struct Options {
-  std::string libPath;            // the real libtensorrt_rtx.so.1 (never a name from the capture)
-  uint64_t seed = 0;              // for weights the capture marked random
-  int64_t network = -1;           // replay only this network id (-1 = all)
-  bool skipUnsupported = false;   // UNSUPPORTED records: skip instead of stopping
+  std::string libPath;           // the real libtensorrt_rtx.so.1 (never a name from the capture)
+  uint64_t seed = 0;             // for weights the capture marked random
+  int64_t network = -1;          // replay only this network id (-1 = all)
+  bool skipUnsupported = false;  // UNSUPPORTED records: skip instead of stopping
   bool ignoreVersion = false;
-  bool quiet = false;             // library messages below error not shown
-  bool trustWeights = false;      // skip the content-hash check of raw blobs (a trace already verified)
+  bool quiet = false;         // library messages below error not shown
+  bool trustWeights = false;  // skip the content-hash check of raw blobs (a trace already verified)
   uint64_t maxRandomBytes = randomWeightsLimitFromEnv();  // random weights held at once (above)
-  std::vector<Setting>* settings = nullptr;  // --set (settings.h): applied, and counted, by the replay
+  std::vector<Setting>* settings = nullptr;               // --set (settings.h): applied, and counted, by the replay
 };
 
 // The player's logger: shows the library's warnings and errors, keeps errors for build records.
@@ -68,7 +68,7 @@ struct NetworkResult {
   std::optional<BuildResultView> captured;  // what the capture recorded for this build
   std::vector<std::string> errors;          // the library's error messages at replay
   double buildSeconds = 0;
-  std::string path;                         // engine file written
+  std::string path;  // engine file written
 };
 
 // Where a streamed build (Builder::buildSerializedNetworkToStream) puts the engine as the library
@@ -94,8 +94,8 @@ using PlayFn = void (*)(Replayer&);
 // a crafted trace can never hand the library an object of another type.
 struct IfaceInfo {
   const char* name;
-  uint16_t base;   // id of the interface it derives from (0: none)
-  bool appOwned;   // the application deletes it (its `~` is replayed)
+  uint16_t base;  // id of the interface it derives from (0: none)
+  bool appOwned;  // the application deletes it (its `~` is replayed)
 };
 struct Dispatch {
   uint32_t id;
@@ -192,13 +192,13 @@ class Replayer {
   Logger logger_;
   const bool jsonReturns_;  // calls from NVIDIA's JSON: a returned handle is a guess (bindResult)
   const CallView* call_ = nullptr;
-  Setting* activeSetting_ = nullptr;                   // the --set call being replayed
+  Setting* activeSetting_ = nullptr;                    // the --set call being replayed
   std::set<std::pair<uint32_t, uint64_t>> settingsOn_;  // (setting's API id, receiver) made already
   struct Bound {
-    void* object;     // the real public object
-    uint16_t iface;   // its interface (kIfaces), the most derived one known
+    void* object;    // the real public object
+    uint16_t iface;  // its interface (kIfaces), the most derived one known
   };
-  std::unordered_map<uint64_t, Bound> objects_;           // trace handle -> real public object
+  std::unordered_map<uint64_t, Bound> objects_;  // trace handle -> real public object
   // Weights handed to the library stay alive until the build returns. The library identifies
   // weights by pointer (e.g. setWeightsName), so replay reproduces the application's pointer
   // identity: one replay pointer per (application pointer, content) -- the same pointer again gets
@@ -211,7 +211,9 @@ class Replayer {
     bool operator==(const WeightsKey& o) const { return ptr == o.ptr && content == o.content; }
   };
   struct WeightsKeyHasher {
-    size_t operator()(const WeightsKey& k) const { return BlobRefHasher()(k.content) ^ (k.ptr * 0x9E3779B97F4A7C15ull); }
+    size_t operator()(const WeightsKey& k) const {
+      return BlobRefHasher()(k.content) ^ (k.ptr * 0x9E3779B97F4A7C15ull);
+    }
   };
   struct Held {
     BlobView view;
@@ -219,9 +221,9 @@ class Replayer {
   };
   const void* hold(const WeightsKey& key, const std::function<BlobView()>& load);
   std::unordered_map<WeightsKey, Held, WeightsKeyHasher> weights_;
-  std::unordered_set<const void*> mappedHeld_;  // data of the zero-copy views held (one entry each)
-  std::vector<std::unique_ptr<std::byte[]>> scratch_;      // out-parameter buffers, random weights
-  uint64_t randomBytes_ = 0;                               // random weights made for this build
+  std::unordered_set<const void*> mappedHeld_;         // data of the zero-copy views held (one entry each)
+  std::vector<std::unique_ptr<std::byte[]>> scratch_;  // out-parameter buffers, random weights
+  uint64_t randomBytes_ = 0;                           // random weights made for this build
   std::function<void(const NetworkResult&, const void*)> onEngine_;
   OpenEngineStream openStream_;
   Stats stats_;
@@ -234,7 +236,8 @@ T Replayer::argInt(size_t i) {
   using L = std::numeric_limits<T>;
   if constexpr (std::is_signed_v<T>) {
     const int64_t x = v.asI64();
-    if (x < static_cast<int64_t>(L::min()) || x > static_cast<int64_t>(L::max())) outOfRange(i, std::to_string(x), L::digits + 1, true);
+    if (x < static_cast<int64_t>(L::min()) || x > static_cast<int64_t>(L::max()))
+      outOfRange(i, std::to_string(x), L::digits + 1, true);
   } else {
     const uint64_t x = v.asU64();
     if (x > static_cast<uint64_t>(L::max())) outOfRange(i, std::to_string(x), L::digits, false);
@@ -257,7 +260,8 @@ std::vector<T> Replayer::argArray(size_t i) {
         outOfRange(i, std::to_string(x), std::numeric_limits<T>::digits + std::is_signed_v<T>, std::is_signed_v<T>);
     } else if constexpr (std::is_enum_v<T>) {
       using U = std::underlying_type_t<T>;
-      if (x < static_cast<int64_t>(std::numeric_limits<U>::min()) || x > static_cast<int64_t>(std::numeric_limits<U>::max()))
+      if (x < static_cast<int64_t>(std::numeric_limits<U>::min()) ||
+          x > static_cast<int64_t>(std::numeric_limits<U>::max()))
         outOfRange(i, std::to_string(x), std::numeric_limits<U>::digits + 1, true);
     }
     out.push_back(static_cast<T>(x));

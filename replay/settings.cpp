@@ -23,7 +23,8 @@ const api::ApiDesc* findMethod(std::string_view name) {
   uint32_t n = 0;
   const api::ApiDesc* all = api::all(&n);
   for (uint32_t i = 0; i < n; ++i)
-    if (all[i].interface == name.substr(0, colon) && all[i].method == name.substr(colon + 2) && all[i].iface != api::Iface::None)
+    if (all[i].interface == name.substr(0, colon) && all[i].method == name.substr(colon + 2) &&
+        all[i].iface != api::Iface::None)
       return &all[i];
   return nullptr;
 }
@@ -60,7 +61,8 @@ void parseValue(Setting& s, const api::ParamDesc& p) {
     s.isFloat = true;
   } else {
     const auto x = integer(v);
-    if (!x || (p.kind == K::U64 && *x < 0)) bad(s.text, "'" + v + "' is not " + (p.kind == K::U64 ? "an unsigned" : "an") + " integer");
+    if (!x || (p.kind == K::U64 && *x < 0))
+      bad(s.text, "'" + v + "' is not " + (p.kind == K::U64 ? "an unsigned" : "an") + " integer");
     s.i = *x;
   }
 }
@@ -87,14 +89,16 @@ Setting parseSetting(const std::string& given) {
   const std::string name = given.substr(0, eq);
   s.value = given.substr(eq + 1);
   s.api = findMethod(name);
-  if (!s.api) bad(given, "no method " + name + " in the API spec (names are Interface::method, e.g. BuilderConfig::setBuilderOptimizationLevel)");
+  if (!s.api)
+    bad(given, "no method " + name +
+                   " in the API spec (names are Interface::method, e.g. BuilderConfig::setBuilderOptimizationLevel)");
   if (s.api->nargs != 1 || !isScalar(s.api->params[0].kind))
-    bad(given, name + " does not take one scalar (bool, integer, float or enum): it takes (" +
-                  [&] {
-                    std::string t;
-                    for (uint32_t i = 0; i < s.api->nargs; ++i) t += (i ? ", " : "") + std::string(s.api->params[i].text);
-                    return t;
-                  }() + ")");
+    bad(
+        given, name + " does not take one scalar (bool, integer, float or enum): it takes (" + [&] {
+          std::string t;
+          for (uint32_t i = 0; i < s.api->nargs; ++i) t += (i ? ", " : "") + std::string(s.api->params[i].text);
+          return t;
+        }() + ")");
   parseValue(s, s.api->params[0]);
   return s;
 }

@@ -19,8 +19,8 @@ struct Setting {
   std::string text;                   // as given: "BuilderConfig::setBuilderOptimizationLevel=3"
   std::string value;                  // the value as given (an enumerator's name for an enum)
   bool isFloat = false;
-  int64_t i = 0;                      // Bool / integer / Enum value
-  double f = 0;                       // F32 / F64 value
+  int64_t i = 0;  // Bool / integer / Enum value
+  double f = 0;   // F32 / F64 value
   // What the replay did with it (the player's --json reports these).
   uint64_t replaced = 0, added = 0, rejected = 0;
 };

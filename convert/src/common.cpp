@@ -83,7 +83,7 @@ MappedFile::~MappedFile() {
 
 void MappedFile::release(size_t upTo) {
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  upTo = std::min(upTo, size_) / page * page;  // whole pages: the next step starts where this ends
+  upTo = std::min(upTo, size_) / page * page;             // whole pages: the next step starts where this ends
   if (!base_ || upTo <= released_ + (16u << 20)) return;  // in steps of 16 MiB
   files::releasePages(base_ + released_, upTo - released_);
   released_ = upTo;
@@ -95,14 +95,20 @@ void MappedFile::releaseAll() {
 
 uint64_t weightBytes(uint32_t dtype, uint64_t n) {
   // The spec's element sizes (generated); counts beyond int64 saturate like any hostile count.
-  return n > uint64_t(INT64_MAX) ? UINT64_MAX : abi::weightBytes(static_cast<abi::DataType>(dtype), static_cast<int64_t>(n));
+  return n > uint64_t(INT64_MAX) ? UINT64_MAX
+                                 : abi::weightBytes(static_cast<abi::DataType>(dtype), static_cast<int64_t>(n));
 }
-
 
 void appendDouble(std::string& out, double v) {
   // JSON has no NaN or infinities: null, as NVIDIA's shim writes them (docs/json-bin-layout.md, §6).
-  if (!std::isfinite(v)) { out += "null"; return; }
-  if (v == 0) { out += std::signbit(v) ? "-0.0" : "0.0"; return; }
+  if (!std::isfinite(v)) {
+    out += "null";
+    return;
+  }
+  if (v == 0) {
+    out += std::signbit(v) ? "-0.0" : "0.0";
+    return;
+  }
   char buf[64];
   auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
   std::string_view s(buf, static_cast<size_t>(r.ptr - buf));  // [-]d[.ddd]e[+-]XX
@@ -168,8 +174,9 @@ void addOmissions(Spec& sp) {
       }
     }
     if (!found)
-      throw std::logic_error("kNvidiaOmits: " + std::string(o.iface) + "::" + std::string(o.method) + " has no enum parameter " +
-                             std::string(o.param) + " with enumerator " + std::string(o.fallback));
+      throw std::logic_error("kNvidiaOmits: " + std::string(o.iface) + "::" + std::string(o.method) +
+                             " has no enum parameter " + std::string(o.param) + " with enumerator " +
+                             std::string(o.fallback));
   }
 }
 

@@ -26,12 +26,40 @@ struct JsonNode {
   std::vector<int64_t> ia;
   std::vector<double> da;
 
-  static JsonNode integer(int64_t v) { JsonNode n; n.t = Int; n.i = v; return n; }
-  static JsonNode dbl(double v) { JsonNode n; n.t = Dbl; n.d = v; return n; }
-  static JsonNode str(std::string_view v) { JsonNode n; n.t = Str; n.s = v; return n; }
-  static JsonNode boolean(bool v) { JsonNode n; n.t = Bool; n.i = v; return n; }
-  static JsonNode object() { JsonNode n; n.t = Obj; return n; }
-  static JsonNode ref(int64_t id) { JsonNode n = object(); n.obj.emplace_back("object", integer(id)); return n; }
+  static JsonNode integer(int64_t v) {
+    JsonNode n;
+    n.t = Int;
+    n.i = v;
+    return n;
+  }
+  static JsonNode dbl(double v) {
+    JsonNode n;
+    n.t = Dbl;
+    n.d = v;
+    return n;
+  }
+  static JsonNode str(std::string_view v) {
+    JsonNode n;
+    n.t = Str;
+    n.s = v;
+    return n;
+  }
+  static JsonNode boolean(bool v) {
+    JsonNode n;
+    n.t = Bool;
+    n.i = v;
+    return n;
+  }
+  static JsonNode object() {
+    JsonNode n;
+    n.t = Obj;
+    return n;
+  }
+  static JsonNode ref(int64_t id) {
+    JsonNode n = object();
+    n.obj.emplace_back("object", integer(id));
+    return n;
+  }
 };
 
 namespace {
@@ -50,7 +78,10 @@ void render(std::string& o, JsonNode& n, int indent) {
     case JsonNode::Str: appendJsonString(o, n.s); break;
     case JsonNode::Bool: o += n.i ? "true" : "false"; break;
     case JsonNode::Obj: {
-      if (n.obj.empty()) { o += "{}"; break; }
+      if (n.obj.empty()) {
+        o += "{}";
+        break;
+      }
       std::sort(n.obj.begin(), n.obj.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       o += "{\n";
       for (size_t k = 0; k < n.obj.size(); ++k) {
@@ -65,16 +96,24 @@ void render(std::string& o, JsonNode& n, int indent) {
       o += '}';
       break;
     }
-    case JsonNode::Arr: case JsonNode::IntArr: case JsonNode::DblArr: {
+    case JsonNode::Arr:
+    case JsonNode::IntArr:
+    case JsonNode::DblArr: {
       size_t count = n.t == JsonNode::Arr ? n.arr.size() : n.t == JsonNode::IntArr ? n.ia.size() : n.da.size();
-      if (!count) { o += "[]"; break; }
+      if (!count) {
+        o += "[]";
+        break;
+      }
       o += "[\n";
       for (size_t k = 0; k < count; ++k) {
         if (k) o += ",\n";
         pad(indent + 4);
-        if (n.t == JsonNode::Arr) render(o, n.arr[k], indent + 4);
-        else if (n.t == JsonNode::IntArr) appendInt(o, n.ia[k]);
-        else appendDouble(o, n.da[k]);
+        if (n.t == JsonNode::Arr)
+          render(o, n.arr[k], indent + 4);
+        else if (n.t == JsonNode::IntArr)
+          appendInt(o, n.ia[k]);
+        else
+          appendDouble(o, n.da[k]);
       }
       o += '\n';
       pad(indent);
@@ -110,8 +149,15 @@ JsonNode inlineValues(const unsigned char* p, uint32_t dtype, uint64_t count) {
     arr.t = JsonNode::DblArr;
     arr.da.resize(count);
     for (uint64_t k = 0; k < count; ++k) {
-      if (dtype == 0) { float f; std::memcpy(&f, p + 4 * k, 4); arr.da[k] = f; }
-      else { uint16_t h; std::memcpy(&h, p + 2 * k, 2); arr.da[k] = lib::halfToDouble(h); }
+      if (dtype == 0) {
+        float f;
+        std::memcpy(&f, p + 4 * k, 4);
+        arr.da[k] = f;
+      } else {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * k, 2);
+        arr.da[k] = lib::halfToDouble(h);
+      }
     }
     return arr;
   }
@@ -119,8 +165,18 @@ JsonNode inlineValues(const unsigned char* p, uint32_t dtype, uint64_t count) {
   arr.ia.resize(count);
   for (uint64_t k = 0; k < count; ++k) {
     switch (dtype) {
-      case 3: { int32_t x; std::memcpy(&x, p + 4 * k, 4); arr.ia[k] = x; break; }
-      case 8: { int64_t x; std::memcpy(&x, p + 8 * k, 8); arr.ia[k] = x; break; }
+      case 3: {
+        int32_t x;
+        std::memcpy(&x, p + 4 * k, 4);
+        arr.ia[k] = x;
+        break;
+      }
+      case 8: {
+        int64_t x;
+        std::memcpy(&x, p + 8 * k, 8);
+        arr.ia[k] = x;
+        break;
+      }
       case 2: arr.ia[k] = static_cast<int8_t>(p[k]); break;
       case 4: arr.ia[k] = p[k] != 0; break;
       default: arr.ia[k] = p[k]; break;
@@ -169,9 +225,12 @@ JsonNode JsonRecords::weightsNode(const ValueView& v, uint32_t net) {
     return w;
   }
   WeightsKey key{v.weightsPtr(), static_cast<uint32_t>(v.kind()), dtype, count, {}, 0};
-  if (v.kind() == ValueKind::WeightsBlob) key.content = v.blob().hash, key.length = v.blob().length;
-  else if (v.kind() == ValueKind::WeightsInline) key.content = hash128(v.bytes().data(), v.bytes().size()), key.length = v.bytes().size();
-  else if (!key.ptr) key.content.lo = v.seed();  // random: one pointer is one set of values
+  if (v.kind() == ValueKind::WeightsBlob)
+    key.content = v.blob().hash, key.length = v.blob().length;
+  else if (v.kind() == ValueKind::WeightsInline)
+    key.content = hash128(v.bytes().data(), v.bytes().size()), key.length = v.bytes().size();
+  else if (!key.ptr)
+    key.content.lo = v.seed();  // random: one pointer is one set of values
   auto& table = weightIds_[net];
   if (auto it = table.find(key); it != table.end()) {
     w.obj.emplace_back("id", JsonNode::integer(it->second));
@@ -195,8 +254,10 @@ JsonNode JsonRecords::weightsNode(const ValueView& v, uint32_t net) {
     if (v.bytes().size() < weightBytes(dtype, count))
       throw Error(Error::Kind::Corrupt, name_ + ": inline weights shorter than their count");
     const auto* p = reinterpret_cast<const unsigned char*>(v.bytes().data());
-    if (allFinite(p, dtype, count)) w.obj.emplace_back("inline", inlineValues(p, dtype, count));
-    else toBin(w, p, static_cast<size_t>(weightBytes(dtype, count)));  // NaN, +-inf: exact in the BIN (§7)
+    if (allFinite(p, dtype, count))
+      w.obj.emplace_back("inline", inlineValues(p, dtype, count));
+    else
+      toBin(w, p, static_cast<size_t>(weightBytes(dtype, count)));  // NaN, +-inf: exact in the BIN (§7)
   }
   return w;
 }
@@ -205,9 +266,10 @@ JsonNode JsonRecords::weightsNode(const ValueView& v, uint32_t net) {
 // it is written as null, as NVIDIA's shim writes it, and the first one is said in one line.
 void JsonRecords::lostNumber() {
   if (lostNumbers_++ == 0)
-    std::fprintf(stderr, "trtrace: warning: %s: api_calls[%llu] %s::%s argument \"%s\" is NaN or infinite: NVIDIA's JSON "
-                 "cannot hold it, written as null (the trace keeps it)\n", name_.c_str(),
-                 static_cast<unsigned long long>(index_), std::string(desc_->interface).c_str(),
+    std::fprintf(stderr,
+                 "trtrace: warning: %s: api_calls[%llu] %s::%s argument \"%s\" is NaN or infinite: NVIDIA's JSON "
+                 "cannot hold it, written as null (the trace keeps it)\n",
+                 name_.c_str(), static_cast<unsigned long long>(index_), std::string(desc_->interface).c_str(),
                  std::string(desc_->method).c_str(), std::string(desc_->args[arg_]).c_str());
 }
 
@@ -216,15 +278,19 @@ bool JsonRecords::argNode(const api::ParamDesc& p, const ValueView& v, uint32_t 
   switch (v.kind()) {
     case ValueKind::Null: return false;
     case ValueKind::Bool: n = JsonNode::boolean(v.asBool()); return true;
-    case ValueKind::I64: case ValueKind::Enum: n = JsonNode::integer(v.asI64()); return true;
+    case ValueKind::I64:
+    case ValueKind::Enum: n = JsonNode::integer(v.asI64()); return true;
     case ValueKind::U64: n = JsonNode::integer(static_cast<int64_t>(v.asU64())); return true;
-    case ValueKind::F32: case ValueKind::F64:
+    case ValueKind::F32:
+    case ValueKind::F64:
       if (!std::isfinite(v.asF64())) lostNumber();
       n = JsonNode::dbl(v.asF64());
       return true;
     case ValueKind::String: n = JsonNode::str(v.asString()); return true;
-    case ValueKind::Dims: case ValueKind::I64Array:
-      if (p.kind == api::Kind::Dims && (v.kind() == ValueKind::I64Array || v.ints().empty())) return false;  // empty/invalid Dims
+    case ValueKind::Dims:
+    case ValueKind::I64Array:
+      if (p.kind == api::Kind::Dims && (v.kind() == ValueKind::I64Array || v.ints().empty()))
+        return false;  // empty/invalid Dims
       n.t = JsonNode::IntArr;
       n.ia.assign(v.ints().begin(), v.ints().end());
       return true;
@@ -243,15 +309,16 @@ bool JsonRecords::argNode(const api::ParamDesc& p, const ValueView& v, uint32_t 
       return true;
     case ValueKind::Bytes: {
       abi::Permutation perm;
-      if (p.structId != api::StructId::Permutation || v.bytes().size() != sizeof perm) return false;  // no NVIDIA encoding known
+      if (p.structId != api::StructId::Permutation || v.bytes().size() != sizeof perm)
+        return false;  // no NVIDIA encoding known
       std::memcpy(&perm, v.bytes().data(), sizeof perm);
       n.t = JsonNode::IntArr;
       n.ia.assign(std::begin(perm.order), std::end(perm.order));
       return true;
     }
-    case ValueKind::WeightsInline: case ValueKind::WeightsBlob: case ValueKind::WeightsRandom:
-      n = weightsNode(v, net);
-      return true;
+    case ValueKind::WeightsInline:
+    case ValueKind::WeightsBlob:
+    case ValueKind::WeightsRandom: n = weightsNode(v, net); return true;
   }
   return false;
 }

@@ -106,7 +106,10 @@ struct Scanner {
       switch (cls[static_cast<unsigned char>(p[pos])]) {
         case 0: ++pos; break;
         case 1: skipString(); break;
-        case 2: ++depth; ++pos; break;
+        case 2:
+          ++depth;
+          ++pos;
+          break;
         default:
           ++pos;
           if (--depth == 0) return;
@@ -149,7 +152,25 @@ std::string dirOf(const std::string& path) {
 }
 
 // ---- decoded arguments -------------------------------------------------------------------------
-enum class K { Null, Bool, I64, U64, F32, F64, Enum, Str, Dims, Handle, Handles, I64Arr, F32Arr, Bytes, WInline, WBlob, WRandom };
+enum class K {
+  Null,
+  Bool,
+  I64,
+  U64,
+  F32,
+  F64,
+  Enum,
+  Str,
+  Dims,
+  Handle,
+  Handles,
+  I64Arr,
+  F32Arr,
+  Bytes,
+  WInline,
+  WBlob,
+  WRandom
+};
 
 struct WeightsInfo {
   K k = K::WInline;
@@ -234,7 +255,7 @@ class Converter {
   std::shared_ptr<MappedFile> bin_;  // shared with opt_.inPlace, when given
   std::unique_ptr<Writer> writer_;
   std::string binPath_, binName_;
-  std::optional<std::string> outputBin_;   // the JSON's output_bin, once read
+  std::optional<std::string> outputBin_;  // the JSON's output_bin, once read
   std::optional<int64_t> trtVersion_;
   bool binFromTail_ = false;
   Stats st_;
@@ -249,9 +270,9 @@ class Converter {
   // State that mirrors the capture shim's: handles in creation order, network ids.
   // Trace handles are ours, dense from 1 (one per returned object): a vector. NVIDIA ids come from
   // the input, so they key hash maps: a hostile id (2^40) costs one entry, not a table that size.
-  IdMap handles_;  // NVIDIA object id -> trace handle
-  std::vector<uint32_t> netOf_;    // trace handle -> network id
-  HashMap64 ownerOf_;              // trace handle -> the receiver of the create* call that made it
+  IdMap handles_;                // NVIDIA object id -> trace handle
+  std::vector<uint32_t> netOf_;  // trace handle -> network id
+  HashMap64 ownerOf_;            // trace handle -> the receiver of the create* call that made it
   uint64_t nextHandle_ = 0;
   uint32_t networks_ = 0;
   // XXH3 of (receiver, api, args) of getters/creators -> the handle they returned
@@ -276,7 +297,7 @@ class Converter {
   } fields_;
   simdjson::dom::parser parser_;
   static constexpr size_t kBatchBytes = 1u << 20;
-  std::string separator_;  // between two records, as the file writes it: "}" ... "," ... "{"
+  std::string separator_;          // between two records, as the file writes it: "}" ... "," ... "{"
   std::unique_ptr<char[]> batch_;  // "[" + a batch's records + "]" + simdjson's padding
   size_t batchCap_ = 0;
   unsigned batchFailures_ = 0;
@@ -306,7 +327,8 @@ Stats Converter::run() {
         if (writer_ && !opt_.binPath.empty()) {
           // an explicit BIN wins
         } else if (writer_ && v != binName_) {
-          throw Error(Error::Kind::Corrupt, jsonPath_ + ": output_bin \"" + v + "\" differs from the BIN used (" + binPath_ + ")");
+          throw Error(Error::Kind::Corrupt,
+                      jsonPath_ + ": output_bin \"" + v + "\" differs from the BIN used (" + binPath_ + ")");
         }
         outputBin_ = v;
       } else if (key == "trt_version") {
@@ -319,19 +341,27 @@ Stats Converter::run() {
       char c = s.peek();
       ++s.pos;
       if (c == '}') break;
-      if (c != ',') { --s.pos; s.fail("expected ',' or '}' in the top-level object"); }
+      if (c != ',') {
+        --s.pos;
+        s.fail("expected ',' or '}' in the top-level object");
+      }
     }
   }
   s.ws();
   if (s.pos != s.n) s.fail("content after the top-level object");
-  if (!calls) throw Error(Error::Kind::Corrupt, jsonPath_ + ": no \"api_calls\" array (not an NVIDIA TensorRT capture JSON?)");
+  if (!calls)
+    throw Error(Error::Kind::Corrupt, jsonPath_ + ": no \"api_calls\" array (not an NVIDIA TensorRT capture JSON?)");
   if (st_.calls == 0) throw Error(Error::Kind::Empty, jsonPath_ + ": api_calls is empty (no calls in it)");
   if (st_.nullNumbers)  // NVIDIA's shim writes NaN and +-inf as null: the value is lost at capture
-    std::fprintf(stderr, "trtrace: warning: %s: %llu null number(s) (NVIDIA writes non-finite values as null; first: %s); "
-                 "converted to NaN\n", jsonPath_.c_str(), static_cast<unsigned long long>(st_.nullNumbers), firstNull_.c_str());
+    std::fprintf(stderr,
+                 "trtrace: warning: %s: %llu null number(s) (NVIDIA writes non-finite values as null; first: %s); "
+                 "converted to NaN\n",
+                 jsonPath_.c_str(), static_cast<unsigned long long>(st_.nullNumbers), firstNull_.c_str());
   if (omitted_)  // a value NVIDIA's shim does not record: the library's default stands in
-    std::fprintf(stderr, "trtrace: warning: %s: %llu argument(s) NVIDIA's JSON never records (first: %s); the library's "
-                 "default stands in\n", jsonPath_.c_str(), static_cast<unsigned long long>(omitted_), firstOmitted_.c_str());
+    std::fprintf(stderr,
+                 "trtrace: warning: %s: %llu argument(s) NVIDIA's JSON never records (first: %s); the library's "
+                 "default stands in\n",
+                 jsonPath_.c_str(), static_cast<unsigned long long>(omitted_), firstOmitted_.c_str());
   writer_->close();
   if (!opt_.inPlace) checkCalls();  // in place (the player, openCapture): each reader checks each call
   auto ws = writer_->stats();
@@ -392,7 +422,8 @@ void Converter::open(Scanner& s) {
         end.pos = s.n;
         end.fail("unexpected end of file");
       }
-      throw Error(Error::Kind::Io, jsonPath_ + ": its BIN file " + binPath_ + " is missing (pass the BIN path explicitly if it was moved)");
+      throw Error(Error::Kind::Io, jsonPath_ + ": its BIN file " + binPath_ +
+                                       " is missing (pass the BIN path explicitly if it was moved)");
     }
   }
   bin_ = std::make_shared<MappedFile>(binPath_, 0, "BIN");
@@ -404,9 +435,9 @@ void Converter::open(Scanner& s) {
   h.producerVersion = TRTRACE_VERSION;
   h.libraryName = abi::kLibraryName;
   const int64_t v = trtVersion_.value_or(abi::kLibraryVersionInt);
-  h.libraryVersion = v == abi::kLibraryVersionInt
-                         ? std::string(abi::kLibraryVersion)
-                         : std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+  h.libraryVersion = v == abi::kLibraryVersionInt ? std::string(abi::kLibraryVersion)
+                                                  : std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) +
+                                                        "." + std::to_string(v % 100);
   h.settings = {{kSourceSetting, kSourceNvidiaJson}, {"json", jsonPath_}, {"bin", binPath_}};
   if (trtVersion_) h.settings.emplace_back("trt_version", std::to_string(*trtVersion_));
   WriterOptions wo;
@@ -439,7 +470,10 @@ void Converter::convertCalls(Scanner& s) {
     char c = s.peek();
     ++s.pos;
     if (c == ']') break;
-    if (c != ',') { --s.pos; s.fail("expected ',' or ']' in api_calls"); }
+    if (c != ',') {
+      --s.pos;
+      s.fail("expected ',' or ']' in api_calls");
+    }
   }
   apiIndex_ = -1;
 }
@@ -478,8 +512,8 @@ size_t Converter::batchEnd(const Scanner& s) const {
   if (const void* q = ::memmem(s.p + from, s.n - from, sep, separator_.size()))
     return static_cast<size_t>(static_cast<const char*>(q) - s.p) + 1;
   size_t last = 0;  // the end of the array: the last separator after s.pos
-  for (const char* q = s.p + s.pos; (q = static_cast<const char*>(::memmem(q, s.n - (q - s.p), sep, separator_.size())));
-       ++q)
+  for (const char* q = s.p + s.pos;
+       (q = static_cast<const char*>(::memmem(q, s.n - (q - s.p), sep, separator_.size()))); ++q)
     last = static_cast<size_t>(q - s.p) + 1;
   return last;
 }
@@ -538,7 +572,8 @@ int64_t Converter::getInt(element e, std::string_view what) {
 double Converter::getNumber(element e, std::string_view field, int64_t index) {
   double v;
   if (e.get_double().get(v) == simdjson::SUCCESS) return v;
-  const std::string where = "\"" + std::string(field) + "\"" + (index >= 0 ? ".inline[" + std::to_string(index) + "]" : "");
+  const std::string where =
+      "\"" + std::string(field) + "\"" + (index >= 0 ? ".inline[" + std::to_string(index) + "]" : "");
   if (!e.is_null()) fail("argument " + where + " is not a number");
   if (st_.nullNumbers++ == 0) firstNull_ = place() + " argument " + where;
   return std::numeric_limits<double>::quiet_NaN();
@@ -546,14 +581,15 @@ double Converter::getNumber(element e, std::string_view field, int64_t index) {
 
 // The record being converted, for a warning: "api_calls[i] (api_index k) Class::function".
 std::string Converter::place() const {
-  return "api_calls[" + std::to_string(index_) + "]" + (apiIndex_ >= 0 ? " (api_index " + std::to_string(apiIndex_) + ")" : "") +
-         " " + call_;
+  return "api_calls[" + std::to_string(index_) + "]" +
+         (apiIndex_ >= 0 ? " (api_index " + std::to_string(apiIndex_) + ")" : "") + " " + call_;
 }
 
 // An argument NVIDIA's JSON never has (common.h, kNvidiaOmits): the library's default.
 void Converter::standIn(const api::ParamDesc& p, const NvidiaOmitted& o, std::string_view name, Arg& a) {
   a.k = K::Enum, a.t = p.enumId, a.i = o.value;
-  if (omitted_++ == 0) firstOmitted_ = place() + " argument \"" + std::string(name) + "\", taken as " + std::string(o.name);
+  if (omitted_++ == 0)
+    firstOmitted_ = place() + " argument \"" + std::string(name) + "\", taken as " + std::string(o.name);
 }
 
 uint64_t Converter::handleOf(int64_t nvId, std::string_view what) {
@@ -583,10 +619,16 @@ void Converter::readFields(const object& o) {
   f.args.clear();
   for (auto field : o) {
     const std::string_view k = field.key;
-    std::optional<element>* fixed = k == "api_index" ? &f.apiIndex : k == "class" ? &f.cls : k == "function" ? &f.fn
-                                  : k == "object"    ? &f.object   : k == "return" ? &f.ret : nullptr;
-    if (!fixed) f.args.emplace_back(k, field.value);
-    else if (!*fixed) *fixed = field.value;
+    std::optional<element>* fixed = k == "api_index"  ? &f.apiIndex
+                                    : k == "class"    ? &f.cls
+                                    : k == "function" ? &f.fn
+                                    : k == "object"   ? &f.object
+                                    : k == "return"   ? &f.ret
+                                                      : nullptr;
+    if (!fixed)
+      f.args.emplace_back(k, field.value);
+    else if (!*fixed)
+      *fixed = field.value;
   }
 }
 
@@ -596,7 +638,8 @@ const api::ApiDesc& Converter::selectOverload(std::string_view cls, std::string_
   const std::vector<const api::ApiDesc*>& cands = spec_.lookup(cls.empty() ? "entry" : cls, fn);
   if (cands.empty())
     fail("unknown call " + std::string(cls) + "::" + std::string(fn) + " (not in the API spec of " + abi::kLibraryName +
-             " " + abi::kLibraryVersion + ")", Error::Kind::Usage);
+             " " + abi::kLibraryVersion + ")",
+         Error::Kind::Usage);
   const auto& keys = fields_.args;
   auto param = [&](const api::ApiDesc* c, std::string_view k) -> int64_t {
     for (uint32_t i = 0; i < c->nargs; ++i)
@@ -728,16 +771,23 @@ void Converter::decode(const api::ApiDesc& d, uint32_t i, Arg& a, uint32_t net) 
   using api::Kind;
   switch (p.kind) {
     case Kind::Foreign: a.k = K::Bool, a.i = 1; return;  // NVIDIA never writes application objects (loggers)
-    case Kind::Out: case Kind::Void: return;
-    case Kind::Dims: a.k = K::Dims; break;                // absent = nbDims 0 (NVIDIA omits empty Dims)
-    case Kind::Weights: if (!present) a.k = K::WInline, a.w = WeightsInfo{}; break;  // not observed: empty
-    case Kind::I64: case Kind::U64:
+    case Kind::Out:
+    case Kind::Void: return;
+    case Kind::Dims: a.k = K::Dims; break;  // absent = nbDims 0 (NVIDIA omits empty Dims)
+    case Kind::Weights:
+      if (!present) a.k = K::WInline, a.w = WeightsInfo{};
+      break;  // not observed: empty
+    case Kind::I64:
+    case Kind::U64:
       if (!present && p.lengthOf >= 0) {
         a.k = p.kind == Kind::I64 ? K::I64 : K::U64, a.derived = true;
         return;
       }
       [[fallthrough]];
-    case Kind::Bool: case Kind::F32: case Kind::F64: case Kind::Enum:
+    case Kind::Bool:
+    case Kind::F32:
+    case Kind::F64:
+    case Kind::Enum:
       if (!present) fail(arg + " missing");
       break;
     case Kind::Struct:
@@ -748,11 +798,13 @@ void Converter::decode(const api::ApiDesc& d, uint32_t i, Arg& a, uint32_t net) 
   if (!present) return;
   switch (p.kind) {
     case Kind::Bool: a.k = K::Bool, a.i = getInt(e, name) != 0; break;
-    case Kind::I64: case Kind::U64:
+    case Kind::I64:
+    case Kind::U64:
       a.k = p.kind == Kind::I64 ? K::I64 : K::U64;
       a.i = getInt(e, name), a.u = static_cast<uint64_t>(a.i);
       break;
-    case Kind::F32: case Kind::F64: a.k = p.kind == Kind::F32 ? K::F32 : K::F64, a.f = getNumber(e, name); break;
+    case Kind::F32:
+    case Kind::F64: a.k = p.kind == Kind::F32 ? K::F32 : K::F64, a.f = getNumber(e, name); break;
     case Kind::Enum: a.k = K::Enum, a.t = p.enumId, a.i = getInt(e, name); break;
     case Kind::String:
       if (e.get_string().get(a.s) != simdjson::SUCCESS) fail(arg + " is not a string");
@@ -765,7 +817,8 @@ void Converter::decode(const api::ApiDesc& d, uint32_t i, Arg& a, uint32_t net) 
     case Kind::Handle: a.k = K::Handle, a.u = handleOf(objectId(e, name, arg, " is not {\"object\": N}"), name); break;
     case Kind::Handles:
       a.k = K::Handles;
-      for (element x : arrayOf(e, arg)) a.hs.push_back(handleOf(objectId(x, name, arg, ": an element is not {\"object\": N}"), name));
+      for (element x : arrayOf(e, arg))
+        a.hs.push_back(handleOf(objectId(x, name, arg, ": an element is not {\"object\": N}"), name));
       a.length = a.hs.size();
       break;
     case Kind::Array: decodeArray(p, e, a, name); break;
@@ -839,7 +892,8 @@ void Converter::decodeInline(element x, WeightsInfo& info, std::string_view name
   for (element v : arr) {
     ++k;
     switch (info.dtype) {
-      case 0: case 1: {
+      case 0:
+      case 1: {
         const double dv = getNumber(v, name, static_cast<int64_t>(k - 1));
         if (info.dtype == 0) {
           float f = static_cast<float>(dv);
@@ -850,13 +904,26 @@ void Converter::decodeInline(element x, WeightsInfo& info, std::string_view name
         }
         break;
       }
-      case 3: { int32_t i = static_cast<int32_t>(getInt(v, "inline")); info.bytes.append(reinterpret_cast<const char*>(&i), 4); break; }
-      case 8: { int64_t i = getInt(v, "inline"); info.bytes.append(reinterpret_cast<const char*>(&i), 8); break; }
-      case 2: case 4: case 5: info.bytes.push_back(static_cast<char>(getInt(v, "inline"))); break;
-      default: fail(arg + ": inline weights of DataType " + std::to_string(info.dtype) + " cannot be decoded", Error::Kind::Usage);
+      case 3: {
+        int32_t i = static_cast<int32_t>(getInt(v, "inline"));
+        info.bytes.append(reinterpret_cast<const char*>(&i), 4);
+        break;
+      }
+      case 8: {
+        int64_t i = getInt(v, "inline");
+        info.bytes.append(reinterpret_cast<const char*>(&i), 8);
+        break;
+      }
+      case 2:
+      case 4:
+      case 5: info.bytes.push_back(static_cast<char>(getInt(v, "inline"))); break;
+      default:
+        fail(arg + ": inline weights of DataType " + std::to_string(info.dtype) + " cannot be decoded",
+             Error::Kind::Usage);
     }
   }
-  if (k != info.count) fail(arg + ": \"inline\" has " + std::to_string(k) + " values, count is " + std::to_string(info.count));
+  if (k != info.count)
+    fail(arg + ": \"inline\" has " + std::to_string(k) + " values, count is " + std::to_string(info.count));
 }
 
 void Converter::decodeWeights(element e, Arg& a, uint32_t net, std::string_view name) {
@@ -892,8 +959,9 @@ void Converter::decodeWeights(element e, Arg& a, uint32_t net, std::string_view 
     const int64_t off = getInt(x, "offset");
     if (off < 0) fail(arg + ": negative offset " + std::to_string(off));
     if (static_cast<uint64_t>(off) > bin_->size() || nbytes > bin_->size() - static_cast<uint64_t>(off))
-      fail(arg + ": weights at BIN offset " + std::to_string(off) + " (" + std::to_string(nbytes) + " bytes) end past the end of " +
-               binPath_ + " (" + std::to_string(bin_->size()) + " bytes): short BIN or bad offset");
+      fail(arg + ": weights at BIN offset " + std::to_string(off) + " (" + std::to_string(nbytes) +
+           " bytes) end past the end of " + binPath_ + " (" + std::to_string(bin_->size()) +
+           " bytes): short BIN or bad offset");
     info.k = K::WBlob;
     info.blob = writer_->putBlob(bin_->data() + off, nbytes, lib::blobHint(static_cast<abi::DataType>(info.dtype)));
     if (opt_.inPlace)
@@ -933,7 +1001,8 @@ void Converter::emit(CallEncoder& e, const Arg& a) {
     case K::F32Arr: e.argF32Array(a.fs); break;
     case K::Bytes: e.argBytes({reinterpret_cast<const std::byte*>(a.bytes.data()), a.bytes.size()}); break;
     case K::WInline:
-      e.argWeightsInline(a.w.dtype, a.w.count, {reinterpret_cast<const std::byte*>(a.w.bytes.data()), a.w.bytes.size()}, a.w.ptr);
+      e.argWeightsInline(a.w.dtype, a.w.count, {reinterpret_cast<const std::byte*>(a.w.bytes.data()), a.w.bytes.size()},
+                         a.w.ptr);
       break;
     case K::WBlob: e.argWeightsBlob(a.w.dtype, a.w.count, a.w.blob, a.w.ptr); break;
     case K::WRandom: e.argWeightsRandom(a.w.dtype, a.w.count, a.w.seed, a.w.ptr); break;

@@ -30,9 +30,12 @@ class Output {
     }
     std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
   }
-  ~Output() { if (f_) std::fclose(f_); }
+  ~Output() {
+    if (f_) std::fclose(f_);
+  }
   void write(const void* p, size_t n) {
-    if (n && std::fwrite(p, 1, n, f_) != n) throw Error(Error::Kind::Io, path_ + ": write failed (" + std::strerror(errno) + ")");
+    if (n && std::fwrite(p, 1, n, f_) != n)
+      throw Error(Error::Kind::Io, path_ + ": write failed (" + std::strerror(errno) + ")");
     bytes_ += n;
   }
   void write(const std::string& s) { write(s.data(), s.size()); }
@@ -77,8 +80,10 @@ TraceToJson::TraceToJson(const std::string& tracePath, const std::string& jsonPa
   if (opt.requireCalls && reader_->callCount() == 0)
     throw Error(Error::Kind::Empty, tracePath + ": holds no calls (nothing to convert)");
   if (const uint64_t lost = reader_->lostBlobs())  // NVIDIA's layout has no way to say so
-    std::fprintf(stderr, "trtrace: warning: %s: %llu weight blobs were lost at capture (the app released them "
-                 "first): the BIN holds zeros for them\n", tracePath.c_str(), static_cast<unsigned long long>(lost));
+    std::fprintf(stderr,
+                 "trtrace: warning: %s: %llu weight blobs were lost at capture (the app released them "
+                 "first): the BIN holds zeros for them\n",
+                 tracePath.c_str(), static_cast<unsigned long long>(lost));
   binPath_ = opt.binPath.empty() ? binPathFor(jsonPath) : opt.binPath;
   json_ = std::make_unique<Output>(outputs_.add(jsonPath), jsonPath);
   bin_ = std::make_unique<Output>(outputs_.add(binPath_), binPath_);
@@ -105,7 +110,10 @@ void TraceToJson::call(const CallView& c) {
 
 Stats TraceToJson::run() {
   auto t0 = std::chrono::steady_clock::now();
-  reader_->forEachCall([&](const CallView& c) { call(c); return true; });
+  reader_->forEachCall([&](const CallView& c) {
+    call(c);
+    return true;
+  });
   out_ += records_->closing(binPath_, reader_->header().libraryVersion);
   json_->write(out_);
   json_->close();

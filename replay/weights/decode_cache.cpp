@@ -4,9 +4,9 @@
 // File layout (little-endian): a 64-byte CacheHeader at 0, then from offset 4096 the bytes of every
 // blob of the trace (decoded; the raw ones copied), in the order their blocks lie in the trace, each
 // at a 4 KiB boundary (under 64 KiB: a 64-byte one): the weights lie as they do in a raw trace, in
-// one mapping, in the capture's order and alignment (some builds depend on the relative addresses of their weights). The layout
-// follows from the list of keys alone, so the header needs no table; the file is named by the
-// XXH3-128 of that list, and every blob is checked against its key before it is trusted.
+// one mapping, in the capture's order and alignment (some builds depend on the relative addresses of their weights).
+// The layout follows from the list of keys alone, so the header needs no table; the file is named by the XXH3-128 of
+// that list, and every blob is checked against its key before it is trusted.
 #include "decode_cache.h"
 
 #include <dirent.h>
@@ -80,10 +80,14 @@ uint64_t envNumber(const char* name, uint64_t dflt, uint64_t max) {
 }  // namespace
 
 void DecodeCacheOptions::setMode(const std::string& spec) {
-  if (spec == "off") mode = Mode::Off;
-  else if (spec == "temp") mode = Mode::Temp;
-  else if (spec.empty()) throw Error(Error::Kind::Usage, "decode cache: an empty folder name (use a folder, temp or off)");
-  else mode = Mode::Folder, folder = spec;
+  if (spec == "off")
+    mode = Mode::Off;
+  else if (spec == "temp")
+    mode = Mode::Temp;
+  else if (spec.empty())
+    throw Error(Error::Kind::Usage, "decode cache: an empty folder name (use a folder, temp or off)");
+  else
+    mode = Mode::Folder, folder = spec;
 }
 
 DecodeCacheOptions DecodeCacheOptions::fromEnv() {
@@ -91,11 +95,15 @@ DecodeCacheOptions DecodeCacheOptions::fromEnv() {
   const char* spec = std::getenv("TRTRACE_DECODE_CACHE");
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   const char* home = std::getenv("HOME");
-  if (spec && *spec) o.setMode(spec);
-  else if (xdg && *xdg == '/') o.setMode(std::string(xdg) + "/trtrace");  // the spec ignores relative ones
-  else if (home && *home) o.setMode(std::string(home) + "/.cache/trtrace");
+  if (spec && *spec)
+    o.setMode(spec);
+  else if (xdg && *xdg == '/')
+    o.setMode(std::string(xdg) + "/trtrace");  // the spec ignores relative ones
+  else if (home && *home)
+    o.setMode(std::string(home) + "/.cache/trtrace");
   o.maxBytes = envNumber("TRTRACE_DECODE_CACHE_MB", 20480, uint64_t(1) << 40) << 20;
-  o.threads = static_cast<unsigned>(envNumber("TRTRACE_DECODE_THREADS", std::max(1u, std::thread::hardware_concurrency()), 1024));
+  o.threads = static_cast<unsigned>(
+      envNumber("TRTRACE_DECODE_THREADS", std::max(1u, std::thread::hardware_concurrency()), 1024));
   return o;
 }
 
@@ -103,7 +111,7 @@ namespace detail {
 
 constexpr uint64_t kDataStart = 4096;  // the first blob's offset
 
-struct Layout {  // where each blob lies in the file
+struct Layout {                   // where each blob lies in the file
   std::vector<size_t> blobs;      // indexes into the reader's blobs, in file order
   std::vector<uint64_t> offsets;  // where each lies in the file
   uint64_t fileLength = kDataStart, rawBytes = 0;
@@ -115,15 +123,15 @@ namespace {
 constexpr char kMagic[8] = {'T', 'R', 'D', 'C', 'A', 'C', 'H', 'E'};
 constexpr uint32_t kVersion = 1;
 
-struct CacheHeader {     // 64 B at offset 0
-  char magic[8];         // "TRDCACHE"
-  uint32_t version;      // 1
-  uint32_t reserved0;    // 0
-  uint64_t blobCount;    // blobs of the trace
-  uint64_t keyLo, keyHi; // XXH3-128 of their (hash lo, hash hi, length) list, in file order
-  uint64_t fileLength;   // bytes in the file
-  uint8_t reserved[12];  // 0
-  uint32_t headerCheck;  // check32 of the 60 bytes before it
+struct CacheHeader {      // 64 B at offset 0
+  char magic[8];          // "TRDCACHE"
+  uint32_t version;       // 1
+  uint32_t reserved0;     // 0
+  uint64_t blobCount;     // blobs of the trace
+  uint64_t keyLo, keyHi;  // XXH3-128 of their (hash lo, hash hi, length) list, in file order
+  uint64_t fileLength;    // bytes in the file
+  uint8_t reserved[12];   // 0
+  uint32_t headerCheck;   // check32 of the 60 bytes before it
 };
 static_assert(sizeof(CacheHeader) == 64);
 
@@ -157,7 +165,8 @@ CacheHeader headerOf(const Layout& L) {
   h.blobCount = L.blobs.size();
   h.keyLo = L.key.lo, h.keyHi = L.key.hi;
   h.fileLength = L.fileLength;
-  h.headerCheck = static_cast<uint32_t>(XXH3_64bits(&h, offsetof(CacheHeader, headerCheck)));  // low 32 bits, as the trace's
+  h.headerCheck =
+      static_cast<uint32_t>(XXH3_64bits(&h, offsetof(CacheHeader, headerCheck)));  // low 32 bits, as the trace's
   return h;
 }
 
@@ -236,13 +245,17 @@ std::string checkAll(const Reader& r, const Layout& L, const std::byte* map, uns
   std::string bad;
   Progress progress(progressLabel(r.path()), "checking the decode cache", L.rawBytes);
   const auto order = bySize(L, r.blobs());
-  parallelFor(order.size(), threads, [&](size_t k) {
-    const size_t j = order[k];
-    const BlobRef& ref = r.blobs()[L.blobs[j]].ref;
-    if (hashReleasing({map, L.fileLength}, L.offsets[j], ref.length, done) == ref.hash) return;
-    std::lock_guard<std::mutex> lk(mu);
-    if (bad.empty()) bad = blobName(ref) + " at offset " + std::to_string(L.offsets[j]) + " does not match its hash";
-  }, progress, done);
+  parallelFor(
+      order.size(), threads,
+      [&](size_t k) {
+        const size_t j = order[k];
+        const BlobRef& ref = r.blobs()[L.blobs[j]].ref;
+        if (hashReleasing({map, L.fileLength}, L.offsets[j], ref.length, done) == ref.hash) return;
+        std::lock_guard<std::mutex> lk(mu);
+        if (bad.empty())
+          bad = blobName(ref) + " at offset " + std::to_string(L.offsets[j]) + " does not match its hash";
+      },
+      progress, done);
   // Threads work largest blob first, not in file order: one's faults map neighbours (fault-around)
   // that another already released. Whatever is left goes now.
   files::releaseAround({map, L.fileLength}, 0, L.fileLength);
@@ -252,29 +265,34 @@ std::string checkAll(const Reader& r, const Layout& L, const std::byte* map, uns
 // Decodes (or copies) every blob of L from the trace into fd at its offset, the trace's pages
 // released as it goes; returns the offsets per blob of the index, kNone for one that does not give
 // its key (damaged in the trace: reported when a call uses it). Throws Error (Io) for the file.
-std::vector<uint64_t> decodeAll(const Reader& r, const Layout& L, int fd, unsigned threads,
-                                const std::string& what, uint64_t& failed) {
+std::vector<uint64_t> decodeAll(const Reader& r, const Layout& L, int fd, unsigned threads, const std::string& what,
+                                uint64_t& failed) {
   const std::vector<BlobInfo>& all = r.blobs();
   std::vector<uint64_t> offsets(all.size(), DecodeCache::kNone);
   std::atomic<uint64_t> done{0}, bad{0};
   Progress progress(progressLabel(r.path()), "decoding weights", L.rawBytes);
   const auto order = bySize(L, all);
-  parallelFor(order.size(), threads, [&](size_t k) {
-    const size_t j = order[k], i = L.blobs[j];
-    const BlobInfo& bi = all[i];
-    try {
-      const Hash128 h = r.streamBlob(bi.ref, [&](const std::byte* p, uint64_t off, uint64_t n) {
-        pwriteAll(fd, p, n, L.offsets[j] + off, what);
-        done += n;
-      });
-      files::releaseAround(r.mapping(), bi.offset, bi.dataOffset + bi.storedSize);  // the block read
-      if (h == bi.ref.hash) offsets[i] = L.offsets[j];
-      else ++bad;
-    } catch (const Error& e) {
-      if (e.kind() == Error::Kind::Io) throw;  // the cache file's, not the trace's
-      ++bad;
-    }
-  }, progress, done);
+  parallelFor(
+      order.size(), threads,
+      [&](size_t k) {
+        const size_t j = order[k], i = L.blobs[j];
+        const BlobInfo& bi = all[i];
+        try {
+          const Hash128 h = r.streamBlob(bi.ref, [&](const std::byte* p, uint64_t off, uint64_t n) {
+            pwriteAll(fd, p, n, L.offsets[j] + off, what);
+            done += n;
+          });
+          files::releaseAround(r.mapping(), bi.offset, bi.dataOffset + bi.storedSize);  // the block read
+          if (h == bi.ref.hash)
+            offsets[i] = L.offsets[j];
+          else
+            ++bad;
+        } catch (const Error& e) {
+          if (e.kind() == Error::Kind::Io) throw;  // the cache file's, not the trace's
+          ++bad;
+        }
+      },
+      progress, done);
   files::releaseAround(r.mapping(), 0, r.mapping().size());  // as checkAll: what the threads' faults left mapped
   failed = bad;
   return offsets;
@@ -350,15 +368,20 @@ int openFolder(const std::string& folder, std::string& why) {
 int openCacheFile(int dfd, const std::string& name, const std::string& path, std::string& why) {
   const int fd = ::openat(dfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ELOOP) why = path + ": a symbolic link: not followed";
-    else if (errno != ENOENT) why = path + ": cannot open (" + errnoText() + ")";
+    if (errno == ELOOP)
+      why = path + ": a symbolic link: not followed";
+    else if (errno != ENOENT)
+      why = path + ": cannot open (" + errnoText() + ")";
     return -1;
   }
   struct stat st {};
   std::string bad;
-  if (const char* kind = files::specialKind(fd)) bad = std::string("not a regular file (") + kind + "): not used";
-  else if (::fstat(fd, &st) != 0) bad = errnoText();
-  else if (bad = notPrivate(st); !bad.empty()) bad += ": not trusted";
+  if (const char* kind = files::specialKind(fd))
+    bad = std::string("not a regular file (") + kind + "): not used";
+  else if (::fstat(fd, &st) != 0)
+    bad = errnoText();
+  else if (bad = notPrivate(st); !bad.empty())
+    bad += ": not trusted";
   if (bad.empty()) return fd;
   why = path + ": " + bad;
   ::close(fd);
@@ -378,7 +401,7 @@ struct OwnFile {
   std::string name;
   struct stat st;
   bool temp;  // a temporary name: a file being written, or left by a process that died
-  uint64_t diskBytes() const { return uint64_t(st.st_blocks) * 512; }  // what the bound counts
+  uint64_t diskBytes() const { return uint64_t(st.st_blocks) * 512; }              // what the bound counts
   bool staleTemp() const { return temp && st.st_mtime < ::time(nullptr) - 3600; }  // its writer is gone
 };
 
@@ -418,8 +441,10 @@ void evict(int dfd, uint64_t need, uint64_t maxBytes, const std::string& keep) {
   std::vector<const OwnFile*> lru;
   for (const OwnFile& f : files) {
     if (f.name == keep) continue;
-    if (f.staleTemp()) ::unlinkat(dfd, f.name.c_str(), 0);
-    else if (!f.temp) total += f.diskBytes(), lru.push_back(&f);
+    if (f.staleTemp())
+      ::unlinkat(dfd, f.name.c_str(), 0);
+    else if (!f.temp)
+      total += f.diskBytes(), lru.push_back(&f);
   }
   for (const OwnFile* f : lru) {
     if (total + need <= maxBytes) break;
@@ -443,12 +468,11 @@ std::string adviceFor(int dfd, const DecodeCacheOptions& o) {
   try {
     for (const OwnFile& f : ownFiles(dfd, o.folder))
       if (!f.temp) total += f.diskBytes(), ++n;
-  } catch (const Error&) {
-    return "";
-  }
+  } catch (const Error&) { return ""; }
   if (total <= kDecodeCacheAdviceBytes) return "";
   return o.folder + " holds " + humanBytes(double(total)) + " in " + std::to_string(n) + " files (over " +
-         humanBytes(double(kDecodeCacheAdviceBytes)) + "): `trtrace cache clear` empties it; TRTRACE_DECODE_CACHE_MB bounds it (now " +
+         humanBytes(double(kDecodeCacheAdviceBytes)) +
+         "): `trtrace cache clear` empties it; TRTRACE_DECODE_CACHE_MB bounds it (now " +
          std::to_string(o.maxBytes >> 20) + ")";
 }
 
@@ -464,8 +488,7 @@ std::vector<bool> usedBlobs(const Reader& r) {
           if (const BlobInfo* b = r.blobInfo(v.blob())) used[size_t(b - all.data())] = true;
       return true;
     });
-  } catch (const Error&) {
-  }
+  } catch (const Error&) {}
   return used;
 }
 
@@ -512,7 +535,8 @@ std::unique_ptr<DecodeCache> DecodeCache::build(const Reader& r, const Layout& L
 // A file of the folder that matches L (its header), hashed again unless trusted; nullptr and
 // `note` when there is none or it does not check out.
 std::unique_ptr<DecodeCache> DecodeCache::reuse(const Reader& r, const Layout& L, int dfd, const std::string& name,
-                                                const std::string& path, const DecodeCacheOptions& o, DecodeCacheReport& rep) {
+                                                const std::string& path, const DecodeCacheOptions& o,
+                                                DecodeCacheReport& rep) {
   const int fd = openCacheFile(dfd, name, path, rep.note);
   if (fd < 0) return nullptr;
   CacheHeader h{}, want = headerOf(L);
@@ -572,9 +596,12 @@ std::unique_ptr<DecodeCache> DecodeCache::inFolderAt(const Reader& r, const Layo
   ::close(fd);
   if (!full.empty()) rep.note = full;
   // A cache with a blob left out (damaged in the trace) is not kept: it would never check out.
-  if (c && rep.failed) rep.note = path + ": not kept (" + std::to_string(rep.failed) + " blobs of the trace do not decode)";
-  else if (c && ::renameat(dfd, temp.c_str(), dfd, name.c_str()) != 0) rep.note = path + ": cannot rename into place (" + errnoText() + ")";
-  else if (c) return rep.how = stale ? How::Rebuilt : How::Built, rep.path = path, std::move(c);
+  if (c && rep.failed)
+    rep.note = path + ": not kept (" + std::to_string(rep.failed) + " blobs of the trace do not decode)";
+  else if (c && ::renameat(dfd, temp.c_str(), dfd, name.c_str()) != 0)
+    rep.note = path + ": cannot rename into place (" + errnoText() + ")";
+  else if (c)
+    return rep.how = stale ? How::Rebuilt : How::Built, rep.path = path, std::move(c);
   ::unlinkat(dfd, temp.c_str(), 0);
   if (c) rep.how = How::Temp;
   return c;
@@ -595,12 +622,12 @@ std::unique_ptr<DecodeCache> DecodeCache::open(const Reader& r, const DecodeCach
     try {
       const int fd = files::anonymousFile();
       std::string full = roomFor(fd, L.fileLength, "the temporary folder");
-      if (full.empty()) c = build(r, L, fd, rep.threads, "decode cache (temporary file)", rep);
-      else rep.note += (rep.note.empty() ? "" : "; ") + full;
+      if (full.empty())
+        c = build(r, L, fd, rep.threads, "decode cache (temporary file)", rep);
+      else
+        rep.note += (rep.note.empty() ? "" : "; ") + full;
       ::close(fd);
-    } catch (const Error& e) {
-      rep.note += (rep.note.empty() ? "" : "; ") + std::string(e.what());
-    }
+    } catch (const Error& e) { rep.note += (rep.note.empty() ? "" : "; ") + std::string(e.what()); }
     rep.how = c ? How::Temp : How::Off;
   }
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -662,7 +689,8 @@ std::vector<DecodeCacheFile> clearDecodeCache(const std::string& folder) {
   std::vector<DecodeCacheFile> removed;
   try {
     // A temporary still being written belongs to a running replay: only a dead one's goes.
-    for (DecodeCacheFile& f : described(dfd, folder, [](const detail::OwnFile& f) { return !f.temp || f.staleTemp(); })) {
+    for (DecodeCacheFile& f :
+         described(dfd, folder, [](const detail::OwnFile& f) { return !f.temp || f.staleTemp(); })) {
       if (::unlinkat(dfd, f.name.c_str(), 0) != 0 && errno != ENOENT)
         throw Error(Error::Kind::Io, folder + "/" + f.name + ": cannot remove (" + errnoText() + ")");
       removed.push_back(std::move(f));

@@ -41,11 +41,12 @@ class DecodeCache {
   static std::unique_ptr<DecodeCache> build(const Reader& r, const struct Layout& L, int fd, unsigned threads,
                                             const std::string& what, DecodeCacheReport& rep);
   static std::unique_ptr<DecodeCache> reuse(const Reader& r, const Layout& L, int dfd, const std::string& name,
-                                            const std::string& path, const DecodeCacheOptions& o, DecodeCacheReport& rep);
+                                            const std::string& path, const DecodeCacheOptions& o,
+                                            DecodeCacheReport& rep);
   static std::unique_ptr<DecodeCache> inFolder(const Reader& r, const Layout& L, const DecodeCacheOptions& o,
                                                DecodeCacheReport& rep);
-  static std::unique_ptr<DecodeCache> inFolderAt(const Reader& r, const Layout& L, const DecodeCacheOptions& o,
-                                                 int dfd, DecodeCacheReport& rep);
+  static std::unique_ptr<DecodeCache> inFolderAt(const Reader& r, const Layout& L, const DecodeCacheOptions& o, int dfd,
+                                                 DecodeCacheReport& rep);
 
   const std::byte* map_ = nullptr;
   uint64_t size_ = 0;

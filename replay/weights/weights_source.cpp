@@ -29,7 +29,8 @@ BlobView WeightsSource::blob(const BlobRef& ref, bool checked) {
   // trace's block is not read: its pages, and their neighbours, would join the resident set.
   if (cache_)
     if (const BlobInfo* in = reader_.blobInfo(ref))
-      if (const std::byte* c = cache_->find(size_t(in - reader_.blobs().data()))) return BlobView::mapped({c, ref.length});
+      if (const std::byte* c = cache_->find(size_t(in - reader_.blobs().data())))
+        return BlobView::mapped({c, ref.length});
   BlobView v = checked ? reader_.checkedBlob(ref) : reader_.blob(ref);
   release(v);
   return v;
@@ -64,9 +65,11 @@ BlobView WeightsSource::alias(const BlobView& view) const {
   const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const auto* p = static_cast<const std::byte*>(view.data());
   const std::pair<std::span<const std::byte>, int> maps[] = {
-      {reader_.mapping(), reader_.mappedFd()}, {cache_ ? cache_->mapping() : std::span<const std::byte>{}, cache_ ? cache_->fd() : -1}};
+      {reader_.mapping(), reader_.mappedFd()},
+      {cache_ ? cache_->mapping() : std::span<const std::byte>{}, cache_ ? cache_->fd() : -1}};
   for (const auto& [m, fd] : maps) {
-    if (fd < 0 || !view.size() || p < m.data() || p + view.size() > m.data() + m.size() || (p - m.data()) % page) continue;
+    if (fd < 0 || !view.size() || p < m.data() || p + view.size() > m.data() + m.size() || (p - m.data()) % page)
+      continue;
     void* q = ::mmap(nullptr, view.size(), PROT_READ, MAP_SHARED, fd, static_cast<off_t>(p - m.data()));
     if (q == MAP_FAILED) return {};
     const size_t n = view.size();

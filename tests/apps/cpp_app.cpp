@@ -60,7 +60,7 @@ abi::Dims64 dims(std::initializer_list<int64_t> d) {
 
 using CreateBuilder = void* (*)(void*, int32_t);
 
-bool gAskDimensionName = false;  // --dimension-name: also call ITensor::getDimensionName
+bool gAskDimensionName = false;    // --dimension-name: also call ITensor::getDimensionName
 int gAbortAt = -1, gThrowAt = -1;  // --abort-at / --throw-at
 int gReadyFd = -1, gGoFd = -1;     // --ready-fd / --go-fd
 bool gFork = false;
@@ -79,8 +79,7 @@ void barrier() {
   char c = 'r';
   if (::write(gReadyFd, &c, 1) != 1) std::perror("cpp_app: ready");
   ::close(gReadyFd);
-  while (::read(gGoFd, &c, 1) > 0) {
-  }
+  while (::read(gGoFd, &c, 1) > 0) {}
   ::close(gGoFd);
   gReadyFd = gGoFd = -1;
 }
@@ -150,15 +149,24 @@ int main(int argc, char** argv) {
       }
       return std::atoi(argv[++i]);
     };
-    if (a == "--threads") threads = next();
-    else if (a == "--networks") networks = next();
-    else if (a == "--variant") variant = next();
-    else if (a == "--dimension-name") gAskDimensionName = true;
-    else if (a == "--abort-at") gAbortAt = next();
-    else if (a == "--throw-at") gThrowAt = next();
-    else if (a == "--fork") gFork = true;
-    else if (a == "--ready-fd") gReadyFd = next();
-    else if (a == "--go-fd") gGoFd = next();
+    if (a == "--threads")
+      threads = next();
+    else if (a == "--networks")
+      networks = next();
+    else if (a == "--variant")
+      variant = next();
+    else if (a == "--dimension-name")
+      gAskDimensionName = true;
+    else if (a == "--abort-at")
+      gAbortAt = next();
+    else if (a == "--throw-at")
+      gThrowAt = next();
+    else if (a == "--fork")
+      gFork = true;
+    else if (a == "--ready-fd")
+      gReadyFd = next();
+    else if (a == "--go-fd")
+      gGoFd = next();
     else {
       std::fprintf(stderr, "cpp_app: unknown option %s\n", a.c_str());
       return 2;

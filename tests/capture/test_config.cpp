@@ -8,8 +8,8 @@
 #include "config.h"
 #include "unit_util.h"
 
-using trtrace::capture::Config;
 using capture_test::FakeEnv;
+using trtrace::capture::Config;
 
 namespace {
 
@@ -34,14 +34,23 @@ TEST(CaptureConfig, DefaultsWhenNothingIsSet) {
 
 TEST(CaptureConfig, ReadsEveryVariable) {
   FakeEnv e;
-  e.vars = {{"TRT_SHIM_OUTPUT_FILE", "a.trtrace"}, {"TRT_SHIM_OUTPUT_JSON_FILE", "b.json"},
-            {"TRT_SHIM_NVINFER_LIB_NAME", "/x/lib.so"}, {"TRT_SHIM_DUMP_API", "1"},
-            {"TRT_SHIM_PRINT_WELCOME", "yes"}, {"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN", "0"},
+  e.vars = {{"TRT_SHIM_OUTPUT_FILE", "a.trtrace"},
+            {"TRT_SHIM_OUTPUT_JSON_FILE", "b.json"},
+            {"TRT_SHIM_NVINFER_LIB_NAME", "/x/lib.so"},
+            {"TRT_SHIM_DUMP_API", "1"},
+            {"TRT_SHIM_PRINT_WELCOME", "yes"},
+            {"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN", "0"},
             {"TRT_SHIM_MARK_AS_RANDOM_WEIGHTS_GREATER_EQUAL_THAN", "1024"},
-            {"TRT_SHIM_FLUSH_AFTER_EVERY_CALL", "TRUE"}, {"TRT_SHIM_FLUSH_ON_BUILD", "On"},
-            {"TRT_SHIM_FORCE_SINGLE_THREAD_API", "true"}, {"TRT_SHIM_SET_TACTIC_CACHE", "t.cache"},
-            {"TRTRACE_IGNORE_VERSION", "1"}, {"TRTRACE_ZSTD_LEVEL", "0"}, {"TRTRACE_SYNC", "1"},
-            {"TRTRACE_CAPTURE_WORKERS", "5"}, {"TRTRACE_CAPTURE_QUEUE_MB", "64"}, {"TRTRACE_TEST_JSON_COUNTS", "1"}};
+            {"TRT_SHIM_FLUSH_AFTER_EVERY_CALL", "TRUE"},
+            {"TRT_SHIM_FLUSH_ON_BUILD", "On"},
+            {"TRT_SHIM_FORCE_SINGLE_THREAD_API", "true"},
+            {"TRT_SHIM_SET_TACTIC_CACHE", "t.cache"},
+            {"TRTRACE_IGNORE_VERSION", "1"},
+            {"TRTRACE_ZSTD_LEVEL", "0"},
+            {"TRTRACE_SYNC", "1"},
+            {"TRTRACE_CAPTURE_WORKERS", "5"},
+            {"TRTRACE_CAPTURE_QUEUE_MB", "64"},
+            {"TRTRACE_TEST_JSON_COUNTS", "1"}};
   testing::internal::CaptureStderr();
   const Config c = parse(e);
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
@@ -87,7 +96,9 @@ TEST(CaptureConfig, BadValuesWarnOnceEachAndKeepTheDefault) {
   EXPECT_EQ(lines, 5u) << err;
   EXPECT_NE(err.find("trtrace: warning: TRT_SHIM_DUMP_API='maybe' is not a boolean"), std::string::npos) << err;
   EXPECT_NE(err.find("TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN='-1' is not an integer in [0, 2147483647]; "
-                     "using the default"), std::string::npos) << err;
+                     "using the default"),
+            std::string::npos)
+      << err;
   EXPECT_NE(err.find("TRTRACE_CAPTURE_WORKERS='3x'"), std::string::npos) << err;
 }
 

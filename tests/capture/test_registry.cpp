@@ -29,18 +29,28 @@ struct Fixture : testing::Test {
   std::vector<std::unique_ptr<Node>> made;
   int reals[8] = {};
   Node* wrap(int i, Node* owner = nullptr, uint32_t network = 0) {
-    return reg.wrap(&reals[i], [&](void* r) {
-      made.push_back(std::make_unique<Node>());
-      made.back()->real = r;
-      return made.back().get();
-    }, owner, network);
+    return reg.wrap(
+        &reals[i],
+        [&](void* r) {
+          made.push_back(std::make_unique<Node>());
+          made.back()->real = r;
+          return made.back().get();
+        },
+        owner, network);
   }
 };
 
 using ObjectRegistry = Fixture;
 
 TEST_F(ObjectRegistry, NullIsNullAndMakesNothing) {
-  EXPECT_EQ(reg.wrap(nullptr, [&](void*) -> Node* { ADD_FAILURE() << "made"; return nullptr; }, nullptr, 0), nullptr);
+  EXPECT_EQ(reg.wrap(
+                nullptr,
+                [&](void*) -> Node* {
+                  ADD_FAILURE() << "made";
+                  return nullptr;
+                },
+                nullptr, 0),
+            nullptr);
   EXPECT_EQ(reg.find(nullptr), nullptr);
 }
 
@@ -94,12 +104,15 @@ TEST_F(ObjectRegistry, ConcurrentWrapsMakeOneWrapperPerObject) {
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&, t] {
       for (int i = 0; i < 8; ++i)
-        seen[t].push_back(reg.wrap(&reals[i], [&](void* r) {
-          std::lock_guard lk(madeMu);
-          made.push_back(std::make_unique<Node>());
-          made.back()->real = r;
-          return made.back().get();
-        }, nullptr, 0));
+        seen[t].push_back(reg.wrap(
+            &reals[i],
+            [&](void* r) {
+              std::lock_guard lk(madeMu);
+              made.push_back(std::make_unique<Node>());
+              made.back()->real = r;
+              return made.back().get();
+            },
+            nullptr, 0));
     });
   for (auto& th : threads) th.join();
   EXPECT_EQ(made.size(), 8u);

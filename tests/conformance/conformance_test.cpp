@@ -83,22 +83,52 @@ Lib& lib() {
 
 // ---- sample values and comparisons
 struct Override {
-  std::optional<int64_t> i;   // integers, bools, enums
-  std::optional<double> f;    // floats
-  const char* s = nullptr;    // strings
-  std::optional<Dims64> d;    // dims
-  const char* nocheck = nullptr;  // call setter and getter, do not compare: why
+  std::optional<int64_t> i;        // integers, bools, enums
+  std::optional<double> f;         // floats
+  const char* s = nullptr;         // strings
+  std::optional<Dims64> d;         // dims
+  const char* nocheck = nullptr;   // call setter and getter, do not compare: why
   std::optional<int64_t> expectI;  // with nocheck: the getter returns this fixed value instead
   const char* expectS = nullptr;
 };
-Override I(int64_t v) { Override o; o.i = v; return o; }
-Override F(double v) { Override o; o.f = v; return o; }
-Override S(const char* v) { Override o; o.s = v; return o; }
-Override D(Dims64 v) { Override o; o.d = v; return o; }
-Override NoCheck(const char* why) { Override o; o.nocheck = why; return o; }
+Override I(int64_t v) {
+  Override o;
+  o.i = v;
+  return o;
+}
+Override F(double v) {
+  Override o;
+  o.f = v;
+  return o;
+}
+Override S(const char* v) {
+  Override o;
+  o.s = v;
+  return o;
+}
+Override D(Dims64 v) {
+  Override o;
+  o.d = v;
+  return o;
+}
+Override NoCheck(const char* why) {
+  Override o;
+  o.nocheck = why;
+  return o;
+}
 // The setter has no effect here (why); the getter must return `v`.
-Override Fixed(int64_t v, const char* why) { Override o; o.nocheck = why; o.expectI = v; return o; }
-Override FixedS(const char* v, const char* why) { Override o; o.nocheck = why; o.expectS = v; return o; }
+Override Fixed(int64_t v, const char* why) {
+  Override o;
+  o.nocheck = why;
+  o.expectI = v;
+  return o;
+}
+Override FixedS(const char* v, const char* why) {
+  Override o;
+  o.nocheck = why;
+  o.expectS = v;
+  return o;
+}
 std::map<std::string_view, Override>& overrides();  // recipes section
 
 template <class T>
@@ -155,9 +185,12 @@ std::string show(const Permutation& p) {
 template <class T>
 std::string show(const T& v) {
   std::ostringstream o;
-  if constexpr (std::is_enum_v<T>) o << static_cast<int64_t>(v);
-  else if constexpr (std::is_same_v<T, bool>) o << (v ? "true" : "false");
-  else o << +v;
+  if constexpr (std::is_enum_v<T>)
+    o << static_cast<int64_t>(v);
+  else if constexpr (std::is_same_v<T, bool>)
+    o << (v ? "true" : "false");
+  else
+    o << +v;
   return o.str();
 }
 
@@ -170,7 +203,8 @@ void check(std::string_view key, bool accepted, const A& got, const B& want) {
     if constexpr (std::is_integral_v<A> || std::is_enum_v<A>) {
       if (o.expectI) {
         fixed = " (getter checked: " + std::to_string(*o.expectI) + ")";
-        EXPECT_EQ(static_cast<int64_t>(got), *o.expectI) << key << ": getter does not give the fixed value" << lib().logger.take();
+        EXPECT_EQ(static_cast<int64_t>(got), *o.expectI)
+            << key << ": getter does not give the fixed value" << lib().logger.take();
       }
     } else if constexpr (std::is_same_v<A, char const*>) {
       if (o.expectS) {
@@ -271,8 +305,12 @@ struct Ctx {
   static size_t elemSize(DataType t) {
     switch (t) {
       case DataType::kINT64: return 8;
-      case DataType::kHALF: case DataType::kBF16: return 2;
-      case DataType::kINT8: case DataType::kUINT8: case DataType::kBOOL: case DataType::kFP8: return 1;
+      case DataType::kHALF:
+      case DataType::kBF16: return 2;
+      case DataType::kINT8:
+      case DataType::kUINT8:
+      case DataType::kBOOL:
+      case DataType::kFP8: return 1;
       default: return 4;
     }
   }
@@ -311,7 +349,9 @@ struct Ctx {
     return w;
   }
   template <class I>
-  ILayer* layer(I* l) { return reinterpret_cast<ILayer*>(l); }
+  ILayer* layer(I* l) {
+    return reinterpret_cast<ILayer*>(l);
+  }
   ITensor* out(void* l, int i = 0) { return l ? CLayer(l).getOutput(i) : nullptr; }
   // The first layer of the network with this type (boundary layers have no factory of their own).
   ILayer* findLayer(LayerType t) {
@@ -328,15 +368,9 @@ void checkLayer(Ctx& ctx, CLayer l, const Made<I>& m, LayerType want) {
   LayerType got = l.getType();
   seenLayerTypes().insert(static_cast<int32_t>(got));
   EXPECT_EQ(static_cast<int>(got), static_cast<int>(want)) << "Layer.getType() through the level-0 V-pointer";
-  if (m.inputs >= 0) {
-    EXPECT_EQ(l.getNbInputs(), m.inputs) << "Layer.getNbInputs()";
-  }
-  if (m.outputs >= 0) {
-    EXPECT_EQ(l.getNbOutputs(), m.outputs) << "Layer.getNbOutputs()";
-  }
-  for (int i = 0; i < l.getNbOutputs(); ++i) {
-    EXPECT_NE(l.getOutput(i), nullptr) << "Layer.getOutput(" << i << ")";
-  }
+  if (m.inputs >= 0) { EXPECT_EQ(l.getNbInputs(), m.inputs) << "Layer.getNbInputs()"; }
+  if (m.outputs >= 0) { EXPECT_EQ(l.getNbOutputs(), m.outputs) << "Layer.getNbOutputs()"; }
+  for (int i = 0; i < l.getNbOutputs(); ++i) { EXPECT_NE(l.getOutput(i), nullptr) << "Layer.getOutput(" << i << ")"; }
   for (int i = 0; i < m.inputs; ++i) (void)l.getInput(i);
   ctx.log.take();
 }
@@ -361,23 +395,24 @@ std::map<std::string_view, Override>& overrides() {
       {"OptimizationProfile.getNbShapeValues#inputName", S("x")},
       {"OptimizationProfile.setDimensions#select", I(0)},
       {"OptimizationProfile.setExtraMemoryTarget", F(0.5)},
-      {"TopKLayer.setIndicesType", I(8)},      // kINT64: only index types
+      {"TopKLayer.setIndicesType", I(8)},  // kINT64: only index types
       {"NonZeroLayer.setIndicesType", I(8)},
       {"NMSLayer.setIndicesType", I(8)},
       {"Attention.setNormalizationQuantizeToType", I(6)},  // kFP8 or kINT8 only
-      {"QuantizeLayer.setToType", I(6)},       // kFP8 (made as kINT8)
-      {"DynamicQuantizeLayer.setBlockSize", I(32)},       // 16 or 32
-      {"DynamicQuantizeLayer.setScaleType", I(6)},        // kFP8 only
-      {"DynamicQuantizeLayer.setToType", I(6)},           // kFP4 or kFP8 (made as kFP4)
+      {"QuantizeLayer.setToType", I(6)},                   // kFP8 (made as kINT8)
+      {"DynamicQuantizeLayer.setBlockSize", I(32)},        // 16 or 32
+      {"DynamicQuantizeLayer.setScaleType", I(6)},         // kFP8 only
+      {"DynamicQuantizeLayer.setToType", I(6)},            // kFP4 or kFP8 (made as kFP4)
       {"EinsumLayer.setEquation", S("ab,bc->ac")},
-      {"GridSampleLayer.setSampleMode", I(4)},            // kCLAMP, kFILL or kREFLECT
+      {"GridSampleLayer.setSampleMode", I(4)},                              // kCLAMP, kFILL or kREFLECT
       {"MoELayer.setQuantizationBlockShape", D(Dims64{4, {1, 1, 1, 32}})},  // rank 4
-      {"BuilderConfig.setFlags", I(1 << 5)},              // kDISABLE_TIMING_CACHE
-      {"BuilderConfig.setMemoryPoolLimit#pool", I(0)},    // kWORKSPACE (DLA pools: no DLA)
+      {"BuilderConfig.setFlags", I(1 << 5)},                                // kDISABLE_TIMING_CACHE
+      {"BuilderConfig.setMemoryPoolLimit#pool", I(0)},                      // kWORKSPACE (DLA pools: no DLA)
       {"BuilderConfig.getMemoryPoolLimit#pool", I(0)},
-      {"BuilderConfig.setComputeCapability", I(80)},      // kSM80 (kCURRENT needs exactly one)
-      {"BuilderConfig.setRuntimePlatform", I(0)},         // Linux builds: kSAME_AS_BUILD only
-      {"BuilderConfig.setBuildRoute", FixedS("", "getAllBuildRoutes() is empty on this machine: every route is rejected")},
+      {"BuilderConfig.setComputeCapability", I(80)},  // kSM80 (kCURRENT needs exactly one)
+      {"BuilderConfig.setRuntimePlatform", I(0)},     // Linux builds: kSAME_AS_BUILD only
+      {"BuilderConfig.setBuildRoute",
+       FixedS("", "getAllBuildRoutes() is empty on this machine: every route is rejected")},
       {"BuilderConfig.setDLACore", Fixed(-1, "no DLA: getDLACore() stays -1")},
       {"BuilderConfig.setHardwareCompatibilityLevel",
        Fixed(0, "unsupported in TensorRT-RTX: the library warns 'setHardwareCompatibilityLevel() is unsupported'")},
@@ -492,7 +527,8 @@ CONF_LAYER(NormalizationLayer, 3, 1,
 CONF_LAYER(CastLayer, 1, 1, c.n().addCast(*c.x(), DataType::kHALF))
 CONF_LAYER(QuantizeLayer, 2, 1, c.n().addQuantizeV2(*c.x(), *c.constant(DataType::kFLOAT, {}), DataType::kINT8))
 CONF_LAYER(DequantizeLayer, 2, 1,
-           c.n().addDequantizeV2(*c.input(DataType::kINT8, {2, 3}), *c.constant(DataType::kFLOAT, {}), DataType::kFLOAT))
+           c.n().addDequantizeV2(*c.input(DataType::kINT8, {2, 3}), *c.constant(DataType::kFLOAT, {}),
+                                 DataType::kFLOAT))
 CONF_LAYER(FillLayer, 0, 1, c.n().addFillV2(Dims64{1, {4}}, FillOperation::kLINSPACE, DataType::kFLOAT))
 CONF_LAYER(SqueezeLayer, 2, 1,
            c.n().addSqueeze(*c.input(DataType::kFLOAT, {2, 1, 4}), *c.constant(DataType::kINT64, {1}, 1)))
@@ -570,7 +606,9 @@ Made<IIfConditionalBoundaryLayer> make(Ctx& c, Tag<IIfConditionalBoundaryLayer>)
   return made(reinterpret_cast<IIfConditionalBoundaryLayer*>(buildConditional(c).input), 1, 1);
 }
 Made<IConditionLayer> make(Ctx& c, Tag<IConditionLayer>) { return made(buildConditional(c).condition, 1, 0); }
-Made<IIfConditionalInputLayer> make(Ctx& c, Tag<IIfConditionalInputLayer>) { return made(buildConditional(c).input, 1, 1); }
+Made<IIfConditionalInputLayer> make(Ctx& c, Tag<IIfConditionalInputLayer>) {
+  return made(buildConditional(c).input, 1, 1);
+}
 Made<IIfConditionalOutputLayer> make(Ctx& c, Tag<IIfConditionalOutputLayer>) {
   return made(buildConditional(c).output, 2, 1);
 }
@@ -595,7 +633,6 @@ Made<IAttentionInputLayer> make(Ctx& c, Tag<IAttentionInputLayer>) {
 Made<IAttentionOutputLayer> make(Ctx& c, Tag<IAttentionOutputLayer>) {
   return attentionPart<IAttentionOutputLayer>(c, LayerType::kATTENTION_OUTPUT);
 }
-
 
 // ---- extra(): calls needing real objects as arguments, alternative factories, checked results
 #define CONF_EXTRA(Name) void extra(Ctx& c, C##Name& w, Made<I##Name>& m)
@@ -754,8 +791,10 @@ CONF_EXTRA(Layer) {
 }
 
 CONF_EXTRA(ScaleLayer) {
-  checkAlt(c, c.n().addScale(*c.x(), ScaleMode::kUNIFORM, c.weights(DataType::kFLOAT, 1), c.weights(DataType::kFLOAT, 1),
-                             c.weights(DataType::kFLOAT, 1)), 1, 1, "addScale");
+  checkAlt(c,
+           c.n().addScale(*c.x(), ScaleMode::kUNIFORM, c.weights(DataType::kFLOAT, 1), c.weights(DataType::kFLOAT, 1),
+                          c.weights(DataType::kFLOAT, 1)),
+           1, 1, "addScale");
 }
 CONF_EXTRA(GatherLayer) {
   checkAlt(c, c.n().addGatherV2(*c.x(), *c.input(DataType::kINT32, {2}), GatherMode::kDEFAULT), 2, 1, "addGatherV2");
@@ -763,40 +802,30 @@ CONF_EXTRA(GatherLayer) {
 CONF_EXTRA(TopKLayer) {
   ITopKLayer* l = c.n().addTopKV2(*c.x(), TopKOperation::kMIN, 2, 8u, DataType::kINT64);
   checkAlt(c, l, 1, 2, "addTopKV2");
-  if (l) {
-    EXPECT_EQ(CTopKLayer(l).getIndicesType(), DataType::kINT64);
-  }
+  if (l) { EXPECT_EQ(CTopKLayer(l).getIndicesType(), DataType::kINT64); }
 }
 CONF_EXTRA(NonZeroLayer) {
   INonZeroLayer* l = c.n().addNonZeroV2(*c.x(), DataType::kINT64);
   checkAlt(c, l, 1, 1, "addNonZeroV2");
-  if (l) {
-    EXPECT_EQ(CNonZeroLayer(l).getIndicesType(), DataType::kINT64);
-  }
+  if (l) { EXPECT_EQ(CNonZeroLayer(l).getIndicesType(), DataType::kINT64); }
 }
 CONF_EXTRA(NMSLayer) {
   INMSLayer* l = c.n().addNMSV2(*c.input(DataType::kFLOAT, {1, 10, 4}), *c.input(DataType::kFLOAT, {1, 10, 2}),
                                 *c.constant(DataType::kINT32, {}, 5), DataType::kINT64);
   checkAlt(c, l, 3, 2, "addNMSV2");
-  if (l) {
-    EXPECT_EQ(CNMSLayer(l).getIndicesType(), DataType::kINT64);
-  }
+  if (l) { EXPECT_EQ(CNMSLayer(l).getIndicesType(), DataType::kINT64); }
 }
 CONF_EXTRA(DynamicQuantizeLayer) {
   IDynamicQuantizeLayer* l = c.n().addDynamicQuantizeV2(*c.input(DataType::kHALF, {2, 32}), Dims64{2, {1, 16}},
                                                         DataType::kFP4, DataType::kFP8);
   checkAlt(c, l, 1, 2, "addDynamicQuantizeV2");
-  if (l) {
-    EXPECT_TRUE(same(CDynamicQuantizeLayer(l).getBlockShape(), Dims64{2, {1, 16}}));
-  }
+  if (l) { EXPECT_TRUE(same(CDynamicQuantizeLayer(l).getBlockShape(), Dims64{2, {1, 16}})); }
 }
 CONF_EXTRA(NormalizationLayer) {
   INormalizationLayer* l = c.n().addNormalizationV2(*c.x(), *c.input(DataType::kFLOAT, {1, 3, 1, 1}),
                                                     *c.input(DataType::kFLOAT, {1, 3, 1, 1}), 0b1100u);
   checkAlt(c, l, 3, 1, "addNormalizationV2");
-  if (l) {
-    EXPECT_TRUE(CNormalizationLayer(l).isV2()) << "NormalizationLayer.isV2() after addNormalizationV2";
-  }
+  if (l) { EXPECT_TRUE(CNormalizationLayer(l).isV2()) << "NormalizationLayer.isV2() after addNormalizationV2"; }
   EXPECT_FALSE(w.isV2()) << "NormalizationLayer.isV2() after addNormalization";
 }
 
@@ -832,8 +861,10 @@ CONF_EXTRA(MoELayer) {
   w.setQuantizationStatic(*c.input(DataType::kFLOAT, {}), DataType::kFP8);
   // RTX 1.6 rejects it ("IMoELayer::setQuantizationDynamicDblQ: not supported yet"): the call is checked by that
   // message naming the method (a wrong slot would name another method or crash).
-  w.setQuantizationDynamicDblQ(*c.input(DataType::kFLOAT, {}), DataType::kFP4, Dims64{4, {1, 1, 1, 16}}, DataType::kFP8);
-  EXPECT_NE(c.log.take().find("setQuantizationDynamicDblQ"), std::string::npos) << "MoELayer.setQuantizationDynamicDblQ";
+  w.setQuantizationDynamicDblQ(*c.input(DataType::kFLOAT, {}), DataType::kFP4, Dims64{4, {1, 1, 1, 16}},
+                               DataType::kFP8);
+  EXPECT_NE(c.log.take().find("setQuantizationDynamicDblQ"), std::string::npos)
+      << "MoELayer.setQuantizationDynamicDblQ";
   w.setSwigluParams(7.f, 1.5f, 0.25f);
   EXPECT_EQ(w.getSwigluParamLimit(), 7.f) << "MoELayer.setSwigluParams" << c.log.take();
   EXPECT_EQ(w.getSwigluParamAlpha(), 1.5f);
@@ -863,9 +894,9 @@ CONF_EXTRA(Attention) {
   ITensor* kvl = c.input(DataType::kINT32, {1});
   (void)w.setKeyValueLengths(kvl);
   EXPECT_EQ(w.getKeyValueLengths(), kvl) << "Attention.setKeyValueLengths" << c.log.take();
-  IAttention* a2 = c.n().addAttentionV2(*c.input(DataType::kHALF, {1, 2, 8, 16}), *c.input(DataType::kHALF, {1, 2, 8, 16}),
-                                        *c.input(DataType::kHALF, {1, 2, 8, 16}), AttentionNormalizationOp::kSOFTMAX,
-                                        CausalMaskKind::kLOWER_RIGHT);
+  IAttention* a2 = c.n().addAttentionV2(
+      *c.input(DataType::kHALF, {1, 2, 8, 16}), *c.input(DataType::kHALF, {1, 2, 8, 16}),
+      *c.input(DataType::kHALF, {1, 2, 8, 16}), AttentionNormalizationOp::kSOFTMAX, CausalMaskKind::kLOWER_RIGHT);
   ASSERT_NE(a2, nullptr) << "addAttentionV2" << c.log.take();
   EXPECT_EQ(CAttention(a2).getCausalKind(), CausalMaskKind::kLOWER_RIGHT) << "addAttentionV2's causal kind";
   c.log.take();

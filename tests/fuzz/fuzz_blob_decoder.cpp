@@ -13,9 +13,7 @@
 
 namespace F = trtrace::format;
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static fz::MemFile f("fuzz_blob");
@@ -29,8 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<uint8_t> file(pre);
   const uint64_t at = file.size();
   // Raw blob data must be 4 KiB aligned in the file: the seeds keep that, shifted by the prefix.
-  auto h = trtrace::detail::makeBlockHeader(F::BlockType::Blob, size, checked,
-                                            trtrace::detail::check32(data, checked));
+  auto h = trtrace::detail::makeBlockHeader(F::BlockType::Blob, size, checked, trtrace::detail::check32(data, checked));
   file.resize(at + sizeof h);
   std::memcpy(file.data() + at, &h, sizeof h);
   file.insert(file.end(), data, data + size);

@@ -35,8 +35,10 @@ std::string strictJson(std::string_view s) {
     const char c = s[i];
     if (inString) {
       o += c;
-      if (c == '\\' && i + 1 < s.size()) o += s[++i];
-      else if (c == '"') inString = false;
+      if (c == '\\' && i + 1 < s.size())
+        o += s[++i];
+      else if (c == '"')
+        inString = false;
       continue;
     }
     inString = c == '"';

@@ -63,8 +63,7 @@ bool smallWeights(const trtrace::Reader& r) {
       }
       return small;
     });
-  } catch (const trtrace::Error&) {
-  }
+  } catch (const trtrace::Error&) {}
   return small;
 }
 
@@ -95,9 +94,7 @@ bool exportAndCheck(const trtrace::Reader& r, const std::string& source) {
   std::filesystem::remove_all(dir);
   try {
     ex::exportPython(r, source, dir);
-  } catch (const ex::Inexpressible&) {
-    return false;
-  } catch (const trtrace::Error&) {
+  } catch (const ex::Inexpressible&) { return false; } catch (const trtrace::Error&) {
     return false;
   }
   check(dir);
@@ -131,8 +128,10 @@ void exportNames(const uint8_t* data, size_t size) {
   namespace api = trtrace::api;
   std::string s[4];
   for (size_t i = 0, k = 0; i < size; ++i) {
-    if (data[i] == 0 && k < 3) ++k;
-    else s[k] += char(data[i]);
+    if (data[i] == 0 && k < 3)
+      ++k;
+    else
+      s[k] += char(data[i]);
   }
   trtrace::WriterOptions o;
   o.path = workDir() + "/names.trtrace";  // a new file each time: a writer never overwrites a trace
@@ -142,10 +141,19 @@ void exportNames(const uint8_t* data, size_t size) {
   w->beginCall(api::kentry_createInferBuilder_INTERNAL, 0, 0).argBool(true).argI64(0).retHandle(1).endCall();
   w->beginCall(api::kBuilder_createNetworkV2, 1, 0).argU64(0).retHandle(2).endCall();
   const int64_t dims[] = {1, 4};
-  w->beginCall(api::kNetworkDefinition_addInput, 2, 1).argString(s[0]).argEnum(api::kEnumDataType, 0).argDims(dims).retHandle(3).endCall();
-  w->beginCall(api::kNetworkDefinition_addActivation, 2, 1).argHandle(3).argEnum(api::kEnumActivationType, 0).retHandle(4).endCall();
+  w->beginCall(api::kNetworkDefinition_addInput, 2, 1)
+      .argString(s[0])
+      .argEnum(api::kEnumDataType, 0)
+      .argDims(dims)
+      .retHandle(3)
+      .endCall();
+  w->beginCall(api::kNetworkDefinition_addActivation, 2, 1)
+      .argHandle(3)
+      .argEnum(api::kEnumActivationType, 0)
+      .retHandle(4)
+      .endCall();
   w->beginCall(api::kLayer_setName, 4, 1).argString(s[1]).retHandle(9).endCall();  // results where the
-  w->beginCall(api::kTensor_getName, 3, 1).retString(s[2]).endCall();             // spec has none: not
+  w->beginCall(api::kTensor_getName, 3, 1).retString(s[2]).endCall();              // spec has none: not
   w->beginCall(api::kNetworkDefinition_destroy, 2, 1).retHandle(10).endCall();     // bound (x = del y)
   w->close();
   w.reset();

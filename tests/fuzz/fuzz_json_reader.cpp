@@ -58,8 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     trtrace::convert::jsonToTrace(d.json, d.trace, o);
     ok = true;
-  } catch (const trtrace::Error&) {
-  }
+  } catch (const trtrace::Error&) {}
   if (!ok) {
     if (exists(d.trace)) std::abort();  // a failed conversion leaves no output behind
     return 0;

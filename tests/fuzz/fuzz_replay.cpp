@@ -55,8 +55,7 @@ void replayOne(fz::MemFile& f, const uint8_t* data, size_t size) {
     trtrace::replay::Replayer player(*r, weights, o, createBuilderFn());
     player.run(nullptr);
   } catch (const trtrace::replay::Divergence&) {
-  } catch (const trtrace::Error&) {
-  }
+  } catch (const trtrace::Error&) {}
 }
 
 namespace fb = trtrace::fb;
@@ -65,8 +64,8 @@ namespace F = trtrace::format;
 // Where a call's count and the array it counts lie in the buffer (both in a raw segment).
 // Written with memcpy: FlatBuffers aligns a nested buffer's scalars only within it.
 struct Pair {
-  uint8_t* count;     // the count's recorded int64 (absent when 0: FlatBuffers leaves defaults out)
-  uint8_t* length;    // the array's uint32 element count (absent when the array is null)
+  uint8_t* count;   // the count's recorded int64 (absent when 0: FlatBuffers leaves defaults out)
+  uint8_t* length;  // the array's uint32 element count (absent when the array is null)
   uint32_t elements;
 };
 
@@ -76,8 +75,8 @@ uint8_t* field(const void* table, uint16_t vt) {  // a present scalar field of a
 
 uint8_t* lengthOf(const fb::Value* v) {  // the length word of the array an argument holds
   const flatbuffers::Vector<uint8_t>* vec =
-      v->handles() ? reinterpret_cast<const flatbuffers::Vector<uint8_t>*>(v->handles())
-      : v->ints()  ? reinterpret_cast<const flatbuffers::Vector<uint8_t>*>(v->ints())
+      v->handles()  ? reinterpret_cast<const flatbuffers::Vector<uint8_t>*>(v->handles())
+      : v->ints()   ? reinterpret_cast<const flatbuffers::Vector<uint8_t>*>(v->ints())
       : v->floats() ? reinterpret_cast<const flatbuffers::Vector<uint8_t>*>(v->floats())
                     : v->bytes();
   return vec ? const_cast<uint8_t*>(reinterpret_cast<const uint8_t*>(vec)) : nullptr;

@@ -40,13 +40,19 @@ std::vector<std::byte> floats(size_t n, uint32_t seed) {
   std::mt19937 g(seed);
   std::normal_distribution<float> d(0.f, 0.05f);
   std::vector<std::byte> v(n * 4);
-  for (size_t i = 0; i < n; ++i) { float f = d(g); std::memcpy(v.data() + 4 * i, &f, 4); }
+  for (size_t i = 0; i < n; ++i) {
+    float f = d(g);
+    std::memcpy(v.data() + 4 * i, &f, 4);
+  }
   return v;
 }
 std::vector<std::byte> halves(size_t n, uint32_t seed) {  // fp16-like: few distinct high bytes
   std::mt19937 g(seed);
   std::vector<std::byte> v(n * 2);
-  for (size_t i = 0; i < n; ++i) { v[2 * i] = std::byte(g()); v[2 * i + 1] = std::byte(0x3c + (g() & 3)); }
+  for (size_t i = 0; i < n; ++i) {
+    v[2 * i] = std::byte(g());
+    v[2 * i + 1] = std::byte(0x3c + (g() & 3));
+  }
   return v;
 }
 
@@ -119,11 +125,25 @@ void writeReplaySeed(const std::string& path, const std::function<void(Writer&)>
   h.libraryName = trtrace::abi::kLibraryName;
   h.libraryVersion = trtrace::abi::kLibraryVersion;
   auto w = Writer::create(o, h);
-  w->beginCall(api::kentry_createInferBuilder_INTERNAL, 0, 0).argBool(true).argI64(trtrace::abi::kLibraryVersionInt).retHandle(1).endCall();
+  w->beginCall(api::kentry_createInferBuilder_INTERNAL, 0, 0)
+      .argBool(true)
+      .argI64(trtrace::abi::kLibraryVersionInt)
+      .retHandle(1)
+      .endCall();
   w->beginCall(api::kBuilder_createNetworkV2, 1, 0).argU64(0).retHandle(2).endCall();
   const int64_t dims[] = {1, 4};
-  w->beginCall(api::kNetworkDefinition_addInput, 2, 1).argString("a").argEnum(api::kEnumDataType, 0).argDims(dims).retHandle(3).endCall();
-  w->beginCall(api::kNetworkDefinition_addInput, 2, 1).argString("b").argEnum(api::kEnumDataType, 0).argDims(dims).retHandle(4).endCall();
+  w->beginCall(api::kNetworkDefinition_addInput, 2, 1)
+      .argString("a")
+      .argEnum(api::kEnumDataType, 0)
+      .argDims(dims)
+      .retHandle(3)
+      .endCall();
+  w->beginCall(api::kNetworkDefinition_addInput, 2, 1)
+      .argString("b")
+      .argEnum(api::kEnumDataType, 0)
+      .argDims(dims)
+      .retHandle(4)
+      .endCall();
   calls(*w);
   w->close();
 }
@@ -137,23 +157,54 @@ void writeReplaySeeds(const std::filesystem::path& dir) {
   const std::span<const std::byte> paths(reinterpret_cast<const std::byte*>(plugins), sizeof plugins);
   using Calls = std::function<void(Writer&)>;
   const std::pair<const char*, Calls> seeds[] = {
-      {"concatenation", [&](Writer& w) { w.beginCall(api::kNetworkDefinition_addConcatenation, 2, 1).argHandleArray(two).argI64(2).retHandle(5).endCall(); }},
-      {"einsum", [&](Writer& w) { w.beginCall(api::kNetworkDefinition_addEinsum, 2, 1).argHandleArray(two).argI64(2).argString("ij,ij->ij").retHandle(5).endCall(); }},
-      {"scales", [&](Writer& w) {
+      {"concatenation",
+       [&](Writer& w) {
+         w.beginCall(api::kNetworkDefinition_addConcatenation, 2, 1)
+             .argHandleArray(two)
+             .argI64(2)
+             .retHandle(5)
+             .endCall();
+       }},
+      {"einsum",
+       [&](Writer& w) {
+         w.beginCall(api::kNetworkDefinition_addEinsum, 2, 1)
+             .argHandleArray(two)
+             .argI64(2)
+             .argString("ij,ij->ij")
+             .retHandle(5)
+             .endCall();
+       }},
+      {"scales",
+       [&](Writer& w) {
          w.beginCall(api::kNetworkDefinition_addResize, 2, 1).argHandle(3).retHandle(5).endCall();
          w.beginCall(api::kResizeLayer_setScales, 5, 1).argF32Array(scales).argI64(2).endCall();
        }},
-      {"shape_values", [&](Writer& w) {
+      {"shape_values",
+       [&](Writer& w) {
          w.beginCall(api::kBuilder_createOptimizationProfile, 1, 0).retHandle(5).endCall();
-         w.beginCall(api::kOptimizationProfile_setShapeValuesV2, 5, 0).argString("a").argEnum(api::kEnumOptProfileSelector, 0).argI64Array(ints).argI64(2).endCall();
+         w.beginCall(api::kOptimizationProfile_setShapeValuesV2, 5, 0)
+             .argString("a")
+             .argEnum(api::kEnumOptProfileSelector, 0)
+             .argI64Array(ints)
+             .argI64(2)
+             .endCall();
        }},
-      {"plugins", [&](Writer& w) {
+      {"plugins",
+       [&](Writer& w) {
          w.beginCall(api::kBuilder_createBuilderConfig, 1, 0).retHandle(5).endCall();
          w.beginCall(api::kBuilderConfig_setPluginsToSerialize, 5, 0).argBytes(paths).argI64(1).endCall();
        }},
-      {"dist_collective", [&](Writer& w) {
-         w.beginCall(api::kNetworkDefinition_addDistCollective, 2, 1).argHandle(3).argEnum(api::kEnumCollectiveOperation, 0)
-             .argEnum(api::kEnumReduceOperation, 0).argI64(0).argI64Array(ints).argI64(2).retHandle(5).endCall();
+      {"dist_collective",
+       [&](Writer& w) {
+         w.beginCall(api::kNetworkDefinition_addDistCollective, 2, 1)
+             .argHandle(3)
+             .argEnum(api::kEnumCollectiveOperation, 0)
+             .argEnum(api::kEnumReduceOperation, 0)
+             .argI64(0)
+             .argI64Array(ints)
+             .argI64(2)
+             .retHandle(5)
+             .endCall();
        }},
   };
   for (const auto& [name, calls] : seeds) writeReplaySeed((dir / (std::string(name) + ".trtrace")).string(), calls);
@@ -175,7 +226,10 @@ int main(int argc, char** argv) {
   fs::create_directories(out / "export");  // its seeds are real captures: corpus/export
   writeReplaySeeds(out / "replay");
   std::vector<std::string> traces;
-  auto t = [&](const char* name) { traces.push_back((out / "trace_reader" / name).string()); return traces.back(); };
+  auto t = [&](const char* name) {
+    traces.push_back((out / "trace_reader" / name).string());
+    return traces.back();
+  };
   writeTrace(t("closed_atclose.trtrace"), FlushPolicy::AtClose, true, 1);
   writeTrace(t("closed_everycall.trtrace"), FlushPolicy::EveryCall, true, 2);
   writeTrace(t("unclosed_everycall.trtrace"), FlushPolicy::EveryCall, false, 3);
@@ -219,7 +273,8 @@ int main(int argc, char** argv) {
   }
   // The C interface (fuzz_capi) reads what the trace reader reads: the same traces seed it.
   fs::create_directories(out / "capi");
-  for (const auto& t : traces) fs::copy_file(t, out / "capi" / fs::path(t).filename(), fs::copy_options::overwrite_existing);
+  for (const auto& t : traces)
+    fs::copy_file(t, out / "capi" / fs::path(t).filename(), fs::copy_options::overwrite_existing);
   std::printf("fuzz_seedgen: %zu traces, %d blob payloads in %s\n", traces.size() + 2, n, out.c_str());
   return 0;
 }

@@ -103,13 +103,11 @@ inline void exercise(const trtrace::Reader& r, size_t maxBlobBytes = 64u << 20) 
       if (const auto* a = r.api(c.apiId())) sink = sink + a->argNames.size() + a->methodName.size();
       return ++n < 100000;
     });
-  } catch (const trtrace::Error&) {
-  }
+  } catch (const trtrace::Error&) {}
   for (size_t i = 0; i < r.segmentCount(); ++i) {
     try {
       sink = sink + r.segmentBytes(i).size();
-    } catch (const trtrace::Error&) {
-    }
+    } catch (const trtrace::Error&) {}
   }
   for (const auto* a : r.apis()) sink = sink + a->id;
   size_t budget = maxBlobBytes;
@@ -120,8 +118,7 @@ inline void exercise(const trtrace::Reader& r, size_t maxBlobBytes = 64u << 20) 
       auto v = r.blob(b.ref);
       if (v.size() != b.ref.length) std::abort();  // a blob view always has the recorded length
       if (v.size()) sink = sink + static_cast<uint8_t>(v.bytes()[v.size() - 1]);
-    } catch (const trtrace::Error&) {
-    }
+    } catch (const trtrace::Error&) {}
     sink = sink + r.hasBlob(b.ref);
   }
   auto rep = r.verify();
@@ -197,6 +194,5 @@ inline void fixChecks(std::vector<uint8_t>& b) {
     pos = F::alignUp(pos + sizeof h + h.payloadSize, F::kBlockAlign);
   }
 }
-
 
 }  // namespace fz

@@ -10,8 +10,8 @@
 //    where EXPR is a number, a "..." literal (only \\ \" \xNN \uNNNN \UNNNNNNNN escapes), None,
 //    True, False, -EXPR, a list or tuple of EXPRs, or a variable with attributes and calls after
 //    it. A variable is one the prelude defines (trt, logger) or an earlier line assigned (names
-//    ending in a digit: network_definition_0, w3); only weights(), save(), stream(), read(), read_call() and float() are called
-//    by bare name; no Python keyword is used as a name.
+//    ending in a digit: network_definition_0, w3); only weights(), save(), stream(), read(), read_call() and float()
+//    are called by bare name; no Python keyword is used as a name.
 #pragma once
 #include <cctype>
 #include <cstddef>
@@ -31,9 +31,10 @@ struct Tok {
 
 inline bool isKeyword(std::string_view n) {
   static const std::set<std::string_view> k = {
-      "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del",
-      "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda",
-      "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield"};
+      "False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
+      "class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
+      "from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
+      "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield"};
   return k.count(n) != 0;
 }
 
@@ -52,7 +53,8 @@ inline size_t escapeAt(std::string_view s, size_t i) {
     case '"': return 2;
     case 'x': return hexDigits(s, i + 2, 2) ? 4 : 0;
     case 'u': return hexDigits(s, i + 2, 4) ? 6 : 0;
-    case 'U': return hexDigits(s, i + 2, 8) && std::stoul(std::string(s.substr(i + 2, 8)), nullptr, 16) <= 0x10ffff ? 10 : 0;
+    case 'U':
+      return hexDigits(s, i + 2, 8) && std::stoul(std::string(s.substr(i + 2, 8)), nullptr, 16) <= 0x10ffff ? 10 : 0;
     default: return 0;
   }
 }
@@ -73,7 +75,10 @@ inline size_t literalEnd(std::string_view s, size_t i) {
 }
 
 inline size_t numberEnd(std::string_view s, size_t i) {
-  auto digits = [&](size_t j) { while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j; return j; };
+  auto digits = [&](size_t j) {
+    while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
+    return j;
+  };
   const size_t start = i;
   i = digits(i);
   if (s[start] == '0' && i - start > 1) return std::string_view::npos;  // Python refuses 01
@@ -93,13 +98,17 @@ inline bool lex(std::string_view line, std::vector<Tok>& out) {
     const char c = line[i];
     size_t end = i + 1;
     Tok::Kind k = Tok::Punct;
-    if (c == ' ') { ++i; continue; }
+    if (c == ' ') {
+      ++i;
+      continue;
+    }
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       while (end < line.size() && (std::isalnum(static_cast<unsigned char>(line[end])) || line[end] == '_')) ++end;
       k = Tok::Name;
     } else if (std::isdigit(static_cast<unsigned char>(c))) {
       end = numberEnd(line, i);
-      if (end == std::string_view::npos || (end < line.size() && (std::isalnum(static_cast<unsigned char>(line[end])) || line[end] == '_')))
+      if (end == std::string_view::npos ||
+          (end < line.size() && (std::isalnum(static_cast<unsigned char>(line[end])) || line[end] == '_')))
         return false;
       k = Tok::Num;
     } else if (c == '"') {
@@ -130,7 +139,8 @@ class Statement {
     }
     if (t_[0].kind == Tok::Name && is(1, Tok::Punct, "=")) {
       const std::string_view n = t_[0].s;
-      if (isKeyword(n) || !std::isdigit(static_cast<unsigned char>(n.back())) || !std::islower(static_cast<unsigned char>(n[0])))
+      if (isKeyword(n) || !std::isdigit(static_cast<unsigned char>(n.back())) ||
+          !std::islower(static_cast<unsigned char>(n[0])))
         return false;
       i_ = 2;
       if (!expr(0) || t_[i_].kind != Tok::End) return false;
@@ -160,7 +170,8 @@ class Statement {
     if (a.kind == Tok::Punct && (a.s == "(" || a.s == "[")) return list(a.s == "(" ? ")" : "]", depth);
     if (a.kind != Tok::Name) return false;
     if (a.s == "None" || a.s == "True" || a.s == "False") return true;
-    const bool callable = a.s == "weights" || a.s == "save" || a.s == "stream" || a.s == "read" || a.s == "read_call" || a.s == "float";
+    const bool callable =
+        a.s == "weights" || a.s == "save" || a.s == "stream" || a.s == "read" || a.s == "read_call" || a.s == "float";
     if (isKeyword(a.s) || !(vars_.count(a.s) || callable) || (callable != is(i_, Tok::Punct, "("))) return false;
     while (true) {  // trailers: .name and (args)
       if (punct(".")) {
@@ -211,9 +222,11 @@ inline std::string checkScript(std::string_view script, std::string_view prelude
     return "does not have the fixed prelude after its docstring";
   at += prelude.size() + networks.size();
   const size_t nl = script.find('\n', at);
-  if (nl == std::string_view::npos || nl == at || script.substr(at, nl - at).find_first_not_of("0123456789") != std::string_view::npos)
+  if (nl == std::string_view::npos || nl == at ||
+      script.substr(at, nl - at).find_first_not_of("0123456789") != std::string_view::npos)
     return "NETWORKS is not a number";
-  if (script.size() < nl + 1 + end.size() || script.substr(script.size() - end.size()) != end) return "does not have the fixed end";
+  if (script.size() < nl + 1 + end.size() || script.substr(script.size() - end.size()) != end)
+    return "does not have the fixed end";
   std::string_view body = script.substr(nl + 1, script.size() - end.size() - nl - 1);
   std::set<std::string, std::less<>> vars = {"trt", "logger"};
   std::vector<Tok> toks;
@@ -224,7 +237,8 @@ inline std::string checkScript(std::string_view script, std::string_view prelude
     body.remove_prefix(e + 1);
     if (s.substr(0, 2) == "# ") continue;
     if (!lex(s, toks) || !Statement(toks, vars).parse())
-      return "body line " + std::to_string(line) + " is not a statement the generator writes: " + std::string(s.substr(0, 200));
+      return "body line " + std::to_string(line) +
+             " is not a statement the generator writes: " + std::string(s.substr(0, 200));
   }
   return "";
 }

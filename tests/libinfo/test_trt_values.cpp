@@ -33,7 +33,8 @@ T at(const std::vector<std::byte>& b, size_t k) {
 // truncated; BF16 ones are their top halves.
 TEST(RandomWeights, HalfRoundsTheFloatsOfTheSameSeed) {
   constexpr uint64_t n = 4096;
-  const auto f = standIn(DataType::kFLOAT, n, 42), h = standIn(DataType::kHALF, n, 42), b = standIn(DataType::kBF16, n, 42);
+  const auto f = standIn(DataType::kFLOAT, n, 42), h = standIn(DataType::kHALF, n, 42),
+             b = standIn(DataType::kBF16, n, 42);
   size_t roundedUp = 0;
   for (size_t k = 0; k < n; ++k) {
     const float x = at<float>(f, k);
@@ -43,7 +44,8 @@ TEST(RandomWeights, HalfRoundsTheFloatsOfTheSameSeed) {
     std::memcpy(&bits, &x, 4);
     ASSERT_EQ(at<uint16_t>(h, k), lib::floatToHalf(x)) << k;
     ASSERT_EQ(at<uint16_t>(b, k), uint16_t(bits >> 16)) << k;
-    const uint16_t truncated = uint16_t(((bits >> 16) & 0x8000) | ((((bits >> 23) & 0xff) - 112) << 10) | ((bits >> 13) & 0x3ff));
+    const uint16_t truncated =
+        uint16_t(((bits >> 16) & 0x8000) | ((((bits >> 23) & 0xff) - 112) << 10) | ((bits >> 13) & 0x3ff));
     roundedUp += at<uint16_t>(h, k) != truncated;
   }
   EXPECT_GT(roundedUp, n / 4);  // about half the values round away from the truncated half

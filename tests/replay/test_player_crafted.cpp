@@ -25,8 +25,9 @@ struct Result {
 
 Result runPlayer(const fs::path& trace, const std::string& extra = "") {
   const char* lib = std::getenv("TRTRACE_TRT_LIB");
-  std::string cmd = std::string(TRTRACE_PLAYER) + " -j " + trace.string() + " -o " + (trace.parent_path() / "out.engine").string() +
-                    " --lib " + (lib ? lib : "") + " " + extra + " 2>&1";
+  std::string cmd = std::string(TRTRACE_PLAYER) + " -j " + trace.string() + " -o " +
+                    (trace.parent_path() / "out.engine").string() + " --lib " + (lib ? lib : "") + " " + extra +
+                    " 2>&1";
   Result r{-1, ""};
   FILE* p = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf{};

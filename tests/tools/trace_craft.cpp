@@ -47,12 +47,17 @@ std::unique_ptr<Writer> withBuilder(const std::string& out, const std::string& n
   h.libraryName = name;
   h.libraryVersion = version;
   auto w = Writer::create(o, h);
-  w->beginCall(api::kentry_createInferBuilder_INTERNAL, 0, 0).argBool(true).argI64(abi::kLibraryVersionInt).retHandle(1).endCall();
+  w->beginCall(api::kentry_createInferBuilder_INTERNAL, 0, 0)
+      .argBool(true)
+      .argI64(abi::kLibraryVersionInt)
+      .retHandle(1)
+      .endCall();
   return w;
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: trace_craft unknown-api|version|library-name|set-library-path|major ... (see the source)\n");
+  std::fprintf(stderr,
+               "usage: trace_craft unknown-api|version|library-name|set-library-path|major ... (see the source)\n");
   return 2;
 }
 
@@ -89,23 +94,46 @@ int main(int argc, char** argv) {
     w->beginCall(api::kBuilder_createNetworkV2, 1, 0).argU64(0).retHandle(2).endCall();
     const int64_t dims[] = {1, 4};
     w->beginCall(api::kNetworkDefinition_addInput, 2, 1)
-        .argString("x").argEnum(0, 0).argDims(dims).retHandle(3).endCall();
-    if (how == "tensor-as-layer") w->beginCall(api::kLayer_setName, 3, 1).argString("n").endCall();
-    else if (how == "null-reference") w->beginCall(api::kNetworkDefinition_markOutput, 2, 1).argNull().endCall();
-    else if (how == "delete-tensor") w->beginCall(api::kTensor_destroy, 3, 1).endCall();
-    else return usage();
+        .argString("x")
+        .argEnum(0, 0)
+        .argDims(dims)
+        .retHandle(3)
+        .endCall();
+    if (how == "tensor-as-layer")
+      w->beginCall(api::kLayer_setName, 3, 1).argString("n").endCall();
+    else if (how == "null-reference")
+      w->beginCall(api::kNetworkDefinition_markOutput, 2, 1).argNull().endCall();
+    else if (how == "delete-tensor")
+      w->beginCall(api::kTensor_destroy, 3, 1).endCall();
+    else
+      return usage();
     w->close();
   } else if ((what == "array-count" && argc == 4) || (what == "api-descriptor" && argc == 3)) {
     auto w = withBuilder(out, abi::kLibraryName, abi::kLibraryVersion);
     const std::string_view einsum[] = {"inputs", "nbInputs", "equation"};
-    if (what == "api-descriptor") w->describeApi(api::kNetworkDefinition_addConcatenation, "NetworkDefinition", "addEinsum", einsum);
+    if (what == "api-descriptor")
+      w->describeApi(api::kNetworkDefinition_addConcatenation, "NetworkDefinition", "addEinsum", einsum);
     w->beginCall(api::kBuilder_createNetworkV2, 1, 0).argU64(0).retHandle(2).endCall();
     const int64_t dims[] = {1, 4};
-    w->beginCall(api::kNetworkDefinition_addInput, 2, 1).argString("a").argEnum(0, 0).argDims(dims).retHandle(3).endCall();
-    w->beginCall(api::kNetworkDefinition_addInput, 2, 1).argString("b").argEnum(0, 0).argDims(dims).retHandle(4).endCall();
+    w->beginCall(api::kNetworkDefinition_addInput, 2, 1)
+        .argString("a")
+        .argEnum(0, 0)
+        .argDims(dims)
+        .retHandle(3)
+        .endCall();
+    w->beginCall(api::kNetworkDefinition_addInput, 2, 1)
+        .argString("b")
+        .argEnum(0, 0)
+        .argDims(dims)
+        .retHandle(4)
+        .endCall();
     const uint64_t inputs[] = {3, 4};
     const int64_t n = what == "api-descriptor" ? 2 : std::strtoll(argv[3], nullptr, 10);
-    w->beginCall(api::kNetworkDefinition_addConcatenation, 2, 1).argHandleArray(inputs).argI64(n).retHandle(5).endCall();
+    w->beginCall(api::kNetworkDefinition_addConcatenation, 2, 1)
+        .argHandleArray(inputs)
+        .argI64(n)
+        .retHandle(5)
+        .endCall();
     w->close();
   } else if (what == "null-receiver") {
     auto w = withBuilder(out, abi::kLibraryName, abi::kLibraryVersion);
@@ -116,7 +144,12 @@ int main(int argc, char** argv) {
     auto w = withBuilder(out, abi::kLibraryName, abi::kLibraryVersion);
     w->beginCall(api::kBuilder_createNetworkV2, 1, 0).argU64(0).retHandle(2).endCall();
     const int64_t dims[] = {1, 4};
-    w->beginCall(api::kNetworkDefinition_addInput, 2, 1).argString(argv[3]).argEnum(api::kEnumDataType, 0).argDims(dims).retHandle(3).endCall();
+    w->beginCall(api::kNetworkDefinition_addInput, 2, 1)
+        .argString(argv[3])
+        .argEnum(api::kEnumDataType, 0)
+        .argDims(dims)
+        .retHandle(3)
+        .endCall();
     w->beginCall(api::kTensor_getName, 3, 1).retString(argv[4]).endCall();
     w->close();
   } else if (what == "major" && argc == 5) {  // a new major starts at minor 0

@@ -59,7 +59,11 @@ Bytes builderTrace(const std::string& out) {
   h.libraryName = abi::kLibraryName;
   h.libraryVersion = abi::kLibraryVersion;
   auto w = Writer::create(o, h);
-  w->beginCall(api::kentry_createInferBuilder_INTERNAL, 0, 0).argBool(true).argI64(abi::kLibraryVersionInt).retHandle(1).endCall();
+  w->beginCall(api::kentry_createInferBuilder_INTERNAL, 0, 0)
+      .argBool(true)
+      .argI64(abi::kLibraryVersionInt)
+      .retHandle(1)
+      .endCall();
   w->close();
   return readAll(out);
 }
@@ -80,7 +84,8 @@ F::FileHeader fileHeader(const Bytes& b) {
 
 // Appends a block (header with its checks, payload, zero padding to the block alignment).
 void appendBlock(Bytes& b, F::BlockType type, const Bytes& payload, uint64_t checked, uint16_t flags = 0) {
-  const auto h = detail::makeBlockHeader(type, payload.size(), checked, detail::check32(payload.data(), checked), flags);
+  const auto h =
+      detail::makeBlockHeader(type, payload.size(), checked, detail::check32(payload.data(), checked), flags);
   const size_t at = b.size();
   b.resize(at + sizeof h);
   std::memcpy(b.data() + at, &h, sizeof h);
@@ -144,7 +149,8 @@ XXH128_hash_t zeroHash(uint64_t n) {
   static const Bytes zeros(kPiece);
   XXH3_state_t* s = XXH3_createState();
   XXH3_128bits_reset(s);
-  for (uint64_t done = 0; done < n; done += std::min(kPiece, n - done)) XXH3_128bits_update(s, zeros.data(), std::min(kPiece, n - done));
+  for (uint64_t done = 0; done < n; done += std::min(kPiece, n - done))
+    XXH3_128bits_update(s, zeros.data(), std::min(kPiece, n - done));
   XXH128_hash_t h = XXH3_128bits_digest(s);
   XXH3_freeState(s);
   return h;
@@ -193,7 +199,8 @@ void zeroSegment(const std::string& out, uint64_t raw) {
   XXH3_state_t* s = XXH3_createState();  // rawCheck: low 32 bits of XXH3-64 of the zeros
   XXH3_64bits_reset(s);
   static const Bytes zeros(kPiece);
-  for (uint64_t done = 0; done < raw; done += std::min(kPiece, raw - done)) XXH3_64bits_update(s, zeros.data(), std::min(kPiece, raw - done));
+  for (uint64_t done = 0; done < raw; done += std::min(kPiece, raw - done))
+    XXH3_64bits_update(s, zeros.data(), std::min(kPiece, raw - done));
   zh.rawCheck = uint32_t(XXH3_64bits_digest(s));
   XXH3_freeState(s);
   Bytes payload(sizeof zh);
@@ -215,8 +222,10 @@ void footerLie(const std::string& out, const std::string& in, uint64_t more, uin
   std::vector<fb::SegmentEntry> segs = copyOf(f->segments());
   const std::vector<fb::BlobEntry> blobs = copyOf(f->blobs());
   if (more) {
-    segs[0] = fb::SegmentEntry(segs[0].offset(), segs[0].first_seq(), segs[0].calls() + uint32_t(more), segs[0].index());
-    for (auto& e : segs) if (&e != &segs[0]) e = fb::SegmentEntry(e.offset(), e.first_seq() + more, e.calls(), e.index());
+    segs[0] =
+        fb::SegmentEntry(segs[0].offset(), segs[0].first_seq(), segs[0].calls() + uint32_t(more), segs[0].index());
+    for (auto& e : segs)
+      if (&e != &segs[0]) e = fb::SegmentEntry(e.offset(), e.first_seq() + more, e.calls(), e.index());
     total = f->total_calls() + more;
   }
   Bytes kept(b.begin(), b.begin() + long(fh.footerOffset));
@@ -239,7 +248,11 @@ void lostBlob(const std::string& out, uint64_t n) {
   h.libraryName = abi::kLibraryName;
   h.libraryVersion = abi::kLibraryVersion;
   auto w = Writer::create(o, h);
-  w->beginCall(api::kentry_createInferBuilder_INTERNAL, 0, 0).argBool(true).argI64(abi::kLibraryVersionInt).retHandle(1).endCall();
+  w->beginCall(api::kentry_createInferBuilder_INTERNAL, 0, 0)
+      .argBool(true)
+      .argI64(abi::kLibraryVersionInt)
+      .retHandle(1)
+      .endCall();
   w->beginCall(api::kBuilder_createNetworkV2, 1, 0).argU64(0).retHandle(2).endCall();
   const XXH128_hash_t k = XXH3_128bits("gone", 4);  // the key of bytes the capture never read
   const BlobRef ref{{k.low64, k.high64}, n * 4};
@@ -254,7 +267,8 @@ void lostBlob(const std::string& out, uint64_t n) {
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: trace_lies zero-blob|zero-segment|lost-blob|footer-calls|footer-segment ... (see the source)\n");
+  std::fprintf(stderr,
+               "usage: trace_lies zero-blob|zero-segment|lost-blob|footer-calls|footer-segment ... (see the source)\n");
   return 2;
 }
 
@@ -264,11 +278,17 @@ int main(int argc, char** argv) {
   if (argc < 3) return usage();
   const std::string what = argv[1], out = argv[2];
   auto num = [&](int i) { return std::strtoull(argv[i], nullptr, 0); };
-  if (what == "zero-blob" && argc == 5) zeroBlob(out, num(3), num(4));
-  else if (what == "zero-segment" && argc == 4) zeroSegment(out, num(3));
-  else if (what == "lost-blob" && argc == 4) lostBlob(out, num(3));
-  else if (what == "footer-calls" && argc == 5) footerLie(out, argv[3], 0, num(4));
-  else if (what == "footer-segment" && argc == 5) footerLie(out, argv[3], num(4), 0);
-  else return usage();
+  if (what == "zero-blob" && argc == 5)
+    zeroBlob(out, num(3), num(4));
+  else if (what == "zero-segment" && argc == 4)
+    zeroSegment(out, num(3));
+  else if (what == "lost-blob" && argc == 4)
+    lostBlob(out, num(3));
+  else if (what == "footer-calls" && argc == 5)
+    footerLie(out, argv[3], 0, num(4));
+  else if (what == "footer-segment" && argc == 5)
+    footerLie(out, argv[3], num(4), 0);
+  else
+    return usage();
   return 0;
 }

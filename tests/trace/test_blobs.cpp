@@ -268,7 +268,9 @@ TEST(Blobs, WriterMemoryStaysBoundedWhileStreaming) {
       // Alternate compressible and incompressible content, all distinct.
       uint64_t x = i * 0x9E3779B97F4A7C15ull + 1;
       for (size_t k = 0; k < kBlob; k += 8) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
         uint64_t v = i % 2 ? x : (x & 0x0F0F0F0F0F0F0F0Full);
         std::memcpy(buf.data() + k, &v, 8);
       }
@@ -435,7 +437,7 @@ TEST(Blobs, AReleasedFirstBufferIsReadFromALaterOneWithTheSameBytes) {
       auto w = Writer::create(o, tt::header());
       EXPECT_EQ(w->putBlob(m, n, BlobHint::F32), wantRef);
       EXPECT_EQ(w->putBlob(changed.data(), n, BlobHint::F32), wantRef);  // a second source, then changed too
-      EXPECT_EQ(w->putBlob(later.data(), n, BlobHint::F32), wantRef);     // the one still intact
+      EXPECT_EQ(w->putBlob(later.data(), n, BlobHint::F32), wantRef);    // the one still intact
       EXPECT_EQ(w->putBlob(ghost.data(), n), ghostRef);
       EXPECT_EQ(w->putBlob(ghostCopy.data(), n), ghostRef);
       ::munmap(m, n + page);          // released by the app before the worker read it
@@ -487,8 +489,11 @@ TEST(Blobs, BytesChangedBeforeTheBuildAreReplacedNotLost) {
       }
       w->supersedeBlob(changedRef);
       EXPECT_EQ(w->putBlob(backCopy.data(), backCopy.size()), backRef);  // the same bytes, passed again
-      w->beginCall(1, 0, 0).argWeightsBlob(0, 5000, changedRef).argWeightsBlob(0, 6000, goneRef)
-          .argWeightsBlob(0, 7000, backRef).endCall();
+      w->beginCall(1, 0, 0)
+          .argWeightsBlob(0, 5000, changedRef)
+          .argWeightsBlob(0, 6000, goneRef)
+          .argWeightsBlob(0, 7000, backRef)
+          .endCall();
       w->close();
       EXPECT_EQ(w->stats().replacedBlobs, 1u);
       EXPECT_EQ(w->stats().lostBlobs, 1u);

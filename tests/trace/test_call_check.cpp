@@ -40,10 +40,14 @@ void array(CallEncoder& e, const api::ParamDesc& p, size_t n) {
 void pairCall(Writer& w, const api::ApiDesc& d, uint32_t c, std::optional<size_t> n, int64_t count) {
   auto& e = w.beginCall(d.id, 1, 1);
   for (uint32_t i = 0; i < d.nargs; ++i) {
-    if (i == static_cast<uint32_t>(d.params[c].lengthOf) && n) array(e, d.params[i], *n);
-    else if (i == c && d.params[c].kind == api::Kind::I64) e.argI64(count);
-    else if (i == c) e.argU64(static_cast<uint64_t>(count));
-    else e.argNull();
+    if (i == static_cast<uint32_t>(d.params[c].lengthOf) && n)
+      array(e, d.params[i], *n);
+    else if (i == c && d.params[c].kind == api::Kind::I64)
+      e.argI64(count);
+    else if (i == c)
+      e.argU64(static_cast<uint64_t>(count));
+    else
+      e.argNull();
   }
   e.endCall();
 }
@@ -106,7 +110,9 @@ TEST(CallCheck, VerifyAndThePlayerCheckSayTheSame) {
     if (ours) {
       ASSERT_EQ(rep.issues.size(), 1u);
       EXPECT_NE(rep.issues[0].what.find(": segment 0: call 0: argument 1 (nbInputs) is 5, but argument 0 (inputs) "
-                                        "holds 2 elements"), std::string::npos) << rep.issues[0].what;
+                                        "holds 2 elements"),
+                std::string::npos)
+          << rep.issues[0].what;
     }
     r->forEachCall([&](const CallView& c) {
       EXPECT_EQ(callProblem(*r, c), "argument 1 (nbInputs) is 5, but argument 0 (inputs) holds 2 elements");
@@ -121,10 +127,16 @@ TEST(CallCheck, ApiDescriptorMustMatchItsId) {
   tt::TempDir dir;
   const api::ApiDesc* concat = api::find(api::kNetworkDefinition_addConcatenation);
   ASSERT_TRUE(concat);
-  struct Case { const char* method; std::vector<std::string_view> args; const char* says; };
+  struct Case {
+    const char* method;
+    std::vector<std::string_view> args;
+    const char* says;
+  };
   const Case cases[] = {
       {"addConcatenation", {"inputs", "nbInputs"}, ""},
-      {"addEinsum", {"inputs", "nbInputs", "equation"}, "as NetworkDefinition::addEinsum, which is NetworkDefinition::addConcatenation"},
+      {"addEinsum",
+       {"inputs", "nbInputs", "equation"},
+       "as NetworkDefinition::addEinsum, which is NetworkDefinition::addConcatenation"},
       {"addConcatenation", {"inputs"}, "(NetworkDefinition::addConcatenation) with 1 arguments, it takes 2"},
   };
   for (const Case& c : cases) {
@@ -136,7 +148,10 @@ TEST(CallCheck, ApiDescriptorMustMatchItsId) {
     auto r = Reader::open(path);
     const VerifyReport rep = verifyTrace(*r);
     std::string fromPlayer;
-    r->forEachCall([&](const CallView& call) { fromPlayer = callProblem(*r, call); return true; });
+    r->forEachCall([&](const CallView& call) {
+      fromPlayer = callProblem(*r, call);
+      return true;
+    });
     if (!*c.says) {
       EXPECT_TRUE(rep.ok()) << (rep.issues.empty() ? "" : rep.issues[0].what);
       EXPECT_EQ(fromPlayer, "");

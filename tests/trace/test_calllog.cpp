@@ -50,7 +50,9 @@ uint64_t writeTransformerLike(const std::string& path, int logLevel, int blocks,
       w->beginCall(3, cst, 1).argI64(0).retHandle(ct, 2).endCall();
       uint64_t mm = next();
       w->beginCall(2, net, 1).argHandle(x, 2).argEnum(11, 0).argHandle(ct, 2).argEnum(11, 1).retHandle(mm, 4).endCall();
-      w->beginCall(4, mm, 1).argString("block." + std::to_string(b) + ".layer." + std::to_string(l) + ".matmul").endCall();
+      w->beginCall(4, mm, 1)
+          .argString("block." + std::to_string(b) + ".layer." + std::to_string(l) + ".matmul")
+          .endCall();
       uint64_t out = next();
       w->beginCall(3, mm, 1).argI64(0).retHandle(out, 2).endCall();
       uint64_t ew = next();
@@ -61,7 +63,12 @@ uint64_t writeTransformerLike(const std::string& path, int logLevel, int blocks,
       calls += 8;
     }
   }
-  w->beginCall(7, 0x50, 1).argHandle(net, 1).argHandle(0x60, 6).buildResult(true, 123456, Hash128{1, 2}).retHandle(0x70, 7).endCall();
+  w->beginCall(7, 0x50, 1)
+      .argHandle(net, 1)
+      .argHandle(0x60, 6)
+      .buildResult(true, 123456, Hash128{1, 2})
+      .retHandle(0x70, 7)
+      .endCall();
   w->close();
   return calls + 1;
 }
@@ -88,9 +95,7 @@ std::string problemOf(const std::string& p) {
     auto rep = r->verify();
     r->forEachCall([](const CallView&) { return true; });
     return rep.issues.empty() ? "" : rep.issues[0].what;
-  } catch (const Error& e) {
-    return e.what();
-  }
+  } catch (const Error& e) { return e.what(); }
 }
 
 }  // namespace
@@ -147,7 +152,10 @@ TEST(CallLog, CompressedSegmentsRoundTrip) {
   EXPECT_EQ(s->callCount(), calls);
   EXPECT_EQ(s->segmentCount(), z->segmentCount());
   uint64_t seen = 0;
-  s->forEachCall([&](const CallView& c) { EXPECT_EQ(c.seq(), seen++); return true; });
+  s->forEachCall([&](const CallView& c) {
+    EXPECT_EQ(c.seq(), seen++);
+    return true;
+  });
   EXPECT_EQ(seen, calls);
 }
 
@@ -176,7 +184,9 @@ TEST(CallLog, SmallAndIncompressibleSegmentsStayRaw) {
   EXPECT_LT(r->segmentInfo(2).storedSize, 200u);
   int i = 0;
   r->forEachCall([&](const CallView& c) {
-    if (i == 1) { EXPECT_TRUE(std::equal(noise.begin(), noise.end(), c.arg(0).bytes().begin(), c.arg(0).bytes().end())); }
+    if (i == 1) {
+      EXPECT_TRUE(std::equal(noise.begin(), noise.end(), c.arg(0).bytes().begin(), c.arg(0).bytes().end()));
+    }
     if (i == 2) { EXPECT_EQ(c.arg(0).asString(), text); }
     return ++i, true;
   });
@@ -223,7 +233,7 @@ TEST(CallLog, BytesPerCallDropSubstantially) {
   const double rawPerCall = double(callLogBytes(*raw)) / double(calls);
   const double zPerCall = double(callLogBytes(*z)) / double(calls);
   std::printf("call log: %.1f B/call raw, %.1f B/call zstd (%.1fx)\n", rawPerCall, zPerCall, rawPerCall / zPerCall);
-  EXPECT_GT(rawPerCall, 100.0);          // the FlatBuffer log this compares against
+  EXPECT_GT(rawPerCall, 100.0);           // the FlatBuffer log this compares against
   EXPECT_LT(zPerCall * 6.0, rawPerCall);  // at least 6x smaller
 }
 
@@ -308,7 +318,10 @@ TEST(CallLog, TruncatedCompressedLogReadsAsTruncation) {
     auto r = Reader::open(d.path("cut"));
     ASSERT_TRUE(r->truncatedAt()) << n;
     uint64_t next = 0;
-    r->forEachCall([&](const CallView& c) { EXPECT_EQ(c.seq(), next++); return true; });
+    r->forEachCall([&](const CallView& c) {
+      EXPECT_EQ(c.seq(), next++);
+      return true;
+    });
     EXPECT_EQ(next, r->callCount());
     EXPECT_GE(next, last);
     last = next;
@@ -368,9 +381,7 @@ TEST(CallLog, EmptyEightByteArraysAnywhereDecodeAfterVerify) {
       EXPECT_NO_THROW(c.arg(i).handles());
     }
     EXPECT_TRUE(c.ret().has_value());
-    if (c.ret()) {
-      EXPECT_NO_THROW(EXPECT_TRUE(c.ret()->ints().empty()));
-    }
+    if (c.ret()) { EXPECT_NO_THROW(EXPECT_TRUE(c.ret()->ints().empty())); }
     ++seen;
     return true;
   });

@@ -60,7 +60,8 @@ TEST(Cli, DumpPrintsOneLinePerCallWithFilters) {
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 4);
   EXPECT_NE(r.out.find("#0 t="), std::string::npos);
   EXPECT_NE(r.out.find("Network::addLayer(self=@0x10, input=@0x20, weights=weights(dtype=0, count=750, blob "),
-            std::string::npos) << r.out;
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("-> @0x30 [ok]"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("engine 4096 B"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("[FAILED]"), std::string::npos) << r.out;
@@ -141,7 +142,8 @@ TEST(Cli, RewriteRawThenCompressedPreservesContent) {
   EXPECT_EQ(sal.code, 0) << sal.out;
   EXPECT_TRUE(Reader::open(d.path("out.trace"))->verify().ok());
   size_t files = 0;
-  for (auto& e : std::filesystem::directory_iterator(d.dir)) files += e.path().string().find(".tmp.") != std::string::npos;
+  for (auto& e : std::filesystem::directory_iterator(d.dir))
+    files += e.path().string().find(".tmp.") != std::string::npos;
   EXPECT_EQ(files, 0u);
 }
 

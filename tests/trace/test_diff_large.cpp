@@ -28,11 +28,20 @@ void writeChain(const std::string& path, bool variant, bool scrambled = false) {
   w->beginCall(api::kentry_createInferBuilder_INTERNAL, 0, 0).argBool(true).argI64(1).retHandle(1).endCall();
   w->beginCall(api::kBuilder_createNetworkV2, 1, 1).argU64(0).retHandle(2).endCall();
   const int64_t dims[] = {1, 8};
-  w->beginCall(api::kNetworkDefinition_addInput, 2, 1).argString("x").argEnum(api::kEnumDataType, 0).argDims(dims).retHandle(3).endCall();
+  w->beginCall(api::kNetworkDefinition_addInput, 2, 1)
+      .argString("x")
+      .argEnum(api::kEnumDataType, 0)
+      .argDims(dims)
+      .retHandle(3)
+      .endCall();
   uint64_t next = 4, tensor = 3;
   for (int i = 0; i < kLayers; ++i) {
     const uint64_t layer = next++;
-    w->beginCall(api::kNetworkDefinition_addActivation, 2, 1).argHandle(tensor).argEnum(api::kEnumActivationType, i % 3).retHandle(layer).endCall();
+    w->beginCall(api::kNetworkDefinition_addActivation, 2, 1)
+        .argHandle(tensor)
+        .argEnum(api::kEnumActivationType, i % 3)
+        .retHandle(layer)
+        .endCall();
     const bool renamed = variant && i % kRenameEvery == 7;
     const std::string name = (scrambled ? "m" : renamed ? "renamed" : "l") + std::to_string(i);
     if (!scrambled) w->beginCall(api::kLayer_setName, layer, 1).argString(name).endCall();
@@ -41,7 +50,11 @@ void writeChain(const std::string& path, bool variant, bool scrambled = false) {
     if (scrambled) w->beginCall(api::kLayer_setName, layer, 1).argString(name).endCall();
     if (variant && i % kInsertEvery == 500) {
       const uint64_t extra = next++;
-      w->beginCall(api::kNetworkDefinition_addActivation, 2, 1).argHandle(tensor).argEnum(api::kEnumActivationType, 2).retHandle(extra).endCall();
+      w->beginCall(api::kNetworkDefinition_addActivation, 2, 1)
+          .argHandle(tensor)
+          .argEnum(api::kEnumActivationType, 2)
+          .retHandle(extra)
+          .endCall();
       w->beginCall(api::kLayer_setName, extra, 1).argString("extra" + std::to_string(i)).endCall();
     }
   }
@@ -62,14 +75,32 @@ void writeHostile(const std::string& path, int v) {
   w->beginCall(api::kBuilder_createNetworkV2, 1, 2).argU64(0).retHandle(20).endCall();
   const int64_t dims[] = {1, 8};
   const std::string input = std::string("x\x01") + (v ? "7" : "z") + "\x02";  // our layer markers, in a name
-  w->beginCall(api::kNetworkDefinition_addInput, 2, 1).argString(input).argEnum(api::kEnumDataType, 0).argDims(dims).retHandle(3).endCall();
-  w->beginCall(api::kNetworkDefinition_addActivation, 2, 1).argHandle(3).argEnum(api::kEnumActivationType, 0).retHandle(4).endCall();
+  w->beginCall(api::kNetworkDefinition_addInput, 2, 1)
+      .argString(input)
+      .argEnum(api::kEnumDataType, 0)
+      .argDims(dims)
+      .retHandle(3)
+      .endCall();
+  w->beginCall(api::kNetworkDefinition_addActivation, 2, 1)
+      .argHandle(3)
+      .argEnum(api::kEnumActivationType, 0)
+      .retHandle(4)
+      .endCall();
   w->beginCall(api::kLayer_setName, 4, 2).argString("n" + std::to_string(v)).endCall();
-  w->beginCall(api::kNetworkDefinition_addActivation, 20, 2).argHandle(3).argEnum(api::kEnumActivationType, v).retHandle(5).endCall();
+  w->beginCall(api::kNetworkDefinition_addActivation, 20, 2)
+      .argHandle(3)
+      .argEnum(api::kEnumActivationType, v)
+      .retHandle(5)
+      .endCall();
   w->beginCall(api::kLayer_getOutput, 5, 1).argI64(0).retHandle(4).endCall();
   w->beginCall(api::kLayer_setName, 5, 7).argString("z").endCall();
   w->beginCall(api::kLayer_getOutput, 999, 2).argI64(0).retHandle(6).endCall();
-  if (v) w->beginCall(api::kNetworkDefinition_addActivation, 20, 2).argHandle(4).argEnum(api::kEnumActivationType, 1).retHandle(30).endCall();
+  if (v)
+    w->beginCall(api::kNetworkDefinition_addActivation, 20, 2)
+        .argHandle(4)
+        .argEnum(api::kEnumActivationType, 1)
+        .retHandle(30)
+        .endCall();
   w->close();
 }
 
@@ -96,7 +127,8 @@ long field(const std::string& json, const std::string& name) {
 // "Command exited with non-zero status 1").
 Output diffMeasured(const tt::TempDir& d, const std::string& a, const std::string& b, long& peakKiB) {
   const std::string rss = d.path("rss");
-  const Output r = runCli("/usr/bin/time -o " + rss + " -f %M " + std::string(TRTRACE_CLI) + " diff --json " + a + " " + b);
+  const Output r =
+      runCli("/usr/bin/time -o " + rss + " -f %M " + std::string(TRTRACE_CLI) + " diff --json " + a + " " + b);
   peakKiB = std::stol(runCli("tail -n 1 " + rss).out);
   return r;
 }
@@ -156,7 +188,8 @@ TEST(DiffLarge, UnalignableTracesStayBounded) {
   long peakKiB = 0;
   const Output r = diffMeasured(d, a, b, peakKiB);
   ASSERT_EQ(r.code, 1) << r.out.substr(0, 2000);
-  EXPECT_GE(field(r.out, "changed") + field(r.out, "inserted") + field(r.out, "deleted"), kLayers) << r.out.substr(0, 2000);
+  EXPECT_GE(field(r.out, "changed") + field(r.out, "inserted") + field(r.out, "deleted"), kLayers)
+      << r.out.substr(0, 2000);
   expectBoundedPeak(d, peakKiB);
 }
 
@@ -184,7 +217,8 @@ TEST(DiffLarge, ObjectChainsStayBounded) {
     o.path = path;
     auto w = Writer::create(o, tt::header());
     w->beginCall(api::kentry_createInferBuilder_INTERNAL, 0, 0).argBool(true).argI64(1).retHandle(1).endCall();
-    for (int i = 0; i < n; ++i) w->beginCall(api::kLayer_getOutput, uint64_t(1 + i), 0).argI64(0).retHandle(uint64_t(2 + i)).endCall();
+    for (int i = 0; i < n; ++i)
+      w->beginCall(api::kLayer_getOutput, uint64_t(1 + i), 0).argI64(0).retHandle(uint64_t(2 + i)).endCall();
     w->close();
   }
   long peakKiB = 0;

@@ -56,7 +56,10 @@ TEST(Robustness, TruncateAtEveryByteOffset) {
     EXPECT_NE(r->truncationMessage().find("truncated at offset"), std::string::npos);
     // The calls read are a prefix of the full log, and grow monotonically with n.
     uint64_t next = 0;
-    r->forEachCall([&](const CallView& c) { EXPECT_EQ(c.seq(), next++); return true; });
+    r->forEachCall([&](const CallView& c) {
+      EXPECT_EQ(c.seq(), next++);
+      return true;
+    });
     EXPECT_EQ(next, r->callCount());
     EXPECT_GE(next, lastCalls);
     lastCalls = next;
@@ -173,9 +176,7 @@ TEST(Robustness, NotATraceAndNewerVersions) {
   try {
     Reader::open(p);
     FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), p + ": offset 0: not a trtrace file (bad magic)");
-  }
+  } catch (const Error& e) { EXPECT_EQ(std::string(e.what()), p + ": offset 0: not a trtrace file (bad magic)"); }
   EXPECT_THROW(Reader::open(d.path("missing")), Error);
 
   tt::writeSample(d.path("s.trace"));

@@ -25,10 +25,23 @@ TEST(RoundTrip, EveryValueKind) {
     std::string_view names[] = {"a", "b"};
     w->describeApi(7, "Iface", "method", names);
     auto& e = w->beginCall(7, 0xABC, 3);
-    e.argNull().argBool(true).argI64(-42).argU64(UINT64_MAX).argF32(1.25f).argF64(-2.5e300)
-        .argString("hello \"world\"").argEnum(12, -3).argDims(dims).argHandle(0xDEAD, 5)
-        .argHandleArray(handles).argI64Array(ints).argF32Array(floats).argBytes(bytes)
-        .argWeightsInline(1, 2, inl).argWeightsBlob(2, 16, blob).argWeightsRandom(3, 1000, 77)
+    e.argNull()
+        .argBool(true)
+        .argI64(-42)
+        .argU64(UINT64_MAX)
+        .argF32(1.25f)
+        .argF64(-2.5e300)
+        .argString("hello \"world\"")
+        .argEnum(12, -3)
+        .argDims(dims)
+        .argHandle(0xDEAD, 5)
+        .argHandleArray(handles)
+        .argI64Array(ints)
+        .argF32Array(floats)
+        .argBytes(bytes)
+        .argWeightsInline(1, 2, inl)
+        .argWeightsBlob(2, 16, blob)
+        .argWeightsRandom(3, 1000, 77)
         .argDims({});
     e.retHandle(0xBEEF, 9).unsupported("IFoo", 17).message("note");
     std::string errs[] = {"err one", "err two"};
@@ -243,7 +256,10 @@ TEST(RoundTrip, SegmentSizeLimitSplitsSegments) {
   auto r = Reader::open(path);
   EXPECT_GT(r->segmentCount(), 10u);
   uint64_t next = 0;
-  r->forEachCall([&](const CallView& c) { EXPECT_EQ(c.seq(), next++); return true; });
+  r->forEachCall([&](const CallView& c) {
+    EXPECT_EQ(c.seq(), next++);
+    return true;
+  });
   EXPECT_EQ(next, 1000u);
 }
 

@@ -18,9 +18,7 @@ void expectValid(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b,
     ASSERT_LT(m[k].first, a.size());
     ASSERT_LT(m[k].second, b.size());
     EXPECT_EQ(a[m[k].first], b[m[k].second]);
-    if (k) {
-      EXPECT_TRUE(m[k].first > m[k - 1].first && m[k].second > m[k - 1].second);
-    }
+    if (k) { EXPECT_TRUE(m[k].first > m[k - 1].first && m[k].second > m[k - 1].second); }
   }
 }
 

@@ -29,7 +29,10 @@ struct TempDir {
     std::filesystem::remove_all(dir, ec);
   }
   std::string path(const std::string& name) const { return (dir / name).string(); }
-  static int& counter() { static int c = 0; return c; }
+  static int& counter() {
+    static int c = 0;
+    return c;
+  }
 };
 
 inline std::vector<std::byte> readFile(const std::string& p) {

@@ -80,7 +80,8 @@ TEST(WeightsSource, AliasIsASecondMappingOfTheSamePages) {
     WriterOptions o;
     o.path = path;
     auto w = Writer::create(o, tt::header());
-    for (auto* b : {&big, &zero}) w->beginCall(1, 0, 0).argWeightsBlob(0, b->size(), w->putBlob(b->data(), b->size())).endCall();
+    for (auto* b : {&big, &zero})
+      w->beginCall(1, 0, 0).argWeightsBlob(0, b->size(), w->putBlob(b->data(), b->size())).endCall();
     w->close();
   }
   auto r = Reader::open(path);
@@ -107,7 +108,8 @@ uint64_t residentBytes(std::span<const std::byte> m) {
   bool in = false;
   for (std::string line; std::getline(smaps, line);) {
     uintptr_t lo = 0;
-    if (std::sscanf(line.c_str(), "%lx-", &lo) == 1 && line.find('-') < 17 && line.find(' ') > line.find('-')) in = lo == want;
+    if (std::sscanf(line.c_str(), "%lx-", &lo) == 1 && line.find('-') < 17 && line.find(' ') > line.find('-'))
+      in = lo == want;
     unsigned long kb = 0;
     if (in && std::sscanf(line.c_str(), "Rss: %lu kB", &kb) == 1) return uint64_t(kb) << 10;
   }
@@ -116,8 +118,8 @@ uint64_t residentBytes(std::span<const std::byte> m) {
 }  // namespace
 
 // Reading a trace's blobs once leaves its mapping's pages resident (the kernel maps a fault's
-// cached neighbours too); the weights source gives them back as it hands the blobs out, and blobs served from a decode cache never
-// touch the trace's pages at all: the player's memory stays bounded however small the blobs.
+// cached neighbours too); the weights source gives them back as it hands the blobs out, and blobs served from a decode
+// cache never touch the trace's pages at all: the player's memory stays bounded however small the blobs.
 TEST(WeightsSource, ReadingEveryBlobOnceLeavesLittleOfTheTraceResident) {
   tt::TempDir d;
   auto path = d.path("t.trace");
@@ -136,7 +138,9 @@ TEST(WeightsSource, ReadingEveryBlobOnceLeavesLittleOfTheTraceResident) {
         auto noise = tt::randomBytes(bytes.size() / 2, 1000 + i);  // distinct, half compressible
         std::copy(noise.begin(), noise.end(), bytes.begin());
         refs.push_back(w->putBlob(bytes.data(), bytes.size(), BlobHint::F32));
-        w->beginCall(1, 0, 0).argWeightsBlob(0, bytes.size(), refs.back()).endCall();  // the cache holds used blobs only
+        w->beginCall(1, 0, 0)
+            .argWeightsBlob(0, bytes.size(), refs.back())
+            .endCall();  // the cache holds used blobs only
       }
       w->close();
     }

@@ -83,17 +83,19 @@ std::string valueJson(const Reader& r, const ValueView& v, std::string_view name
   std::string s = "{\"name\":" + str(name) + ",\"spec\":" + str(spec) + ",\"kind\":" + str(kindName(v.kind()));
   auto weights = [&] {
     const auto dt = static_cast<abi::DataType>(v.dtype());
-    s += ",\"dtype\":" + str(api::enumeratorName(api::kEnumDataType, v.dtype())) + ",\"dtype_value\":" +
-         std::to_string(v.dtype()) + ",\"bits\":" + std::to_string(abi::elementBits(dt)) + ",\"count\":" +
-         std::to_string(v.count()) + ",\"pointer\":" + std::to_string(v.weightsPtr()) +
+    s += ",\"dtype\":" + str(api::enumeratorName(api::kEnumDataType, v.dtype())) +
+         ",\"dtype_value\":" + std::to_string(v.dtype()) + ",\"bits\":" + std::to_string(abi::elementBits(dt)) +
+         ",\"count\":" + std::to_string(v.count()) + ",\"pointer\":" + std::to_string(v.weightsPtr()) +
          ",\"numpy\":" + str(abi::numpyType(dt));
   };
   switch (v.kind()) {
     case ValueKind::Null: s += ",\"value\":null"; break;
     case ValueKind::Bool: s += std::string(",\"value\":") + (v.asBool() ? "true" : "false"); break;
     case ValueKind::I64: s += ",\"value\":" + std::to_string(v.asI64()); break;
-    case ValueKind::U64: case ValueKind::Handle: s += ",\"value\":" + std::to_string(v.asU64()); break;
-    case ValueKind::F32: case ValueKind::F64: s += ",\"value\":" + num(v.asF64()); break;
+    case ValueKind::U64:
+    case ValueKind::Handle: s += ",\"value\":" + std::to_string(v.asU64()); break;
+    case ValueKind::F32:
+    case ValueKind::F64: s += ",\"value\":" + num(v.asF64()); break;
     case ValueKind::String: s += ",\"value\":" + str(v.asString()); break;
     case ValueKind::Enum: {
       s += ",\"value\":" + std::to_string(v.asI64());
@@ -102,19 +104,26 @@ std::string valueJson(const Reader& r, const ValueView& v, std::string_view name
       if (ours && !type.empty() && !e.empty()) s += ",\"enum\":" + str(std::string(type) + "::" + std::string(e));
       break;
     }
-    case ValueKind::Dims: case ValueKind::I64Array:
-      s += ",\"value\":" + list(v.ints(), [](int64_t x) { return std::to_string(x); }); break;
+    case ValueKind::Dims:
+    case ValueKind::I64Array: s += ",\"value\":" + list(v.ints(), [](int64_t x) { return std::to_string(x); }); break;
     case ValueKind::HandleArray:
-      s += ",\"value\":" + list(v.handles(), [](uint64_t x) { return std::to_string(x); }); break;
+      s += ",\"value\":" + list(v.handles(), [](uint64_t x) { return std::to_string(x); });
+      break;
     case ValueKind::F32Array: s += ",\"value\":" + list(v.floats(), [](float x) { return num(x); }); break;
     case ValueKind::Bytes: s += ",\"bytes\":" + str(hex(v.bytes())); break;
-    case ValueKind::WeightsInline: weights(); s += ",\"bytes\":" + str(hex(v.bytes())); break;
+    case ValueKind::WeightsInline:
+      weights();
+      s += ",\"bytes\":" + str(hex(v.bytes()));
+      break;
     case ValueKind::WeightsBlob:
       weights();
       s += ",\"hash_hi\":" + std::to_string(v.blob().hash.hi) + ",\"hash_lo\":" + std::to_string(v.blob().hash.lo) +
            ",\"length\":" + std::to_string(v.blob().length);
       break;
-    case ValueKind::WeightsRandom: weights(); s += ",\"seed\":" + std::to_string(v.seed()); break;
+    case ValueKind::WeightsRandom:
+      weights();
+      s += ",\"seed\":" + std::to_string(v.seed());
+      break;
   }
   return s + "}";
 }
@@ -132,12 +141,12 @@ std::string callJson(const Reader& r, const CallView& c) {
   const ApiInfo* a = r.api(c.apiId());
   const api::ApiDesc* d = r.header().libraryName == abi::kLibraryName ? api::find(c.apiId()) : nullptr;
   std::string s = "{\"seq\":" + std::to_string(c.seq()) + ",\"thread\":" + std::to_string(c.thread()) +
-                  ",\"network\":" + networkLabel(c.networkId(), "null") +
-                  ",\"api\":" + std::to_string(c.apiId()) + ",\"interface\":" + str(a ? a->interfaceName : "") +
-                  ",\"method\":" + str(a ? a->methodName : "") + ",\"receiver\":" + std::to_string(c.receiver()) +
-                  ",\"args\":[";
+                  ",\"network\":" + networkLabel(c.networkId(), "null") + ",\"api\":" + std::to_string(c.apiId()) +
+                  ",\"interface\":" + str(a ? a->interfaceName : "") + ",\"method\":" + str(a ? a->methodName : "") +
+                  ",\"receiver\":" + std::to_string(c.receiver()) + ",\"args\":[";
   for (size_t i = 0; i < c.argCount(); ++i) {
-    const std::string name = a && i < a->argNames.size() ? std::string(a->argNames[i]) : "argument " + std::to_string(i);
+    const std::string name =
+        a && i < a->argNames.size() ? std::string(a->argNames[i]) : "argument " + std::to_string(i);
     s += (i ? "," : "") + valueJson(r, c.arg(i), name, d && i < d->nargs ? d->params[i].text : "");
   }
   s += "],\"result\":" + (c.ret() ? valueJson(r, *c.ret(), "result", d ? d->result.text : "") : std::string("null"));
@@ -176,7 +185,8 @@ TRTRACE_C_EXPORT char* trtrace_header_json(const trtrace_reader* r, char** error
                     ",\"producer_version\":" + str(h.producerVersion) + ",\"library\":" + str(h.libraryName) +
                     ",\"library_version\":" + str(h.libraryVersion) + ",\"library_build_id\":" + str(h.libraryBuildId) +
                     ",\"host\":" + str(h.host) + ",\"pid\":" + std::to_string(h.pid) + ",\"settings\":{";
-    for (size_t i = 0; i < h.settings.size(); ++i) s += (i ? "," : "") + str(h.settings[i].first) + ":" + str(h.settings[i].second);
+    for (size_t i = 0; i < h.settings.size(); ++i)
+      s += (i ? "," : "") + str(h.settings[i].first) + ":" + str(h.settings[i].second);
     s += "},\"calls\":" + std::to_string(rd.callCount()) + "}";
     out = dup(s);
   });
@@ -231,14 +241,14 @@ TRTRACE_C_EXPORT char* trtrace_verify_json(const trtrace_reader* r, char** error
   guarded(error, kind, [&] {
     const Reader& rd = *r->reader;
     const VerifyReport rep = verifyTrace(rd);
-    std::string s = std::string("{\"ok\":") + (rep.ok() ? "true" : "false") + ",\"corrupt\":" +
-                    (rep.corrupt() ? "true" : "false") + ",\"truncated\":" + (rep.truncated() ? "true" : "false") +
-                    ",\"segments\":" + std::to_string(rep.segments) + ",\"calls\":" + std::to_string(rep.calls) +
-                    ",\"blobs\":" + std::to_string(rep.blobs) + ",\"blob_bytes\":" + std::to_string(rep.blobBytes) +
-                    ",\"issues\":[";
+    std::string s =
+        std::string("{\"ok\":") + (rep.ok() ? "true" : "false") + ",\"corrupt\":" + (rep.corrupt() ? "true" : "false") +
+        ",\"truncated\":" + (rep.truncated() ? "true" : "false") + ",\"segments\":" + std::to_string(rep.segments) +
+        ",\"calls\":" + std::to_string(rep.calls) + ",\"blobs\":" + std::to_string(rep.blobs) +
+        ",\"blob_bytes\":" + std::to_string(rep.blobBytes) + ",\"issues\":[";
     for (size_t i = 0; i < rep.issues.size(); ++i)
-      s += std::string(i ? "," : "") + "{\"problem\":" +
-           str(rep.issues[i].problem == VerifyReport::Problem::Corrupt ? "corrupt" : "truncated") +
+      s += std::string(i ? "," : "") +
+           "{\"problem\":" + str(rep.issues[i].problem == VerifyReport::Problem::Corrupt ? "corrupt" : "truncated") +
            ",\"offset\":" + std::to_string(rep.issues[i].offset) + ",\"what\":" + str(rep.issues[i].what) + "}";
     out = dup(s + "]}");
   });

@@ -19,7 +19,14 @@ extern "C" {
 typedef struct trtrace_reader trtrace_reader;
 
 /* Error kinds (trtrace::Error::Kind + 1; 0 = no error). */
-enum { TRTRACE_OK = 0, TRTRACE_IO = 1, TRTRACE_CORRUPT = 2, TRTRACE_TRUNCATED = 3, TRTRACE_USAGE = 4, TRTRACE_EMPTY = 5 };
+enum {
+  TRTRACE_OK = 0,
+  TRTRACE_IO = 1,
+  TRTRACE_CORRUPT = 2,
+  TRTRACE_TRUNCATED = 3,
+  TRTRACE_USAGE = 4,
+  TRTRACE_EMPTY = 5
+};
 
 /* Maps the trace at `path`; NULL on failure (*error, *kind set). */
 trtrace_reader* trtrace_open(const char* path, char** error, int* kind);
@@ -45,8 +52,8 @@ char* trtrace_calls_json(const trtrace_reader* r, uint64_t lo, uint64_t hi, char
  * valid while the reader is open), or into memory of their own: a decoded buffer, a lost blob's
  * zero pages (*owner != NULL: valid until trtrace_blob_release(*owner)). Its content hash is
  * checked first. 0 on success. */
-int trtrace_blob(const trtrace_reader* r, uint64_t hash_hi, uint64_t hash_lo, uint64_t length,
-                 const void** data, uint64_t* size, void** owner, char** error, int* kind);
+int trtrace_blob(const trtrace_reader* r, uint64_t hash_hi, uint64_t hash_lo, uint64_t length, const void** data,
+                 uint64_t* size, void** owner, char** error, int* kind);
 void trtrace_blob_release(void* owner);
 
 /* `trtrace verify`'s report: {"ok", "corrupt", "truncated", "closed", "segments", "calls",

@@ -60,8 +60,8 @@ std::string checkZstdRecord(const std::byte* base, uint64_t at, const F::BlobRec
 }
 
 [[noreturn]] void chunkError(const StoredBlob& b, uint32_t c, const char* what) {
-  throw Error(Error::Kind::Corrupt, b.path + ": " + blobName(b.info.ref) + " at offset " + std::to_string(b.info.offset) +
-                                        ": chunk " + std::to_string(c) + " " + what);
+  throw Error(Error::Kind::Corrupt, b.path + ": " + blobName(b.info.ref) + " at offset " +
+                                        std::to_string(b.info.offset) + ": chunk " + std::to_string(c) + " " + what);
 }
 
 // Raw bytes of chunk c (n of them) from its stored form at src into dst, via `stage` (the grouped
@@ -122,7 +122,8 @@ Hash128 decodeBlob(const StoredBlob& b, std::byte* dest, bool hash, const ChunkS
   const F::BlobRecord r = blobRecordAt(b.base, b.info.offset);
   // The record's sizes bound the scratch below: checked here too, whoever checked the block.
   if (std::string why = checkZstdRecord(b.base, b.info.offset, r); !why.empty())
-    throw Error(Error::Kind::Corrupt, b.path + ": " + blobName(b.info.ref) + " at offset " + std::to_string(b.info.offset) + ": " + why);
+    throw Error(Error::Kind::Corrupt,
+                b.path + ": " + blobName(b.info.ref) + " at offset " + std::to_string(b.info.offset) + ": " + why);
   const std::byte* data = b.base + b.info.offset + sizeof(F::BlockHeader) + r.dataOffset;
   const auto* table = chunkTable(b.base, b.info.offset);
   const unsigned k = transformElementSize(static_cast<F::BlobTransform>(r.transform));
@@ -141,8 +142,7 @@ Hash128 decodeBlob(const StoredBlob& b, std::byte* dest, bool hash, const ChunkS
     F::ChunkEntry e = chunkAt(table, c);
     uint64_t off = uint64_t(c) * r.chunkRawSize, n = std::min<uint64_t>(r.chunkRawSize, r.rawSize - off);
     std::byte* dst = dest ? dest + off : out.get();
-    const std::byte* got = decodeChunk(b, dctx.get(), e, c, n, k, data + e.offset, grouped.get(), dst,
-                                        dest != nullptr);
+    const std::byte* got = decodeChunk(b, dctx.get(), e, c, n, k, data + e.offset, grouped.get(), dst, dest != nullptr);
     if (st) XXH3_128bits_update(st, got, n);  // while the chunk is still in cache
     if (sink && !dest) sink(got, off, n);
   }

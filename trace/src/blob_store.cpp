@@ -33,8 +33,11 @@ F::BlobTransform transformFor(BlobHint hint, uint64_t bytes, const WriterOptions
 
 F::BlobRecord recordFor(const BlobStore::Job& j, F::BlobEncoding enc, uint64_t stored, uint64_t dataOffset) {
   F::BlobRecord r{};
-  r.hashLo = j.hash.lo; r.hashHi = j.hash.hi;
-  r.rawSize = j.bytes; r.storedSize = stored; r.dataOffset = dataOffset;
+  r.hashLo = j.hash.lo;
+  r.hashHi = j.hash.hi;
+  r.rawSize = j.bytes;
+  r.storedSize = stored;
+  r.dataOffset = dataOffset;
   r.encoding = static_cast<uint16_t>(enc);
   r.elementHint = static_cast<uint32_t>(j.hint);
   return r;
@@ -74,7 +77,10 @@ bool readCaller(const std::byte* src, uint64_t n, std::byte* dst) {
 // stored only if they are still the bytes putBlob hashed.
 class CallerBytes {
  public:
-  explicit CallerBytes(const BlobStore::Job& j) : j_(j) { XXH3_INITSTATE(&st_); XXH3_128bits_reset(&st_); }
+  explicit CallerBytes(const BlobStore::Job& j) : j_(j) {
+    XXH3_INITSTATE(&st_);
+    XXH3_128bits_reset(&st_);
+  }
   // Bytes [off, off + n) into buf; nullptr when they are gone.
   const std::byte* read(uint64_t off, uint64_t n, std::vector<std::byte>& buf) {
     if (buf.size() < n) buf.resize(n);
@@ -150,7 +156,8 @@ void BlobStore::signalStop() {
 bool BlobStore::batchReadyLocked() const {
   constexpr uint64_t kWakeBytes = 1u << 20;
   constexpr size_t kWakeJobs = 64;
-  return !queue_.empty() && (stopping_ || draining_ || blocked_ || queuedBytes_ >= kWakeBytes || queue_.size() >= kWakeJobs);
+  return !queue_.empty() &&
+         (stopping_ || draining_ || blocked_ || queuedBytes_ >= kWakeBytes || queue_.size() >= kWakeJobs);
 }
 
 void BlobStore::stop() {
@@ -367,7 +374,8 @@ bool BlobStore::writeFrom(const Job& j, Scratch& s) {
 // A Lost or Replaced blob at `end` (format.h): the record alone. Holds file_.mu.
 void BlobStore::writeLostLocked(const Job& j, bool replaced) {
   const uint64_t at = file_.end;
-  F::BlobRecord r = recordFor(j, replaced ? F::BlobEncoding::Replaced : F::BlobEncoding::Lost, 0, sizeof(F::BlobRecord));
+  F::BlobRecord r =
+      recordFor(j, replaced ? F::BlobEncoding::Replaced : F::BlobEncoding::Lost, 0, sizeof(F::BlobRecord));
   file_.pwriteAll(&r, sizeof r, at + sizeof(F::BlockHeader));
   file_.finishBlock(at, makeBlockHeader(F::BlockType::Blob, sizeof r, sizeof r, check32(&r, sizeof r)));
   indexLocked(j, at, 0, at + sizeof(F::BlockHeader) + sizeof r, r);
@@ -386,7 +394,8 @@ bool BlobStore::writeRawLocked(const Job& j, Scratch& s) {
   static const std::byte kZeros[F::kBlobAlign] = {};
   uint64_t at = file_.end;
   const bool small = j.bytes < F::kSmallBlobMax;
-  uint64_t dataAt = F::alignUp(at + sizeof(F::BlockHeader) + sizeof(F::BlobRecord), small ? F::kSmallBlobAlign : F::kBlobAlign);
+  uint64_t dataAt =
+      F::alignUp(at + sizeof(F::BlockHeader) + sizeof(F::BlobRecord), small ? F::kSmallBlobAlign : F::kBlobAlign);
   F::BlobRecord r = recordFor(j, small ? F::BlobEncoding::RawSmall : F::BlobEncoding::Raw, j.bytes,
                               dataAt - at - sizeof(F::BlockHeader));
   const auto h = makeBlockHeader(F::BlockType::Blob, r.dataOffset + j.bytes, sizeof r, check32(&r, sizeof r));
@@ -395,8 +404,8 @@ bool BlobStore::writeRawLocked(const Job& j, Scratch& s) {
   if (j.bytes <= kRawPiece) {  // read whole, then the block in one write (a small blob's usual case)
     const std::byte* p = j.bytes ? src.read(0, j.bytes, s.in) : kZeros;
     if (!p || !src.intact()) return false;
-    const std::span<const std::byte> pieces[] = {{reinterpret_cast<const std::byte*>(&r), sizeof r},
-                                                 {kZeros, dataAt - recAt - sizeof r}, {p, j.bytes}};
+    const std::span<const std::byte> pieces[] = {
+        {reinterpret_cast<const std::byte*>(&r), sizeof r}, {kZeros, dataAt - recAt - sizeof r}, {p, j.bytes}};
     file_.writeBlock(at, h, pieces);
     indexLocked(j, at, j.bytes, dataAt, r);
     return true;
@@ -445,15 +454,20 @@ bool BlobStore::writeCompressed(const Job& j, Scratch& s) {
       file_.pwriteAll(s.buffered.data(), s.buffered.size(), at + sizeof(F::BlockHeader) + dataOffset);
       s.buffered.clear();
     }
-    if (lock.owns_lock()) file_.pwriteAll(out, outN, at + sizeof(F::BlockHeader) + dataOffset + written);
-    else s.buffered.insert(s.buffered.end(), out, out + outN);
+    if (lock.owns_lock())
+      file_.pwriteAll(out, outN, at + sizeof(F::BlockHeader) + dataOffset + written);
+    else
+      s.buffered.insert(s.buffered.end(), out, out + outN);
   };
   CallerBytes caller(j);
   for (uint32_t c = 0; c < nChunks; ++c) {
     uint64_t off = uint64_t(c) * chunk, n = std::min<uint64_t>(chunk, j.bytes - off);
     const std::byte* src = caller.read(off, n, s.in);
     if (!src) break;
-    if (k > 1) { byteGroup(src, s.grouped.data(), n, k); src = s.grouped.data(); }
+    if (k > 1) {
+      byteGroup(src, s.grouped.data(), n, k);
+      src = s.grouped.data();
+    }
     size_t z = ZSTD_compressCCtx(s.cctx, s.out.data(), s.out.size(), src, n, opt_.zstdLevel);
     if (ZSTD_isError(z)) throw Error(Error::Kind::Io, file_.path() + ": zstd: " + ZSTD_getErrorName(z));
     bool keep = z < n;  // a chunk is stored compressed only when that is smaller
@@ -479,7 +493,8 @@ bool BlobStore::writeCompressed(const Job& j, Scratch& s) {
   std::vector<std::byte> meta(dataOffset);
   std::memcpy(meta.data(), &r, sizeof r);
   std::memcpy(meta.data() + sizeof r, table.data(), nChunks * sizeof(F::ChunkEntry));
-  const auto h = makeBlockHeader(F::BlockType::Blob, dataOffset + written, dataOffset, check32(meta.data(), meta.size()));
+  const auto h =
+      makeBlockHeader(F::BlockType::Blob, dataOffset + written, dataOffset, check32(meta.data(), meta.size()));
   if (streamed) {
     file_.pwriteAll(meta.data(), meta.size(), at + sizeof(F::BlockHeader));
     file_.finishBlock(at, h);

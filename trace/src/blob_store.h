@@ -33,7 +33,7 @@ class BlobStore {
 
   BlobRef put(const void* data, uint64_t bytes, BlobHint hint);
   void putLost(const BlobRef& ref, BlobHint hint, bool replaced);  // a Lost/Replaced record, written now
-  void supersede(const BlobRef& ref);  // Writer::supersedeBlob
+  void supersede(const BlobRef& ref);                              // Writer::supersedeBlob
   // Returns once every queued blob is consumed; rethrows a worker's error (writer.h, drainBlobs).
   // byCaller false: the call log's own thread waits (nobody's time is lost: no rawWhenWaitedOn).
   void drain(const std::function<void(uint64_t)>& onWait = {}, bool byCaller = true);
@@ -72,8 +72,8 @@ class BlobStore {
   BlockFile& file_;
   const WriterOptions& opt_;
   mutable std::mutex mu_;
-  std::condition_variable workCv_;  // workers wait here for a batch
-  std::condition_variable doneCv_;  // producers over the budget, and drain, wait here
+  std::condition_variable workCv_;                         // workers wait here for a batch
+  std::condition_variable doneCv_;                         // producers over the budget, and drain, wait here
   std::unordered_map<BlobRef, bool, BlobRefHasher> seen_;  // every key put -> still queued for a worker
   // Other caller buffers passed with a queued key (dedup hits): if the first buffer is released
   // before a worker reads it, the blob is read from one of these instead of being stored Lost.

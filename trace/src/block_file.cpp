@@ -72,12 +72,15 @@ void BlockFile::pwriteAll(const void* p, uint64_t n, uint64_t off) {
   auto* c = static_cast<const char*>(p);
   while (n > 0) {
     const int fault = writeFault_ ? writeFault_() : 0;
-    ssize_t k = fault ? (errno = fault, -1) : ::pwrite(fd_, c, std::min<uint64_t>(n, 1u << 30), static_cast<off_t>(off));
+    ssize_t k =
+        fault ? (errno = fault, -1) : ::pwrite(fd_, c, std::min<uint64_t>(n, 1u << 30), static_cast<off_t>(off));
     if (k < 0) {
       if (errno == EINTR) continue;
       failWrite(off);
     }
-    c += k; off += static_cast<uint64_t>(k); n -= static_cast<uint64_t>(k);
+    c += k;
+    off += static_cast<uint64_t>(k);
+    n -= static_cast<uint64_t>(k);
   }
 }
 
@@ -86,7 +89,8 @@ void BlockFile::writeZeros(uint64_t off, uint64_t n) {
   while (n > 0) {
     uint64_t k = std::min<uint64_t>(n, sizeof zeros);
     pwriteAll(zeros, k, off);
-    off += k; n -= k;
+    off += k;
+    n -= k;
   }
 }
 
@@ -182,8 +186,8 @@ std::string checkFraming(const std::byte* base, uint64_t size, uint64_t at, Bloc
     return "non-zero bytes in block padding";
   // Flags this reader does not know change how the payload reads: refused, never guessed.
   const auto type = static_cast<F::BlockType>(b.h.type);
-  const bool knownType = type == F::BlockType::Header || type == F::BlockType::Segment ||
-                         type == F::BlockType::Blob || type == F::BlockType::Footer;
+  const bool knownType = type == F::BlockType::Header || type == F::BlockType::Segment || type == F::BlockType::Blob ||
+                         type == F::BlockType::Footer;
   const uint16_t knownFlags = type == F::BlockType::Segment ? F::kKnownSegmentFlags : 0;
   if (knownType && (b.h.flags & ~knownFlags))
     return "unknown block flags " + hex16(b.h.flags) + " (written by a newer trtrace?)";
@@ -196,14 +200,10 @@ std::string checkPayload(const std::byte* base, uint64_t at, BlockCheck& b) {
   const std::byte* payload = base + at + sizeof b.h;
   flatbuffers::Verifier v(reinterpret_cast<const uint8_t*>(payload), b.h.payloadSize);
   switch (static_cast<F::BlockType>(b.h.type)) {
-    case F::BlockType::Header:
-      return v.VerifyBuffer<fb::Header>(nullptr) ? "" : "header FlatBuffer fails verification";
-    case F::BlockType::Segment:
-      return checkSegmentPayload(payload, b);
-    case F::BlockType::Footer:
-      return v.VerifyBuffer<fb::Footer>(nullptr) ? "" : "footer FlatBuffer fails verification";
-    case F::BlockType::Blob:
-      return checkBlobPayload(base, at, b.h);
+    case F::BlockType::Header: return v.VerifyBuffer<fb::Header>(nullptr) ? "" : "header FlatBuffer fails verification";
+    case F::BlockType::Segment: return checkSegmentPayload(payload, b);
+    case F::BlockType::Footer: return v.VerifyBuffer<fb::Footer>(nullptr) ? "" : "footer FlatBuffer fails verification";
+    case F::BlockType::Blob: return checkBlobPayload(base, at, b.h);
   }
   return "";
 }

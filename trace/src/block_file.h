@@ -58,7 +58,7 @@ class BlockFile {
   std::string path_;
   int fd_ = -1;
   std::function<int()> writeFault_;
-  bool durable_ = false;  // WriterOptions::durable
+  bool durable_ = false;             // WriterOptions::durable
   std::atomic<bool> failed_{false};  // a write failed: nothing more is written (writer.h, "Failure")
   std::mutex failMu_;
   std::string failure_;

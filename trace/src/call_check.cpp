@@ -49,8 +49,8 @@ std::string pairProblem(const api::ApiDesc& d, const CallView& call, uint32_t c)
     return argName(d, c) + " is " + std::to_string(count.asI64()) + ", a negative count of " + argName(d, a);
   const uint64_t claimed = isSigned ? static_cast<uint64_t>(count.asI64()) : count.asU64();
   if (claimed == *n) return {};
-  return argName(d, c) + " is " + std::to_string(claimed) + ", but " + argName(d, a) + " holds " +
-         std::to_string(*n) + (*n == 1 ? " element" : " elements");
+  return argName(d, c) + " is " + std::to_string(claimed) + ", but " + argName(d, a) + " holds " + std::to_string(*n) +
+         (*n == 1 ? " element" : " elements");
 }
 
 }  // namespace

@@ -11,8 +11,14 @@ using flatbuffers::Offset;
 void CallEncoder::Impl::reset(uint32_t a, uint64_t r, uint32_t n) {
   b.Clear();
   args.clear();
-  ret = 0; unsupIface = 0; msg = 0; build = 0;
-  slot = 0; api = a; receiver = r; network = n;
+  ret = 0;
+  unsupIface = 0;
+  msg = 0;
+  build = 0;
+  slot = 0;
+  api = a;
+  receiver = r;
+  network = n;
   status = CallStatus::Ok;
   synthesized = false;
 }
@@ -25,7 +31,8 @@ Offset<fb::Value> CallEncoder::Impl::value(fb::ValueKind kind, int64_t i, uint64
   bool isStr = kind == fb::ValueKind::String;
   auto s = isStr ? b.CreateString(str.data(), str.size()) : Offset<flatbuffers::String>(0);
   auto iv = ints.empty() && kind != fb::ValueKind::Dims && kind != fb::ValueKind::I64Array
-                ? Offset<flatbuffers::Vector<int64_t>>(0) : b.CreateVector(ints.data(), ints.size());
+                ? Offset<flatbuffers::Vector<int64_t>>(0)
+                : b.CreateVector(ints.data(), ints.size());
   auto fv = kind == fb::ValueKind::F32Array ? b.CreateVector(floats.data(), floats.size())
                                             : Offset<flatbuffers::Vector<float>>(0);
   auto hv = kind == fb::ValueKind::HandleArray ? b.CreateVector(handles.data(), handles.size())
@@ -41,14 +48,14 @@ CallEncoder::CallEncoder(Writer* w) : impl_(std::make_unique<Impl>()) { impl_->w
 CallEncoder::~CallEncoder() = default;
 
 using VK = fb::ValueKind;
-#define TRT_VALUE_PAIR(NAME, PARAMS, ...)                                   \
-  CallEncoder& CallEncoder::arg##NAME PARAMS {                              \
-    impl_->args.push_back(impl_->value(__VA_ARGS__));                       \
-    return *this;                                                           \
-  }                                                                         \
-  CallEncoder& CallEncoder::ret##NAME PARAMS {                              \
-    impl_->ret = impl_->value(__VA_ARGS__);                                 \
-    return *this;                                                           \
+#define TRT_VALUE_PAIR(NAME, PARAMS, ...)             \
+  CallEncoder& CallEncoder::arg##NAME PARAMS {        \
+    impl_->args.push_back(impl_->value(__VA_ARGS__)); \
+    return *this;                                     \
+  }                                                   \
+  CallEncoder& CallEncoder::ret##NAME PARAMS {        \
+    impl_->ret = impl_->value(__VA_ARGS__);           \
+    return *this;                                     \
   }
 TRT_VALUE_PAIR(Null, (), VK::Null)
 TRT_VALUE_PAIR(Bool, (bool v), VK::Bool, v ? 1 : 0)
@@ -66,10 +73,10 @@ TRT_VALUE_PAIR(F32Array, (std::span<const float> v), VK::F32Array, 0, 0, 0, {}, 
 TRT_VALUE_PAIR(Bytes, (std::span<const std::byte> v), VK::Bytes, 0, 0, 0, {}, 0, {}, {}, {}, v)
 TRT_VALUE_PAIR(WeightsInline, (uint32_t dtype, uint64_t count, std::span<const std::byte> bytes, uint64_t ptr),
                VK::WeightsInline, 0, 0, 0, {}, 0, {}, {}, {}, bytes, dtype, count, nullptr, 0, ptr)
-TRT_VALUE_PAIR(WeightsBlob, (uint32_t dtype, uint64_t count, const BlobRef& blob, uint64_t ptr), VK::WeightsBlob,
-               0, 0, 0, {}, 0, {}, {}, {}, {}, dtype, count, &blob, 0, ptr)
-TRT_VALUE_PAIR(WeightsRandom, (uint32_t dtype, uint64_t count, uint64_t seed, uint64_t ptr), VK::WeightsRandom,
-               0, 0, 0, {}, 0, {}, {}, {}, {}, dtype, count, nullptr, seed, ptr)
+TRT_VALUE_PAIR(WeightsBlob, (uint32_t dtype, uint64_t count, const BlobRef& blob, uint64_t ptr), VK::WeightsBlob, 0, 0,
+               0, {}, 0, {}, {}, {}, {}, dtype, count, &blob, 0, ptr)
+TRT_VALUE_PAIR(WeightsRandom, (uint32_t dtype, uint64_t count, uint64_t seed, uint64_t ptr), VK::WeightsRandom, 0, 0, 0,
+               {}, 0, {}, {}, {}, {}, dtype, count, nullptr, seed, ptr)
 #undef TRT_VALUE_PAIR
 CallEncoder& CallEncoder::status(CallStatus s) {
   impl_->status = s;

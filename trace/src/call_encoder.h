@@ -29,10 +29,9 @@ struct CallEncoder::Impl {
   flatbuffers::Offset<fb::Value> value(fb::ValueKind kind, int64_t i = 0, uint64_t u = 0, double f = 0,
                                        std::string_view str = {}, uint32_t typeId = 0,
                                        std::span<const int64_t> ints = {}, std::span<const float> floats = {},
-                                       std::span<const uint64_t> handles = {},
-                                       std::span<const std::byte> bytes = {}, uint32_t dtype = 0,
-                                       uint64_t count = 0, const BlobRef* blob = nullptr, uint64_t seed = 0,
-                                       uint64_t ptr = 0);
+                                       std::span<const uint64_t> handles = {}, std::span<const std::byte> bytes = {},
+                                       uint32_t dtype = 0, uint64_t count = 0, const BlobRef* blob = nullptr,
+                                       uint64_t seed = 0, uint64_t ptr = 0);
 };
 
 namespace detail {

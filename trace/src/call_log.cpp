@@ -86,7 +86,8 @@ void CallLog::writeSegmentLocked(const void* fbuf, uint64_t n, uint64_t firstSeq
   uint64_t payloadN;
   uint16_t flags = compressLocked(fbuf, n, payload, payloadN);
   if (!stored.empty() && stored.size() < payloadN) {
-    if (storedFlags & ~F::kKnownSegmentFlags) throw Error(Error::Kind::Usage, file_.path() + ": appendSegment: unknown flags");
+    if (storedFlags & ~F::kKnownSegmentFlags)
+      throw Error(Error::Kind::Usage, file_.path() + ": appendSegment: unknown flags");
     payload = stored.data(), payloadN = stored.size(), flags = storedFlags;
   }
   {
@@ -164,9 +165,7 @@ void CallLog::backgroundLoop() {
     try {
       blobs_.drain({}, /*byCaller=*/false);
       writeSegmentLocked(bg_.fb.GetBufferPointer(), bg_.fb.GetSize(), bg_.firstSeq, bg_.calls, bg_.index);
-    } catch (...) {
-      error = std::current_exception();
-    }
+    } catch (...) { error = std::current_exception(); }
     l.lock();
     bg_.fb.Clear();
     if (error && !bg_.error) bg_.error = error;
@@ -191,8 +190,8 @@ void CallLog::describeLocked(uint32_t api) {
   std::vector<Offset<flatbuffers::String>> names;
   for (auto& a : d->second.args) names.push_back(seg_.CreateString(a));
   auto nv = seg_.CreateVector(names);
-  segApis_.push_back(fb::CreateApiDescriptor(seg_, api, seg_.CreateString(d->second.iface),
-                                             seg_.CreateString(d->second.method), nv));
+  segApis_.push_back(
+      fb::CreateApiDescriptor(seg_, api, seg_.CreateString(d->second.iface), seg_.CreateString(d->second.method), nv));
 }
 
 uint64_t CallLog::append(CallEncoder::Impl& e) {
@@ -204,7 +203,8 @@ uint64_t CallLog::append(CallEncoder::Impl& e) {
     if (closed_) throw Error(Error::Kind::Usage, file_.path() + ": endCall after close");
     seq = nextSeq_++;
     e.b.Finish(fb::CreateCall(e.b, seq, osThreadId(), e.network, e.api, e.receiver, args, e.ret,
-                              static_cast<fb::CallStatus>(e.status), e.unsupIface, e.slot, e.build, e.msg, e.synthesized));
+                              static_cast<fb::CallStatus>(e.status), e.unsupIface, e.slot, e.build, e.msg,
+                              e.synthesized));
     describeLocked(e.api);
     // The call is its own FlatBuffer, nested: 8-byte aligned so its fields stay aligned.
     seg_.ForceVectorAlignment(e.b.GetSize(), 1, 8);
@@ -291,7 +291,9 @@ std::string checkCallRecord(const fb::CallRecord* rec) {
   if (!rec->call()) return "";  // an empty record is reported by whoever walks the calls
   if ((reinterpret_cast<uintptr_t>(rec->call()->data()) & 7) != 0) return "call record not 8-byte aligned";
   const fb::Call* c = rec->call_nested_root();
-  auto misaligned = [](const auto* v) { return v && v->size() != 0 && reinterpret_cast<uintptr_t>(v->data()) % 8 != 0; };
+  auto misaligned = [](const auto* v) {
+    return v && v->size() != 0 && reinterpret_cast<uintptr_t>(v->data()) % 8 != 0;
+  };
   auto bad = [&](const fb::Value* v) { return v && (misaligned(v->ints()) || misaligned(v->handles())); };
   bool any = bad(c->ret());
   if (c->args())

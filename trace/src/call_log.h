@@ -70,7 +70,10 @@ class CallLog {
   std::vector<flatbuffers::Offset<fb::ApiDescriptor>> segApis_;
   uint64_t nextSeq_ = 0, segFirstSeq_ = 0;
   uint32_t segIndex_ = 0;
-  struct Descriptor { std::string iface, method; std::vector<std::string> args; };
+  struct Descriptor {
+    std::string iface, method;
+    std::vector<std::string> args;
+  };
   std::unordered_map<uint32_t, Descriptor> descriptors_;
   std::vector<bool> described_;  // by API id: its descriptor is in a written or the open segment
   bool closed_ = false;

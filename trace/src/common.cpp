@@ -43,13 +43,9 @@ std::string toHex(const Hash128& h) {
 
 namespace detail {
 
-uint32_t check32(const void* data, size_t bytes) {
-  return static_cast<uint32_t>(XXH3_64bits(data, bytes));
-}
+uint32_t check32(const void* data, size_t bytes) { return static_cast<uint32_t>(XXH3_64bits(data, bytes)); }
 
-uint32_t fileHeaderCheck(const format::FileHeader& h) {
-  return check32(&h, offsetof(format::FileHeader, headerCheck));
-}
+uint32_t fileHeaderCheck(const format::FileHeader& h) { return check32(&h, offsetof(format::FileHeader, headerCheck)); }
 
 format::FileHeader makeFileHeader(uint64_t fileLength, uint64_t footerOffset) {
   format::FileHeader h{};
@@ -67,8 +63,8 @@ uint32_t blockHeaderCheck(const format::BlockHeader& h) {
   return check32(&h, offsetof(format::BlockHeader, headerCheck));
 }
 
-format::BlockHeader makeBlockHeader(format::BlockType type, uint64_t payloadSize,
-                                    uint64_t checkedSize, uint32_t payloadCheck, uint16_t flags) {
+format::BlockHeader makeBlockHeader(format::BlockType type, uint64_t payloadSize, uint64_t checkedSize,
+                                    uint32_t payloadCheck, uint16_t flags) {
   format::BlockHeader h{};
   h.magic = format::kBlockMagic;
   h.type = static_cast<uint16_t>(type);
@@ -83,12 +79,14 @@ format::BlockHeader makeBlockHeader(format::BlockType type, uint64_t payloadSize
 // Specialised per element size: one pass over the interleaved side with K output (input) streams,
 // vectorised by the compiler (the generic loop with a run-time K ran at ~0.3x memcpy).
 template <unsigned K>
-__attribute__((optimize("O3"))) static void groupK(const std::byte* __restrict src, std::byte* __restrict dst, size_t m) {
+__attribute__((optimize("O3"))) static void groupK(const std::byte* __restrict src, std::byte* __restrict dst,
+                                                   size_t m) {
   for (size_t i = 0; i < m; ++i)
     for (unsigned b = 0; b < K; ++b) dst[b * m + i] = src[i * K + b];
 }
 template <unsigned K>
-__attribute__((optimize("O3"))) static void ungroupK(const std::byte* __restrict src, std::byte* __restrict dst, size_t m) {
+__attribute__((optimize("O3"))) static void ungroupK(const std::byte* __restrict src, std::byte* __restrict dst,
+                                                     size_t m) {
   for (size_t i = 0; i < m; ++i)
     for (unsigned b = 0; b < K; ++b) dst[i * K + b] = src[b * m + i];
 }

@@ -129,8 +129,7 @@ void makeFolders(const std::string& path) {
     struct stat st {};
     if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST)
       throw Error(Error::Kind::Io, part + ": cannot create folder (" + errnoText(errno) + ")");
-    if (::stat(part.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-      throw Error(Error::Kind::Io, part + ": not a folder");
+    if (::stat(part.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) throw Error(Error::Kind::Io, part + ": not a folder");
     if (at == std::string::npos) return;
   }
 }

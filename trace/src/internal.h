@@ -16,8 +16,8 @@ uint32_t check32(const void* data, size_t bytes);
 // FileHeader / BlockHeader with their check field computed.
 format::FileHeader makeFileHeader(uint64_t fileLength, uint64_t footerOffset);
 uint32_t fileHeaderCheck(const format::FileHeader& h);
-format::BlockHeader makeBlockHeader(format::BlockType type, uint64_t payloadSize,
-                                    uint64_t checkedSize, uint32_t payloadCheck, uint16_t flags = 0);
+format::BlockHeader makeBlockHeader(format::BlockType type, uint64_t payloadSize, uint64_t checkedSize,
+                                    uint32_t payloadCheck, uint16_t flags = 0);
 uint32_t blockHeaderCheck(const format::BlockHeader& h);
 
 // Byte grouping (ZipNN-style): n bytes of k-byte elements -> all byte 0s, then all byte 1s, ...

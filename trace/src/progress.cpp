@@ -40,14 +40,19 @@ void emit(bool tty, const std::string& text) {
 std::string humanBytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
-  while (b >= 1024 && u < 4) { b /= 1024; ++u; }
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
   char buf[32];
   std::snprintf(buf, sizeof buf, u ? "%.2f %s" : "%.0f %s", b, units[u]);
   return buf;
 }
 
 Progress::Progress(std::string label, std::string phase, uint64_t total, Unit unit)
-    : label_(phase.empty() ? std::move(label) : label + ": " + phase), total_(total), unit_(unit),
+    : label_(phase.empty() ? std::move(label) : label + ": " + phase),
+      total_(total),
+      unit_(unit),
       exceptions_(std::uncaught_exceptions()) {
   const Display d = displayFromEnv();
   enabled_ = d.enabled, tty_ = d.tty, interval_ = d.interval;
@@ -84,16 +89,19 @@ void Progress::print(uint64_t done, double seconds) {
   };
   const double rate = seconds > 0 ? double(done) / seconds : 0;
   std::string eta = "ETA ?";
-  if (rate > 0 && total_ >= done) eta = "ETA " + std::to_string(static_cast<long long>(double(total_ - done) / rate + 0.5)) + " s";
+  if (rate > 0 && total_ >= done)
+    eta = "ETA " + std::to_string(static_cast<long long>(double(total_ - done) / rate + 0.5)) + " s";
   const uint64_t total = std::max(total_, done);
   const int pct = total ? static_cast<int>(100.0 * double(done) / double(total)) : 100;
-  emit(tty_, label_ + ": " + amount(double(done)) + " / " + amount(double(total)) + " (" + std::to_string(pct) + "%), " +
-                 amount(rate) + "/s, " + eta);
+  emit(tty_, label_ + ": " + amount(double(done)) + " / " + amount(double(total)) + " (" + std::to_string(pct) +
+                 "%), " + amount(rate) + "/s, " + eta);
   drawn_ = true, shown_ = done;
 }
 
 ElapsedPhase::ElapsedPhase(std::string label, std::string phase)
-    : line_(std::move(label) + ": " + phase), exceptions_(std::uncaught_exceptions()), start_(std::chrono::steady_clock::now()) {
+    : line_(std::move(label) + ": " + phase),
+      exceptions_(std::uncaught_exceptions()),
+      start_(std::chrono::steady_clock::now()) {
   const Display d = displayFromEnv();
   if (!d.enabled) return;
   tty_ = d.tty, interval_ = d.interval;

@@ -16,8 +16,8 @@
 
 namespace trtrace {
 namespace F = format;
-using detail::BlockCheck;
 using detail::blobName;
+using detail::BlockCheck;
 using detail::sv;
 
 // ---- Reader::Impl: use ------------------------------------------------------------------------
@@ -36,7 +36,8 @@ Reader::Impl::SegmentFb Reader::Impl::segment(size_t i) const {
       throw Error(Error::Kind::Corrupt, name() + ": " + (bc.why.empty() ? "not a segment block" : bc.why));
     }
     segState[i].store(1, std::memory_order_release);
-    s.bytes = bc.inflated ? BlobView::owned(std::move(bc.inflated), bc.fbufSize) : BlobView::mapped({bc.fbuf, bc.fbufSize});
+    s.bytes =
+        bc.inflated ? BlobView::owned(std::move(bc.inflated), bc.fbufSize) : BlobView::mapped({bc.fbuf, bc.fbufSize});
   } else {  // a raw segment verified before
     s.bytes = BlobView::mapped({base + segs[i].offset + sizeof h, h.payloadSize});
   }
@@ -44,7 +45,8 @@ Reader::Impl::SegmentFb Reader::Impl::segment(size_t i) const {
   // The index (a closed trace's footer) said how many calls from which seq: what callCount() and
   // every caller that pages by seq trusted. Checked on every use (two compares), so each says why.
   const uint64_t held = detail::callsIn(*s.root);
-  if (std::string why = detail::checkSegmentEntry(segs[i].firstSeq, segs[i].calls, s.root->first_seq(), held); !why.empty())
+  if (std::string why = detail::checkSegmentEntry(segs[i].firstSeq, segs[i].calls, s.root->first_seq(), held);
+      !why.empty())
     throw Error(Error::Kind::Corrupt, name() + ": " + why);
   return s;
 }
@@ -108,7 +110,8 @@ BlobView Reader::Impl::blob(const BlobRef& ref, bool checked) const {
   try {
     buf = std::make_unique_for_overwrite<std::byte[]>(r.rawSize);
   } catch (const std::bad_alloc&) {
-    throw Error(Error::Kind::Io, path + ": " + blobName(ref) + ": cannot allocate " + std::to_string(r.rawSize) + " bytes");
+    throw Error(Error::Kind::Io,
+                path + ": " + blobName(ref) + ": cannot allocate " + std::to_string(r.rawSize) + " bytes");
   }
   const Hash128 h = detail::decodeBlob(stored, buf.get(), checked);  // one pass: decoded and hashed
   if (checked && !(h == ref.hash)) blobError(ref, bi->offset, damaged);
@@ -152,7 +155,8 @@ SegmentInfo Reader::segmentInfo(size_t i) const {
   const auto& sg = impl_->segs[i];
   F::BlockHeader h;
   std::memcpy(&h, impl_->base + sg.offset, sizeof h);
-  if (h.magic != F::kBlockMagic || h.headerCheck != detail::blockHeaderCheck(h) || h.type != uint16_t(F::BlockType::Segment))
+  if (h.magic != F::kBlockMagic || h.headerCheck != detail::blockHeaderCheck(h) ||
+      h.type != uint16_t(F::BlockType::Segment))
     throw Error(Error::Kind::Corrupt, impl_->path + ": segment " + std::to_string(i) + " at offset " +
                                           std::to_string(sg.offset) + ": bad block header");
   SegmentInfo si;

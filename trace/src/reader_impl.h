@@ -24,23 +24,27 @@ struct Reader::Impl {
   bool closed = false;
   std::optional<uint64_t> trunc;
   std::string truncWhy;
-  struct Seg { uint64_t offset; uint64_t firstSeq; uint32_t calls; };
+  struct Seg {
+    uint64_t offset;
+    uint64_t firstSeq;
+    uint32_t calls;
+  };
   std::vector<Seg> segs;
   std::unique_ptr<std::atomic<int8_t>[]> segState;  // 0 unchecked, 1 good, -1 bad
   std::vector<BlobInfo> blobs;
   uint64_t totalCalls = 0;
   mutable std::once_flag apisOnce;
   mutable std::map<uint32_t, ApiInfo> apiMap;
-  mutable std::deque<std::string> apiStrings;  // owns apiMap's names (segments may be inflated copies)
+  mutable std::deque<std::string> apiStrings;     // owns apiMap's names (segments may be inflated copies)
   std::shared_ptr<const ExternalBlobs> external;  // blobs outside the file (Reader::setExternalBlobs), or none
-  int fd = -1;                                 // the mapped file (Reader::mappedFd)
+  int fd = -1;                                    // the mapped file (Reader::mappedFd)
 
   ~Impl();
 
   // ---- opening (reader_open.cpp) ----
-  void map(int fd);                // the mapping, or one line naming why not
-  bool checkFileHeader();          // false: cut inside it (an empty prefix); throws when bad
-  void index();                    // footer, else scan; then the per-segment state and blob order
+  void map(int fd);        // the mapping, or one line naming why not
+  bool checkFileHeader();  // false: cut inside it (an empty prefix); throws when bad
+  void index();            // footer, else scan; then the per-segment state and blob order
   void readHeaderBlock(uint64_t off);
   void addBlob(uint64_t off);
   bool openFromFooter();

@@ -30,7 +30,7 @@ Reader::Impl::~Impl() {
 }
 
 void Reader::Impl::map(int fd) {
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0) throw Error(Error::Kind::Io, path + ": cannot stat: " + detail::errnoText());
   size = static_cast<uint64_t>(st.st_size);
   if (size > 0) {
@@ -127,7 +127,8 @@ std::string checkFooterIndex(const fb::Footer& f, uint64_t footerOffset) {
     calls += e->calls();  // u32 each: no overflow
   }
   if (f.total_calls() != calls)
-    return "footer: total_calls " + std::to_string(f.total_calls()) + " is not the sum of its segment entries' calls (" + std::to_string(calls) + ")";
+    return "footer: total_calls " + std::to_string(f.total_calls()) +
+           " is not the sum of its segment entries' calls (" + std::to_string(calls) + ")";
   if (f.blobs())
     for (const fb::BlobEntry* e : *f.blobs())
       if (!inside(e->offset()) || e->data_offset() <= e->offset() || e->data_offset() > footerOffset ||
@@ -138,8 +139,8 @@ std::string checkFooterIndex(const fb::Footer& f, uint64_t footerOffset) {
 
 std::string checkSegmentEntry(uint64_t firstSeq, uint64_t calls, uint64_t heldFirstSeq, uint64_t heldCalls) {
   if (heldFirstSeq == firstSeq && heldCalls == calls) return "";
-  return "the index says " + std::to_string(calls) + " calls from seq " + std::to_string(firstSeq) + ", the segment holds " +
-         std::to_string(heldCalls) + " from seq " + std::to_string(heldFirstSeq);
+  return "the index says " + std::to_string(calls) + " calls from seq " + std::to_string(firstSeq) +
+         ", the segment holds " + std::to_string(heldCalls) + " from seq " + std::to_string(heldFirstSeq);
 }
 
 }  // namespace detail

@@ -45,10 +45,10 @@ class Verifier {
   const bool closedHeader_, cut_;
   const bool spec_;  // the trace names the spec's library: its API ids are this build's
   VerifyReport rep_;
-  std::set<BlobKey> blobKeys_, lostKeys_;  // stored with bytes / stored Lost
-  std::map<uint64_t, std::pair<uint64_t, uint64_t>> segOffsets_;  // offset -> first seq, calls
+  std::set<BlobKey> blobKeys_, lostKeys_;                                     // stored with bytes / stored Lost
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> segOffsets_;              // offset -> first seq, calls
   std::map<uint64_t, std::tuple<uint64_t, uint16_t, uint16_t>> blobOffsets_;  // data offset, encoding, transform
-  std::vector<std::pair<uint64_t, BlobRef>> refs_;  // (seq, blob) referenced by calls
+  std::vector<std::pair<uint64_t, BlobRef>> refs_;                            // (seq, blob) referenced by calls
   uint64_t expectSeq_ = 0, footerAt_ = 0;
 };
 
@@ -68,8 +68,10 @@ VerifyReport Verifier::run(const std::function<void(uint64_t, uint64_t)>& progre
     issue(P::Truncated, 0, "truncated inside the file header");
     return rep_;
   }
-  if (cut_) issue(P::Truncated, m_.size, "file is shorter than its recorded length " + std::to_string(m_.fh.fileLength));
-  if (closedHeader_ && m_.fh.fileLength < m_.size) issue(P::Corrupt, m_.fh.fileLength, "bytes after the recorded file length");
+  if (cut_)
+    issue(P::Truncated, m_.size, "file is shorter than its recorded length " + std::to_string(m_.fh.fileLength));
+  if (closedHeader_ && m_.fh.fileLength < m_.size)
+    issue(P::Corrupt, m_.fh.fileLength, "bytes after the recorded file length");
   uint64_t pos = sizeof(F::FileHeader);
   while (pos < m_.size) {
     if (progress) progress(pos, m_.size);
@@ -106,19 +108,25 @@ void Verifier::segment(uint64_t pos, const BlockCheck& bc, const std::string& na
   auto* s = flatbuffers::GetRoot<fb::Segment>(bc.fbuf);
   segOffsets_[pos] = {s->first_seq(), detail::callsIn(*s)};
   if (s->first_seq() != expectSeq_)
-    issue(P::Corrupt, pos, name + ": first seq " + std::to_string(s->first_seq()) + ", expected " + std::to_string(expectSeq_));
+    issue(P::Corrupt, pos,
+          name + ": first seq " + std::to_string(s->first_seq()) + ", expected " + std::to_string(expectSeq_));
   if (s->calls())
     for (auto* rec : *s->calls()) {
       const fb::Call* c = rec->call() ? rec->call_nested_root() : nullptr;
-      if (!c) { issue(P::Corrupt, pos, name + ": empty call record"); break; }
-      if (c->seq() != expectSeq_) issue(P::Corrupt, pos, name + ": call seq " + std::to_string(c->seq()) + " out of order");
+      if (!c) {
+        issue(P::Corrupt, pos, name + ": empty call record");
+        break;
+      }
+      if (c->seq() != expectSeq_)
+        issue(P::Corrupt, pos, name + ": call seq " + std::to_string(c->seq()) + " out of order");
       expectSeq_ = c->seq() + 1;
       rep_.calls++;
       auto note = [&](const fb::Value* v) {
         if (v && v->kind() == fb::ValueKind::WeightsBlob)
           refs_.push_back({c->seq(), {{v->hash_lo(), v->hash_hi()}, v->length()}});
       };
-      if (c->args()) for (auto* v : *c->args()) note(v);
+      if (c->args())
+        for (auto* v : *c->args()) note(v);
       note(c->ret());
     }
   if (spec_) againstSpec(pos, *s, name);
@@ -158,13 +166,11 @@ void Verifier::blob(uint64_t pos, const std::string& name) {
   const bool lost = F::isBytelessEncoding(r.encoding);  // no bytes to check (format.h: Lost, Replaced)
   const bool replaced = r.encoding == uint16_t(F::BlobEncoding::Replaced);
   if (!lost) try {
-    const Hash128 h = F::isRawEncoding(r.encoding)
-                          ? hash128(m_.base + bi.dataOffset, r.rawSize)
-                          : detail::decodeBlob({m_.path, m_.base, bi}, nullptr, true);  // decoded and hashed in one pass
-    if (!(h == bi.ref.hash)) issue(P::Corrupt, pos, name + ": content hash mismatch");
-  } catch (const Error&) {
-    issue(P::Corrupt, pos, name + ": cannot decode");
-  }
+      const Hash128 h = F::isRawEncoding(r.encoding) ? hash128(m_.base + bi.dataOffset, r.rawSize)
+                                                     : detail::decodeBlob({m_.path, m_.base, bi}, nullptr,
+                                                                          true);  // decoded and hashed in one pass
+      if (!(h == bi.ref.hash)) issue(P::Corrupt, pos, name + ": content hash mismatch");
+    } catch (const Error&) { issue(P::Corrupt, pos, name + ": cannot decode"); }
   // A key is stored at most once with bytes and at most once Lost.
   const BlobKey key{r.hashHi, r.hashLo, r.rawSize};
   if (!(lost ? lostKeys_ : blobKeys_).insert(key).second) issue(P::Corrupt, pos, name + ": stored twice");
@@ -190,8 +196,8 @@ void Verifier::footer(uint64_t pos) {
     for (auto* e : *f->segments()) {
       auto at = segOffsets_.find(e->offset());
       std::string why = at == segOffsets_.end() ? "points at no segment"
-                                                : detail::checkSegmentEntry(e->first_seq(), e->calls(), at->second.first,
-                                                                            at->second.second);
+                                                : detail::checkSegmentEntry(e->first_seq(), e->calls(),
+                                                                            at->second.first, at->second.second);
       if (!why.empty()) {
         issue(P::Corrupt, pos, "footer: segment entry at offset " + std::to_string(e->offset()) + ": " + why);
         break;
@@ -220,7 +226,8 @@ void Verifier::finish(uint64_t pos) {
   if (footerAt_ && pos < m_.size && pos < m_.fh.fileLength) issue(P::Corrupt, pos, "blocks after the footer");
   if (closedHeader_ && !footerAt_ && !cut_ && rep_.ok()) issue(P::Corrupt, m_.fh.footerOffset, "footer missing");
   for (auto& [seq, ref] : refs_)
-    if (!blobKeys_.count({ref.hash.hi, ref.hash.lo, ref.length}) && !lostKeys_.count({ref.hash.hi, ref.hash.lo, ref.length})) {
+    if (!blobKeys_.count({ref.hash.hi, ref.hash.lo, ref.length}) &&
+        !lostKeys_.count({ref.hash.hi, ref.hash.lo, ref.length})) {
       issue(closedHeader_ && !cut_ ? P::Corrupt : P::Truncated, 0,
             "call " + std::to_string(seq) + " references " + detail::blobName(ref) + ", which is not in the trace");
       break;
@@ -237,7 +244,8 @@ VerifyReport verifyTrace(const Reader& reader, const std::function<void(uint64_t
   VerifyReport rep = reader.verify(progress);
   if (rep.ok() && !reader.closedCleanly())
     rep.issues.push_back({VerifyReport::Problem::Truncated, reader.mapping().size(),
-                          reader.path() + ": not closed (the capture ended before closing it, or is still running); its " +
+                          reader.path() +
+                              ": not closed (the capture ended before closing it, or is still running); its " +
                               std::to_string(rep.calls) + " calls are a clean prefix"});
   return rep;
 }

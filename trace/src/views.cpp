@@ -8,7 +8,8 @@
 
 // The public enums copy the schema's numbering (trace.fbs): each value checked here, so a schema
 // change that moves one fails the build instead of misreading traces.
-#define TRTRACE_SAME_AS_SCHEMA(E, v) static_assert(static_cast<int>(trtrace::E::v) == static_cast<int>(trtrace::fb::E::v), #E "::" #v)
+#define TRTRACE_SAME_AS_SCHEMA(E, v) \
+  static_assert(static_cast<int>(trtrace::E::v) == static_cast<int>(trtrace::fb::E::v), #E "::" #v)
 TRTRACE_SAME_AS_SCHEMA(ValueKind, Null);
 TRTRACE_SAME_AS_SCHEMA(ValueKind, Bool);
 TRTRACE_SAME_AS_SCHEMA(ValueKind, I64);
@@ -47,13 +48,9 @@ std::span<const T> spanOf(const flatbuffers::Vector<V>* v) {
 }
 }  // namespace
 
-std::string_view kindName(ValueKind k) {
-  return fb::EnumNameValueKind(static_cast<fb::ValueKind>(k));
-}
+std::string_view kindName(ValueKind k) { return fb::EnumNameValueKind(static_cast<fb::ValueKind>(k)); }
 
-std::string_view statusName(CallStatus s) {
-  return fb::EnumNameCallStatus(static_cast<fb::CallStatus>(s));
-}
+std::string_view statusName(CallStatus s) { return fb::EnumNameCallStatus(static_cast<fb::CallStatus>(s)); }
 
 ValueKind ValueView::kind() const { return v_ ? static_cast<ValueKind>(v_->kind()) : ValueKind::Null; }
 bool ValueView::asBool() const { return v_ && v_->i() != 0; }
@@ -62,10 +59,16 @@ uint64_t ValueView::asU64() const { return v_ ? v_->u() : 0; }
 double ValueView::asF64() const { return v_ ? v_->f() : 0; }
 std::string_view ValueView::asString() const { return v_ ? sv(v_->str()) : std::string_view(); }
 uint32_t ValueView::typeId() const { return v_ ? v_->type_id() : 0; }
-std::span<const int64_t> ValueView::ints() const { return v_ ? spanOf<int64_t>(v_->ints()) : std::span<const int64_t>(); }
+std::span<const int64_t> ValueView::ints() const {
+  return v_ ? spanOf<int64_t>(v_->ints()) : std::span<const int64_t>();
+}
 std::span<const float> ValueView::floats() const { return v_ ? spanOf<float>(v_->floats()) : std::span<const float>(); }
-std::span<const uint64_t> ValueView::handles() const { return v_ ? spanOf<uint64_t>(v_->handles()) : std::span<const uint64_t>(); }
-std::span<const std::byte> ValueView::bytes() const { return v_ ? spanOf<std::byte>(v_->bytes()) : std::span<const std::byte>(); }
+std::span<const uint64_t> ValueView::handles() const {
+  return v_ ? spanOf<uint64_t>(v_->handles()) : std::span<const uint64_t>();
+}
+std::span<const std::byte> ValueView::bytes() const {
+  return v_ ? spanOf<std::byte>(v_->bytes()) : std::span<const std::byte>();
+}
 uint32_t ValueView::dtype() const { return v_ ? v_->dtype() : 0; }
 uint64_t ValueView::count() const { return v_ ? v_->count() : 0; }
 BlobRef ValueView::blob() const { return v_ ? BlobRef{{v_->hash_lo(), v_->hash_hi()}, v_->length()} : BlobRef{}; }
@@ -77,14 +80,23 @@ std::string ValueView::toString() const {
   auto list = [](auto sp, auto fmt) {
     std::string s = "[";
     for (size_t i = 0; i < sp.size(); ++i) {
-      if (i == 16) { s += ", ...(" + std::to_string(sp.size()) + ")"; break; }
+      if (i == 16) {
+        s += ", ...(" + std::to_string(sp.size()) + ")";
+        break;
+      }
       if (i) s += ", ";
       s += fmt(sp[i]);
     }
     return s + "]";
   };
-  auto num = [&](double d) { snprintf(buf, sizeof buf, "%.9g", d); return std::string(buf); };
-  auto hex = [&](uint64_t h) { snprintf(buf, sizeof buf, "0x%" PRIx64, h); return std::string(buf); };
+  auto num = [&](double d) {
+    snprintf(buf, sizeof buf, "%.9g", d);
+    return std::string(buf);
+  };
+  auto hex = [&](uint64_t h) {
+    snprintf(buf, sizeof buf, "0x%" PRIx64, h);
+    return std::string(buf);
+  };
   switch (kind()) {
     case ValueKind::Null: return "null";
     case ValueKind::Bool: return asBool() ? "true" : "false";
@@ -101,11 +113,11 @@ std::string ValueView::toString() const {
     case ValueKind::F32Array: return list(floats(), [&](float x) { return num(x); });
     case ValueKind::Bytes: return "bytes(" + std::to_string(bytes().size()) + ")";
     case ValueKind::WeightsInline:
-      return "weights(dtype=" + std::to_string(dtype()) + ", count=" + std::to_string(count()) +
-             ", inline " + std::to_string(bytes().size()) + " B)";
+      return "weights(dtype=" + std::to_string(dtype()) + ", count=" + std::to_string(count()) + ", inline " +
+             std::to_string(bytes().size()) + " B)";
     case ValueKind::WeightsBlob:
-      return "weights(dtype=" + std::to_string(dtype()) + ", count=" + std::to_string(count()) +
-             ", blob " + toHex(blob().hash) + " " + std::to_string(blob().length) + " B)";
+      return "weights(dtype=" + std::to_string(dtype()) + ", count=" + std::to_string(count()) + ", blob " +
+             toHex(blob().hash) + " " + std::to_string(blob().length) + " B)";
     case ValueKind::WeightsRandom:
       return "weights(dtype=" + std::to_string(dtype()) + ", count=" + std::to_string(count()) +
              ", random seed=" + std::to_string(seed()) + ")";
@@ -145,7 +157,8 @@ bool VerifyReport::corrupt() const {
   return std::any_of(issues.begin(), issues.end(), [](auto& i) { return i.problem == Problem::Corrupt; });
 }
 bool VerifyReport::truncated() const {
-  return !corrupt() && std::any_of(issues.begin(), issues.end(), [](auto& i) { return i.problem == Problem::Truncated; });
+  return !corrupt() &&
+         std::any_of(issues.begin(), issues.end(), [](auto& i) { return i.problem == Problem::Truncated; });
 }
 
 }  // namespace trtrace

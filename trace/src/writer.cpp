@@ -55,8 +55,7 @@ std::unique_ptr<Writer> Writer::create(const WriterOptions& options, const Heade
 Writer::~Writer() {
   try {
     close();
-  } catch (...) {
-  }
+  } catch (...) {}
   // A failed close may leave workers running: the blob store stops them before the file goes.
 }
 
@@ -66,7 +65,9 @@ void Writer::describeApi(uint32_t apiId, std::string_view iface, std::string_vie
 }
 
 BlobRef Writer::putBlob(const void* data, uint64_t bytes, BlobHint hint) { return impl_->blobs.put(data, bytes, hint); }
-void Writer::putLostBlob(const BlobRef& ref, BlobHint hint, bool replaced) { impl_->blobs.putLost(ref, hint, replaced); }
+void Writer::putLostBlob(const BlobRef& ref, BlobHint hint, bool replaced) {
+  impl_->blobs.putLost(ref, hint, replaced);
+}
 void Writer::supersedeBlob(const BlobRef& ref) { impl_->blobs.supersede(ref); }
 void Writer::drainBlobs(const std::function<void(uint64_t)>& onWait) { impl_->blobs.drain(onWait); }
 uint64_t Writer::pendingBlobBytes() const { return impl_->blobs.pendingBytes(); }
@@ -84,11 +85,12 @@ void Writer::appendSegment(std::span<const std::byte> bytes, std::span<const std
 void Writer::copyEncodedBlob(std::span<const std::byte> p) {
   F::BlobRecord r{};
   if (p.size() >= sizeof r) std::memcpy(&r, p.data(), sizeof r);
-  const bool zstd = p.size() >= sizeof r && r.encoding == uint16_t(F::BlobEncoding::Zstd) &&
-                    r.dataOffset >= sizeof r && r.dataOffset <= p.size() && p.size() - r.dataOffset == r.storedSize;
+  const bool zstd = p.size() >= sizeof r && r.encoding == uint16_t(F::BlobEncoding::Zstd) && r.dataOffset >= sizeof r &&
+                    r.dataOffset <= p.size() && p.size() - r.dataOffset == r.storedSize;
   if (!zstd) throw Error(Error::Kind::Usage, impl_->file.path() + ": copyEncodedBlob: not a Zstd blob's block payload");
   auto& f = impl_->file;
-  const auto h = detail::makeBlockHeader(F::BlockType::Blob, p.size(), r.dataOffset, detail::check32(p.data(), r.dataOffset));
+  const auto h =
+      detail::makeBlockHeader(F::BlockType::Blob, p.size(), r.dataOffset, detail::check32(p.data(), r.dataOffset));
   {
     std::lock_guard g(f.mu);
     const uint64_t at = f.end;
@@ -125,11 +127,20 @@ Writer::Stats Writer::stats() const {
     b.blobPuts += c.blobPuts, b.blobPutBytes += c.blobPutBytes, b.uniqueBlobs += c.uniqueBlobs;
     b.uniqueBytes += c.uniqueBytes, b.storedBytes += c.storedBytes, b.compressedBlobs += c.compressedBlobs;
   }
-  return {a.calls + b.calls, a.segments + b.segments, a.segmentRawBytes + b.segmentRawBytes,
-          a.segmentStoredBytes + b.segmentStoredBytes, a.compressedSegments + b.compressedSegments,
-          a.blobPuts + b.blobPuts, a.blobPutBytes + b.blobPutBytes, a.uniqueBlobs + b.uniqueBlobs,
-          a.uniqueBytes + b.uniqueBytes, a.storedBytes + b.storedBytes, a.compressedBlobs + b.compressedBlobs,
-          a.lostBlobs + b.lostBlobs, a.lostBytes + b.lostBytes, a.replacedBlobs + b.replacedBlobs};
+  return {a.calls + b.calls,
+          a.segments + b.segments,
+          a.segmentRawBytes + b.segmentRawBytes,
+          a.segmentStoredBytes + b.segmentStoredBytes,
+          a.compressedSegments + b.compressedSegments,
+          a.blobPuts + b.blobPuts,
+          a.blobPutBytes + b.blobPutBytes,
+          a.uniqueBlobs + b.uniqueBlobs,
+          a.uniqueBytes + b.uniqueBytes,
+          a.storedBytes + b.storedBytes,
+          a.compressedBlobs + b.compressedBlobs,
+          a.lostBlobs + b.lostBlobs,
+          a.lostBytes + b.lostBytes,
+          a.replacedBlobs + b.replacedBlobs};
 }
 
 }  // namespace trtrace

@@ -32,23 +32,23 @@ FileKind detect(const std::string& path);
 std::string binPathFor(const std::string& jsonPath);
 
 struct Stats {
-  uint64_t calls = 0;          // call records converted
-  uint64_t skipped = 0;        // trace calls not written (traceToJson without allCalls)
+  uint64_t calls = 0;    // call records converted
+  uint64_t skipped = 0;  // trace calls not written (traceToJson without allCalls)
   uint32_t networks = 0;
-  uint64_t weights = 0;        // Weights arguments converted
-  uint64_t jsonBytes = 0;      // JSON read or written
-  uint64_t binBytes = 0;       // BIN read or written
-  uint64_t traceBytes = 0;     // trace read or written
+  uint64_t weights = 0;                    // Weights arguments converted
+  uint64_t jsonBytes = 0;                  // JSON read or written
+  uint64_t binBytes = 0;                   // BIN read or written
+  uint64_t traceBytes = 0;                 // trace read or written
   uint64_t blobPuts = 0, uniqueBlobs = 0;  // jsonToTrace: putBlob calls / distinct blobs
-  uint64_t nullNumbers = 0;    // jsonToTrace: JSON nulls where a number belongs, converted to NaN
+  uint64_t nullNumbers = 0;                // jsonToTrace: JSON nulls where a number belongs, converted to NaN
   double seconds = 0;
 };
 
 struct JsonToTraceOptions {
-  std::string binPath;     // empty: the "output_bin" named in the JSON, beside the JSON
+  std::string binPath;                    // empty: the "output_bin" named in the JSON, beside the JSON
   int zstdLevel = kDefaultBlobZstdLevel;  // blob compression in the trace (0 = raw)
-  int workerThreads = 1;   // trace writer compression threads
-  bool durable = false;    // WriterOptions::durable
+  int workerThreads = 1;                  // trace writer compression threads
+  bool durable = false;                   // WriterOptions::durable
   bool quiet = true;
   std::function<void(uint64_t done, uint64_t total)> progress;  // JSON bytes parsed, per record
   // >= 0: write the trace into this open, empty file (e.g. files::memoryFile()) instead of
@@ -62,8 +62,8 @@ struct JsonToTraceOptions {
 Stats jsonToTrace(const std::string& jsonPath, const std::string& tracePath, const JsonToTraceOptions& o = {});
 
 struct TraceToJsonOptions {
-  std::string binPath;     // empty: binPathFor(jsonPath)
-  bool durable = false;    // fsync the JSON and the BIN before they are renamed into place
+  std::string binPath;   // empty: binPathFor(jsonPath)
+  bool durable = false;  // fsync the JSON and the BIN before they are renamed into place
   // NVIDIA's shim records neither destructors nor calls on IHostMemory: they are left out unless
   // allCalls (then every call of the trace is written, with "function": "~" for deletions).
   bool allCalls = false;

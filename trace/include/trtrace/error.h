@@ -28,7 +28,8 @@ class Error : public std::runtime_error {
 // standard library's allocation failures, whose what() is a bare type name ("std::bad_alloc").
 inline std::string describe(const std::exception& e) {
   if (dynamic_cast<const std::bad_alloc*>(&e)) return "out of memory";
-  if (dynamic_cast<const std::length_error*>(&e)) return std::string("out of memory (size beyond any buffer: ") + e.what() + ")";
+  if (dynamic_cast<const std::length_error*>(&e))
+    return std::string("out of memory (size beyond any buffer: ") + e.what() + ")";
   return e.what();
 }
 

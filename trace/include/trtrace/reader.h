@@ -34,8 +34,23 @@ struct BuildResult;
 }  // namespace fb
 
 enum class ValueKind : uint8_t {  // same numbering as trtrace.fb.ValueKind (static_asserts: views.cpp)
-  Null = 0, Bool, I64, U64, F32, F64, String, Enum, Dims, Handle, HandleArray, I64Array, F32Array,
-  Bytes, WeightsInline, WeightsBlob, WeightsRandom,
+  Null = 0,
+  Bool,
+  I64,
+  U64,
+  F32,
+  F64,
+  String,
+  Enum,
+  Dims,
+  Handle,
+  HandleArray,
+  I64Array,
+  F32Array,
+  Bytes,
+  WeightsInline,
+  WeightsBlob,
+  WeightsRandom,
 };
 std::string_view kindName(ValueKind k);
 std::string_view statusName(CallStatus s);  // the schema's name: "Ok", "Failed", "Unsupported", "Exception"
@@ -46,21 +61,21 @@ class ValueView {
   explicit ValueView(const fb::Value* v = nullptr) : v_(v) {}
   ValueKind kind() const;
   bool asBool() const;
-  int64_t asI64() const;       // I64, Bool, Enum value
-  uint64_t asU64() const;      // U64, Handle
-  double asF64() const;        // F32, F64
+  int64_t asI64() const;   // I64, Bool, Enum value
+  uint64_t asU64() const;  // U64, Handle
+  double asF64() const;    // F32, F64
   std::string_view asString() const;
-  uint32_t typeId() const;     // Enum type id, Handle object type
+  uint32_t typeId() const;                    // Enum type id, Handle object type
   std::span<const int64_t> ints() const;      // Dims, I64Array
   std::span<const float> floats() const;      // F32Array
   std::span<const uint64_t> handles() const;  // HandleArray
   std::span<const std::byte> bytes() const;   // Bytes, WeightsInline
-  uint32_t dtype() const;      // Weights*
-  uint64_t count() const;      // Weights*
-  BlobRef blob() const;        // WeightsBlob
-  uint64_t seed() const;       // WeightsRandom
-  uint64_t weightsPtr() const; // Weights*: identity of the app's values pointer (0 = unknown, since 2.1)
-  std::string toString() const;  // one-line rendering for dump
+  uint32_t dtype() const;                     // Weights*
+  uint64_t count() const;                     // Weights*
+  BlobRef blob() const;                       // WeightsBlob
+  uint64_t seed() const;                      // WeightsRandom
+  uint64_t weightsPtr() const;                // Weights*: identity of the app's values pointer (0 = unknown, since 2.1)
+  std::string toString() const;               // one-line rendering for dump
 
  private:
   const fb::Value* v_;
@@ -105,13 +120,23 @@ struct ApiInfo {
 class BlobView {
  public:
   BlobView() = default;
-  static BlobView mapped(std::span<const std::byte> bytes) { BlobView v; v.span_ = bytes; return v; }
+  static BlobView mapped(std::span<const std::byte> bytes) {
+    BlobView v;
+    v.span_ = bytes;
+    return v;
+  }
   static BlobView owned(std::unique_ptr<std::byte[]> buf, size_t n) {
-    BlobView v; v.span_ = {buf.get(), n}; v.owned_ = std::move(buf); return v;
+    BlobView v;
+    v.span_ = {buf.get(), n};
+    v.owned_ = std::move(buf);
+    return v;
   }
   // A view into memory that `keep` holds (another mapping), released with the last copy of `keep`.
   static BlobView kept(std::span<const std::byte> bytes, std::shared_ptr<const void> keep) {
-    BlobView v; v.span_ = bytes; v.keep_ = std::move(keep); return v;
+    BlobView v;
+    v.span_ = bytes;
+    v.keep_ = std::move(keep);
+    return v;
   }
   std::span<const std::byte> bytes() const { return span_; }
   const void* data() const { return span_.data(); }
@@ -129,14 +154,14 @@ struct BlobInfo {
   uint64_t offset = 0;      // block header offset
   uint64_t storedSize = 0;  // data region bytes
   bool compressed = false;
-  bool lost = false;        // released by the app before the capture read it (format.h, Lost): reads as zeros
-  bool replaced = false;    // lost is set too: changed in place and rebound before any build read it (Replaced)
-  uint64_t dataOffset = 0;  // file offset of the data region
+  bool lost = false;               // released by the app before the capture read it (format.h, Lost): reads as zeros
+  bool replaced = false;           // lost is set too: changed in place and rebound before any build read it (Replaced)
+  uint64_t dataOffset = 0;         // file offset of the data region
   BlobHint hint = BlobHint::None;  // element type given to putBlob
 };
 
 struct SegmentInfo {
-  uint64_t offset = 0;      // block header offset
+  uint64_t offset = 0;  // block header offset
   uint64_t firstSeq = 0;
   uint32_t calls = 0;
   uint64_t storedSize = 0;  // payload bytes on disk
@@ -155,8 +180,8 @@ struct VerifyReport {
   enum class Problem { Corrupt, Truncated };
   struct Issue {
     Problem problem;
-    uint64_t offset;    // file offset of the damaged block (or of the cut)
-    std::string what;   // one line naming the segment/blob/field
+    uint64_t offset;   // file offset of the damaged block (or of the cut)
+    std::string what;  // one line naming the segment/blob/field
   };
   std::vector<Issue> issues;
   uint64_t segments = 0, calls = 0, blobs = 0, blobBytes = 0;
@@ -223,8 +248,8 @@ class Reader {
   using BlobSink = std::function<void(const std::byte* data, uint64_t offset, uint64_t n)>;
   Hash128 streamBlob(const BlobRef& ref, const BlobSink& sink) const;
   const std::vector<BlobInfo>& blobs() const;  // sorted by (hash.hi, hash.lo, length), a Lost copy last
-  uint64_t lostBlobs() const;                  // blobs stored Lost with no other copy (they read as zeros; not Replaced)
-  bool blobLost(const BlobRef& ref) const;     // `ref` is stored Lost (or Replaced) only
+  uint64_t lostBlobs() const;               // blobs stored Lost with no other copy (they read as zeros; not Replaced)
+  bool blobLost(const BlobRef& ref) const;  // `ref` is stored Lost (or Replaced) only
   bool blobReplaced(const BlobRef& ref) const;  // `ref` is stored Replaced only
 
   std::span<const std::byte> mapping() const;  // the whole mapped file

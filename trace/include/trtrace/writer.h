@@ -35,15 +35,15 @@ enum class FlushPolicy { EveryCall, OnBuild, AtClose };
 inline constexpr int kDefaultBlobZstdLevel = 1;
 
 struct WriterOptions {
-  std::string path;                 // created (truncated) unless fd is given; named in messages
-  int fd = -1;                      // >= 0: write into this open, empty file instead (duplicated)
+  std::string path;                          // created (truncated) unless fd is given; named in messages
+  int fd = -1;                               // >= 0: write into this open, empty file instead (duplicated)
   FlushPolicy flush = FlushPolicy::OnBuild;  // when call-log segments are written
   // A segment is also flushed when it grows past this. A reader holds one segment (inflated) while
   // it walks its calls, so this bounds its memory for the call log: 1 MiB is ~5,000 calls.
   uint64_t segmentBytes = 1 << 20;
   int zstdLevel = kDefaultBlobZstdLevel;  // 0 = store every blob raw
-  int logZstdLevel = 3;             // call-log segments: zstd level (0 = every segment raw)
-  double minSaving = 0.05;          // keep a compressed blob/segment only if it saves >= this fraction
+  int logZstdLevel = 3;                   // call-log segments: zstd level (0 = every segment raw)
+  double minSaving = 0.05;                // keep a compressed blob/segment only if it saves >= this fraction
   // Blobs under this are stored raw without trying zstd: on small weights a compression call costs
   // more per byte than it saves (calls-20k in BENCHMARKS.md), and repeats are deduplicated anyway.
   uint64_t minCompressBytes = 64 << 10;
@@ -78,8 +78,8 @@ struct HeaderInfo {
   std::string libraryName, libraryVersion;  // version: the real library's major.minor.patch.build
   std::string libraryBuildId;               // its ELF build id (hex), "" if unknown
   std::vector<std::pair<std::string, std::string>> settings;
-  std::string host;       // empty = gethostname()
-  uint64_t pid = 0;       // 0 = getpid()
+  std::string host;          // empty = gethostname()
+  uint64_t pid = 0;          // 0 = getpid()
   uint64_t startTimeNs = 0;  // 0 = now
 };
 
@@ -205,11 +205,11 @@ class Writer {
     uint64_t calls = 0, segments = 0;
     uint64_t segmentRawBytes = 0, segmentStoredBytes = 0;  // call-log FlatBuffers / their payloads
     uint64_t compressedSegments = 0;
-    uint64_t blobPuts = 0, blobPutBytes = 0;     // every putBlob (logical)
-    uint64_t uniqueBlobs = 0, uniqueBytes = 0;   // written once
+    uint64_t blobPuts = 0, blobPutBytes = 0;    // every putBlob (logical)
+    uint64_t uniqueBlobs = 0, uniqueBytes = 0;  // written once
     uint64_t storedBytes = 0, compressedBlobs = 0;
-    uint64_t lostBlobs = 0, lostBytes = 0;       // released by the app before they were read (format.h, Lost)
-    uint64_t replacedBlobs = 0;                  // changed by the app before they were read (format.h, Replaced)
+    uint64_t lostBlobs = 0, lostBytes = 0;  // released by the app before they were read (format.h, Lost)
+    uint64_t replacedBlobs = 0;             // changed by the app before they were read (format.h, Replaced)
   };
   Stats stats() const;
 

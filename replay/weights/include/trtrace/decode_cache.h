@@ -15,10 +15,10 @@ namespace trtrace {
 struct DecodeCacheOptions {
   enum class Mode { Folder, Temp, Off };  // Off: blobs are decoded into memory when used
   Mode mode = Mode::Temp;
-  std::string folder;                     // Folder mode: where the cache files live
+  std::string folder;                      // Folder mode: where the cache files live
   uint64_t maxBytes = uint64_t(20) << 30;  // the folder's bound (least recently used files go first)
-  unsigned threads = 0;                   // decode / check threads; 0 = every core
-  bool verify = true;                     // a reused file's blobs are hashed before they are trusted
+  unsigned threads = 0;                    // decode / check threads; 0 = every core
+  bool verify = true;                      // a reused file's blobs are hashed before they are trusted
 
   // TRTRACE_DECODE_CACHE (a folder, `temp` or `off`; default $XDG_CACHE_HOME/trtrace, else
   // $HOME/.cache/trtrace, else temp), TRTRACE_DECODE_CACHE_MB (default 20480),
@@ -33,12 +33,12 @@ struct DecodeCacheReport {
   // a nameless file (folder unusable or too small, or asked for).
   enum class How { None, Off, Built, Reused, Rebuilt, Temp };
   How how = How::None;
-  std::string path;  // the cache file (Folder mode)
-  std::string note;  // why a file was rebuilt, or why the folder was not used
+  std::string path;               // the cache file (Folder mode)
+  std::string note;               // why a file was rebuilt, or why the folder was not used
   uint64_t blobs = 0, bytes = 0;  // blobs in the cache, their decoded bytes
   uint64_t failed = 0;            // blobs left out (damaged in the trace: reported when used)
   unsigned threads = 0;
-  double seconds = 0;             // decode (or check) time
+  double seconds = 0;  // decode (or check) time
   // Folder mode, when the folder's cache files exceed kDecodeCacheAdviceBytes after this one: one
   // line saying so and how to shrink it (the player says it once per run); "" otherwise.
   std::string advice;
@@ -51,10 +51,10 @@ inline constexpr uint64_t kDecodeCacheAdviceBytes = uint64_t(1) << 30;
 
 // One file of a decode cache folder (`trtrace cache list`).
 struct DecodeCacheFile {
-  std::string name;    // <32 hex digits>.tdc
-  uint64_t bytes = 0;  // on disk (what the folder's bound counts)
-  int64_t lastUse = 0; // when it was last built or reused (its mtime, seconds since the epoch)
-  std::string trace;   // the trace that last used it, where recorded (an extended attribute); else ""
+  std::string name;     // <32 hex digits>.tdc
+  uint64_t bytes = 0;   // on disk (what the folder's bound counts)
+  int64_t lastUse = 0;  // when it was last built or reused (its mtime, seconds since the epoch)
+  std::string trace;    // the trace that last used it, where recorded (an extended attribute); else ""
 };
 
 // The cache's own files in `folder`, least recently used first (the order the bound removes them

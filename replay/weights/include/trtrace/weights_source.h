@@ -50,7 +50,7 @@ class WeightsSource {
 
   const Reader& reader_;
   std::unique_ptr<detail::DecodeCache> cache_;  // compressed blobs decoded, or none
-  struct Unreleased {  // trace pages read and not released yet
+  struct Unreleased {                           // trace pages read and not released yet
     uint64_t lo = 0, hi = 0, bytes = 0;
   } unreleased_;
 };
