@@ -367,6 +367,13 @@ def test_tls_with_a_self_signed_certificate_needs_ca_file(tmp, traces):
 
 # --- a proxy for what a plain registry does not do -------------------------------------------------
 
+# WWW-Authenticate forms of the token flow (RFC 7235): the distribution server's; a Basic challenge
+# before it, a quoted-pair and an unquoted token; the scheme in lowercase, spaces around '='.
+CHALLENGES = ['Bearer realm="{realm}",service="fake-registry",scope="repository:team/model:pull"',
+              'Basic realm="x, y", Bearer realm="{realm}",service="fake \\"quoted\\" registry",scope=none',
+              'bearer  realm = "{realm}" , service = fake']
+
+
 class RegistryProxy(http.server.ThreadingHTTPServer):
     """Forwards to `upstream`; `mode` adds one behaviour:
     token: the distribution token flow (401 Bearer challenge; /token gives a token for user:pass);
@@ -382,6 +389,7 @@ class RegistryProxy(http.server.ThreadingHTTPServer):
         self.host = f"127.0.0.1:{self.server_address[1]}"
         self.seen = []  # (method, path, range header)
         self.token = "tok-" + hashlib.sha256(os.urandom(8)).hexdigest()[:16]
+        self.challenge = CHALLENGES[0]  # token mode: the WWW-Authenticate value ({realm} filled in)
         self.thread = threading.Thread(target=self.serve_forever, daemon=True)
         self.thread.start()
 
@@ -438,7 +446,7 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
                 self.reply(200, json.dumps({"token": srv.token}).encode())
             return False
         if self.headers.get("Authorization") != f"Bearer {srv.token}":
-            challenge = f'Bearer realm="http://{srv.host}/token",service="fake-registry",scope="repository:team/model:pull"'
+            challenge = srv.challenge.format(realm=f"http://{srv.host}/token")
             self.reply(401, b'{"errors":[{"code":"UNAUTHORIZED","message":"token needed"}]}',
                        [("WWW-Authenticate", challenge)])
             return False
@@ -490,8 +498,10 @@ def proxied(registry, traces):
         p.stop()
 
 
-def test_the_token_flow(proxied, traces, tmp):
+@pytest.mark.parametrize("challenge", CHALLENGES)
+def test_the_token_flow(proxied, traces, tmp, challenge):
     proxy = proxied("token")
+    proxy.challenge = challenge
     ref = f"{proxy.host}/team/model:v1"
     one_line_error(trtrace("pull", "--plain-http", ref, "-o", tmp / "x.trtrace"), 1, ref, "HTTP 401", "token")
     env = docker_config(tmp / "cfg", proxy.host, "bob", "hunter2")

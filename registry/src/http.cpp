@@ -228,16 +228,17 @@ void Session::authenticate(const Response& challenge, const std::string& what) {
     creds_ = credentialsFor(ref_.host, o_.configFile);
     credsLoaded_ = true;
   }
-  for (const Challenge& c : challenges) {
+  // Bearer first, whatever the order offered: a registry offering both takes tokens for scopes.
+  for (const Challenge& c : challenges)
     if (c.scheme == "bearer" && c.params.count("realm")) {
       auth_ = "Authorization: Bearer " + bearerToken(c, what);
       return;
     }
+  for (const Challenge& c : challenges)
     if (c.scheme == "basic" && !creds_.empty()) {
       auth_ = "Authorization: Basic " + base64Encode(creds_.user + ":" + creds_.password);
       return;
     }
-  }
   const bool basic = std::any_of(challenges.begin(), challenges.end(), [](const Challenge& c) { return c.scheme == "basic"; });
   throw Error(ref_.str() + ": " + what + ": HTTP 401 (" +
               (basic ? "no credentials for " + printable(ref_.host) + " in " + configPath(o_.configFile)
