@@ -379,7 +379,7 @@ int main(int argc, char** argv) {
   CLI::App app{"tensorrt_player: rebuild TensorRT-RTX engines from a capture, without the application"};
   app.set_version_flag("--version", trtrace::cli::versionLine("tensorrt_player"));
   Args a;
-  app.add_option("-j,--json-file,capture", a.capture, "capture: a trtrace trace or NVIDIA JSON (+BIN beside it)")->required();
+  app.add_option("-j,--json-file,capture", a.capture, "capture: a trtrace trace, NVIDIA JSON (+BIN beside it), or oci://REF (docs/registry.md)")->required();
   app.add_option("-o,--output", a.output, "engine file; several networks: <output>0, <output>1, ...");
   app.add_option("--lib", a.opt.libPath, "the real libtensorrt_rtx.so.1 (default: TRT_SHIM_NVINFER_LIB_NAME, then the "
                                          "trace's version from an installed tensorrt_rtx_libs, then the loader path)");
