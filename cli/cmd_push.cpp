@@ -6,6 +6,8 @@
 #include "commands.h"
 #include "registry_cli.h"
 #include "summary.h"
+#include "trtrace/convert.h"
+#include "trtrace/error.h"
 #include "trtrace/reader.h"
 
 namespace trtrace::cli {
@@ -34,12 +36,20 @@ std::map<std::string, std::string> annotationsOf(const std::string& path) {
 }
 
 int run(PushOptions& p) {
+  // The artifact is the trace file's own bytes (pull gives them back): a JSON+BIN capture is
+  // converted first, so that what is pushed is what every tool reads.
+  if (convert::detect(p.trace) == convert::FileKind::Json)
+    throw Error(Error::Kind::Usage, p.trace + ": NVIDIA JSON+BIN; push takes a trace (trtrace convert " + p.trace +
+                                        " -o TRACE.trtrace, then push that)");
   const registry::Reference ref = registry::Reference::parse(p.ref);
   p.o.chunkBytes = p.chunkMiB << 20;
   p.o.label = "trtrace push " + p.trace;
   const registry::PushResult r = registry::push(p.trace, ref, p.o, annotationsOf(p.trace));
-  std::fprintf(stderr, "trtrace push: %s: %" PRIu64 " blobs: %" PRIu64 " uploaded (%s), %" PRIu64 " mounted, %" PRIu64 " already there\n",
-               ref.str().c_str(), r.blobs, r.uploaded, humanBytes(double(r.uploadedBytes)).c_str(), r.mounted, r.present);
+  std::fprintf(stderr,
+               "trtrace push: %s: %" PRIu64 " blobs: %" PRIu64 " uploaded (%s), %" PRIu64 " mounted, %" PRIu64
+               " already there\n",
+               ref.str().c_str(), r.blobs, r.uploaded, humanBytes(double(r.uploadedBytes)).c_str(), r.mounted,
+               r.present);
   std::printf("%s\n", r.manifestDigest.c_str());
   return kOk;
 }
@@ -48,7 +58,8 @@ int run(PushOptions& p) {
 
 Command addPush(CLI::App& app) {
   auto p = std::make_shared<PushOptions>();
-  CLI::App* sub = app.add_subcommand("push", "Push a trace to an OCI registry as an artifact; prints the manifest digest");
+  CLI::App* sub =
+      app.add_subcommand("push", "Push a trace to an OCI registry as an artifact; prints the manifest digest");
   sub->add_option("trace", p->trace, "Trace file (closed)")->required();
   sub->add_option("ref", p->ref, "[oci://]HOST[:PORT]/REPO[:TAG|@DIGEST]")->required();
   addRegistryOptions(sub, &p->o);

@@ -57,8 +57,9 @@ void checkCaptureExists(const std::string& capture) {
     if (capture.size() <= ext.size() || capture.compare(capture.size() - ext.size(), ext.size(), ext) != 0) continue;
     const std::string beside = capture.substr(0, capture.size() - ext.size()) + std::string(other);
     if (::access(beside.c_str(), F_OK) != 0) return;
-    throw Error(Error::Kind::Io, capture + ": cannot open (No such file or directory); " + beside + " is beside it (the " +
-                                     (other == ".json" ? "NVIDIA shim's" : "trtrace") + " name of a capture): tensorrt_player -j " + beside);
+    throw Error(Error::Kind::Io, capture + ": cannot open (No such file or directory); " + beside +
+                                     " is beside it (the " + (other == ".json" ? "NVIDIA shim's" : "trtrace") +
+                                     " name of a capture): tensorrt_player -j " + beside);
   }
 }
 
@@ -67,10 +68,10 @@ struct Args {
   Options opt;
   bool stats = false, json = false, check = false;
   CheckDepth checkDepth = CheckDepth::Quick;  // --check=thorough: more rebuilds before "differs"
-  std::string decodeCache;         // --decode-cache: a folder, temp or off ("" = TRTRACE_DECODE_CACHE)
-  std::optional<int64_t> network;  // --network, 0-based as given
-  std::vector<std::string> sets;   // --set Interface::method=VALUE (settings.h)
-  bool validateSet = false;        // --validate-set: read the --set values, replay nothing
+  std::string decodeCache;                    // --decode-cache: a folder, temp or off ("" = TRTRACE_DECODE_CACHE)
+  std::optional<int64_t> network;             // --network, 0-based as given
+  std::vector<std::string> sets;              // --set Interface::method=VALUE (settings.h)
+  bool validateSet = false;                   // --validate-set: read the --set values, replay nothing
 };
 
 // When each phase ended, on CLOCK_MONOTONIC (one clock for every process of the machine, so
@@ -104,15 +105,18 @@ void checkCapture(const Reader& reader, const Args& a) {
   if (reader.truncatedAt() && *reader.truncatedAt() <= sizeof(format::FileHeader))  // not even the header block
     throw Error(Error::Kind::Truncated, cut + "; no capture to replay");
   if (reader.callCount() == 0)
-    throw Error(Error::Kind::Empty, (cut.empty() ? a.capture + ": holds no calls" : cut + "; no calls before it") +
-                                        " (nothing to replay)");
+    throw Error(Error::Kind::Empty,
+                (cut.empty() ? a.capture + ": holds no calls" : cut + "; no calls before it") + " (nothing to replay)");
   if (!cut.empty())
     std::fprintf(stderr, "tensorrt_player: warning: %s; replaying the complete prefix\n", cut.c_str());
   else if (!reader.closedCleanly())
-    std::fprintf(stderr, "tensorrt_player: warning: %s: not closed (the capture did not finish); replaying the %llu calls it holds\n",
-                 a.capture.c_str(), static_cast<unsigned long long>(reader.callCount()));
+    std::fprintf(
+        stderr,
+        "tensorrt_player: warning: %s: not closed (the capture did not finish); replaying the %llu calls it holds\n",
+        a.capture.c_str(), static_cast<unsigned long long>(reader.callCount()));
   if (const uint64_t lost = reader.lostBlobs())
-    std::fprintf(stderr, "tensorrt_player: warning: %s: %llu weight blobs were released by the app before the capture "
+    std::fprintf(stderr,
+                 "tensorrt_player: warning: %s: %llu weight blobs were released by the app before the capture "
                  "read them (stored as lost): they replay as zeros, and an engine built from them differs\n",
                  a.capture.c_str(), static_cast<unsigned long long>(lost));
 }
@@ -133,9 +137,10 @@ std::map<uint32_t, std::string> plannedOutputs(const Reader& reader, const Args&
     return true;
   });
   if (a.network && !networks.count(traceNetworkId(static_cast<uint64_t>(*a.network))))
-    throw Error(Error::Kind::Usage, "--network " + std::to_string(*a.network) + ": " + a.capture +
-                                        (networks.empty() ? " has no networks"
-                                                          : " has networks 0 to " + std::to_string(networks.size() - 1)));
+    throw Error(
+        Error::Kind::Usage,
+        "--network " + std::to_string(*a.network) + ": " + a.capture +
+            (networks.empty() ? " has no networks" : " has networks 0 to " + std::to_string(networks.size() - 1)));
   std::map<uint32_t, std::string> out;
   for (uint32_t n : builds) {
     out[n] = a.output.empty() ? "" : builds.size() == 1 ? a.output : a.output + std::to_string(shownNetwork(n));
@@ -194,18 +199,22 @@ Verdicts compareWithCapture(const Args& a, const std::string& lib, std::vector<N
     if (a.opt.ignoreVersion) pass.push_back("--ignore-version");
     if (a.opt.trustWeights) pass.push_back("--trust-weights");
     if (!a.decodeCache.empty()) pass.insert(pass.end(), {"--decode-cache", a.decodeCache});
-    const Recheck rc = recheckNetwork({a.capture, lib, pass}, shownNetwork(r.network), r.engineHash, r.engineSize,
-                                      r.captured->engineHash, r.captured->engineSize, r.path,
-                                      rebuildsFor(a.checkDepth));
+    const Recheck rc =
+        recheckNetwork({a.capture, lib, pass}, shownNetwork(r.network), r.engineHash, r.engineSize,
+                       r.captured->engineHash, r.captured->engineSize, r.path, rebuildsFor(a.checkDepth));
     if (rc.verdict == Recheck::Verdict::Matched) {
       r.engineHash = r.captured->engineHash, r.engineSize = r.captured->engineSize;
       v = Verdict::Identical;
-      std::fprintf(stderr, "tensorrt_player: network %u: identical to capture on a rebuild at another heap layout "
-                   "(library nondeterminism: its first build differed)\n", shownNetwork(r.network));
+      std::fprintf(stderr,
+                   "tensorrt_player: network %u: identical to capture on a rebuild at another heap layout "
+                   "(library nondeterminism: its first build differed)\n",
+                   shownNetwork(r.network));
     } else if (rc.verdict == Recheck::Verdict::Nondeterministic) {
       v = Verdict::Nondeterministic;
-      std::fprintf(stderr, "tensorrt_player: network %u: differs: library nondeterminism suspected (%d builds at "
-                   "different heap layouts gave %d distinct engines, none the capture's)\n", shownNetwork(r.network), rc.builds, rc.distinct);
+      std::fprintf(stderr,
+                   "tensorrt_player: network %u: differs: library nondeterminism suspected (%d builds at "
+                   "different heap layouts gave %d distinct engines, none the capture's)\n",
+                   shownNetwork(r.network), rc.builds, rc.distinct);
     } else {
       reportDiffers(shownNetwork(r.network), rc, a.checkDepth);
     }
@@ -234,9 +243,11 @@ DecodeCacheReport decodeWeights(WeightsSource& weights, const Args& a) {
 
 std::string cacheJson(const DecodeCacheReport& r) {
   char b[256];
-  std::snprintf(b, sizeof b, "\"how\": \"%s\", \"blobs\": %llu, \"bytes\": %llu, \"failed\": %llu, \"threads\": %u, "
-                "\"seconds\": %.6f", howName(r.how), (unsigned long long)r.blobs, (unsigned long long)r.bytes,
-                (unsigned long long)r.failed, r.threads, r.seconds);
+  std::snprintf(b, sizeof b,
+                "\"how\": \"%s\", \"blobs\": %llu, \"bytes\": %llu, \"failed\": %llu, \"threads\": %u, "
+                "\"seconds\": %.6f",
+                howName(r.how), (unsigned long long)r.blobs, (unsigned long long)r.bytes, (unsigned long long)r.failed,
+                r.threads, r.seconds);
   return "{" + std::string(b) + ", \"path\": " + jsonString(r.path) + ", \"note\": " + jsonString(r.note) + "}";
 }
 
@@ -245,15 +256,16 @@ std::string cacheJson(const DecodeCacheReport& r) {
 std::string phasesJson(const Replayer::Stats& s, const std::vector<Setting>& settings) {
   const Phases& p = gPhases;
   char b[512];
-  std::snprintf(b, sizeof b, "{\"start_ns\": %lld, \"opened_ns\": %lld, \"library_ns\": %lld, \"decoded_ns\": %lld, "
+  std::snprintf(b, sizeof b,
+                "{\"start_ns\": %lld, \"opened_ns\": %lld, \"library_ns\": %lld, \"decoded_ns\": %lld, "
                 "\"replayed_ns\": %lld, \"checked_ns\": %lld, \"end_ns\": %lld, \"build_s\": %.6f, \"write_s\": %.6f}",
-                (long long)p.main, (long long)p.opened, (long long)p.library, (long long)p.decoded, (long long)p.replayed,
-                (long long)p.checked, (long long)Phases::now(), s.buildSeconds, s.outputSeconds);
+                (long long)p.main, (long long)p.opened, (long long)p.library, (long long)p.decoded,
+                (long long)p.replayed, (long long)p.checked, (long long)Phases::now(), s.buildSeconds, s.outputSeconds);
   std::string out = std::string(", \"phases\": ") + b + ", \"settings\": [";
   for (size_t i = 0; i < settings.size(); ++i) {
     const Setting& t = settings[i];
-    std::snprintf(b, sizeof b, "\"replaced\": %llu, \"added\": %llu, \"rejected\": %llu}", (unsigned long long)t.replaced,
-                  (unsigned long long)t.added, (unsigned long long)t.rejected);
+    std::snprintf(b, sizeof b, "\"replaced\": %llu, \"added\": %llu, \"rejected\": %llu}",
+                  (unsigned long long)t.replaced, (unsigned long long)t.added, (unsigned long long)t.rejected);
     out += (i ? ", {\"set\": " : "{\"set\": ") + jsonString(t.text) + ", " + b;
   }
   return out + "]";
@@ -262,21 +274,23 @@ std::string phasesJson(const Replayer::Stats& s, const std::vector<Setting>& set
 void printJson(const Args& a, const Replayer::Stats& s, double openSeconds, const DecodeCacheReport& cache,
                const std::vector<NetworkResult>& results, const Verdicts& verdicts, const ChosenLibrary& lib,
                const std::vector<Setting>& settings) {
-  std::printf("{\"capture\": %s, \"calls\": %llu, \"skipped\": %llu, \"open_s\": %.6f, \"dispatch_s\": %.6f, "
-              "\"build_s\": %.6f, \"scalar_mismatches\": %llu, %s, \"decode_cache\": %s, \"networks\": [",
-              jsonString(a.capture).c_str(), (unsigned long long)s.calls, (unsigned long long)s.skipped, openSeconds,
-              s.dispatchSeconds, s.buildSeconds, (unsigned long long)s.scalarMismatches, describeJson(lib).c_str(),
-              cacheJson(cache).c_str());
+  std::printf(
+      "{\"capture\": %s, \"calls\": %llu, \"skipped\": %llu, \"open_s\": %.6f, \"dispatch_s\": %.6f, "
+      "\"build_s\": %.6f, \"scalar_mismatches\": %llu, %s, \"decode_cache\": %s, \"networks\": [",
+      jsonString(a.capture).c_str(), (unsigned long long)s.calls, (unsigned long long)s.skipped, openSeconds,
+      s.dispatchSeconds, s.buildSeconds, (unsigned long long)s.scalarMismatches, describeJson(lib).c_str(),
+      cacheJson(cache).c_str());
   for (size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
     const auto it = verdicts.find(r.network);
     const char* same = it == verdicts.end() ? "unknown" : verdictName(it->second);
     std::string errors;  // the library's error messages of this build, as it logged them
     for (const auto& e : r.errors) errors += (errors.empty() ? "" : ", ") + jsonString(e);
-    std::printf("%s{\"network\": %u, \"ok\": %s, \"engine\": %s, \"size\": %llu, \"xxh3\": \"%s\", "
-                "\"build_s\": %.6f, \"vs_capture\": \"%s\", \"errors\": [%s]}",
-                i ? ", " : "", shownNetwork(r.network), r.ok ? "true" : "false", jsonString(r.path).c_str(),
-                (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), r.buildSeconds, same, errors.c_str());
+    std::printf(
+        "%s{\"network\": %u, \"ok\": %s, \"engine\": %s, \"size\": %llu, \"xxh3\": \"%s\", "
+        "\"build_s\": %.6f, \"vs_capture\": \"%s\", \"errors\": [%s]}",
+        i ? ", " : "", shownNetwork(r.network), r.ok ? "true" : "false", jsonString(r.path).c_str(),
+        (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), r.buildSeconds, same, errors.c_str());
   }
   std::printf("]%s}\n", phasesJson(s, settings).c_str());
 }
@@ -289,9 +303,10 @@ void printText(const Args& a, const Replayer::Stats& s, double openSeconds, cons
       if (auto it = verdicts.find(r.network); it != verdicts.end())
         vs = it->second == Verdict::Identical   ? ", identical to capture"
              : it->second == Verdict::Different ? ", DIFFERENT from capture"
-                                                 : ", differs: library nondeterminism suspected";
-      std::printf("network %u: engine %s (%llu bytes, xxh3 %s%s)\n", shownNetwork(r.network), r.path.empty() ? "(not written)" : r.path.c_str(),
-                  (unsigned long long)r.engineSize, toHex(r.engineHash).c_str(), vs.c_str());
+                                                : ", differs: library nondeterminism suspected";
+      std::printf("network %u: engine %s (%llu bytes, xxh3 %s%s)\n", shownNetwork(r.network),
+                  r.path.empty() ? "(not written)" : r.path.c_str(), (unsigned long long)r.engineSize,
+                  toHex(r.engineHash).c_str(), vs.c_str());
     } else {
       std::printf("network %u: build failed%s%s%s:\n", shownNetwork(r.network), r.captured ? ", as at capture" : " (",
                   r.captured ? "" : kOutcomeUnknown, r.captured ? "" : ")");
@@ -302,7 +317,8 @@ void printText(const Args& a, const Replayer::Stats& s, double openSeconds, cons
   std::fprintf(stderr, "stats: open %.3f ms, %llu calls dispatched in %.3f ms (%.0f calls/s), builds %.3f s\n",
                openSeconds * 1e3, (unsigned long long)s.calls, s.dispatchSeconds * 1e3,
                s.dispatchSeconds > 0 ? s.calls / s.dispatchSeconds : 0.0, s.buildSeconds);
-  for (const auto& r : results) std::fprintf(stderr, "stats: network %u build %.3f s\n", shownNetwork(r.network), r.buildSeconds);
+  for (const auto& r : results)
+    std::fprintf(stderr, "stats: network %u build %.3f s\n", shownNetwork(r.network), r.buildSeconds);
 }
 
 // -o asked for engines, and the capture (or the prefix a truncated one holds) has no build to give
@@ -310,7 +326,8 @@ void printText(const Args& a, const Replayer::Stats& s, double openSeconds, cons
 int nothingWritten(const Args& a, const Replayer::Stats& s) {
   std::fprintf(stderr, "tensorrt_player: %s\n",
                terminalText(a.capture + ": nothing written to " + a.output + ": no build among the " +
-                            std::to_string(s.calls) + " calls replayed").c_str());
+                            std::to_string(s.calls) + " calls replayed")
+                   .c_str());
   return kNothingWritten;
 }
 
@@ -320,7 +337,7 @@ int play(const Args& a) {
     throw Error(Error::Kind::Usage, "--network " + std::to_string(*a.network) + ": networks are numbered from 0");
   auto t0 = Clock::now();
   checkCaptureExists(a.capture);
-  convert::detect(a.capture);                       // the capture is an input: opened (and checked) first,
+  convert::detect(a.capture);                           // the capture is an input: opened (and checked) first,
   if (!a.output.empty()) files::checkOutput(a.output);  // so that an output over it fails before any work
   std::vector<Setting> settings;
   for (const std::string& text : a.sets) settings.push_back(parseSetting(text));
@@ -361,8 +378,10 @@ int play(const Args& a) {
   gPhases.replayed = Phases::now();
   const Verdicts verdicts = compareWithCapture(a, lib, results);
   gPhases.checked = Phases::now();
-  if (a.json) printJson(a, s, openSeconds, cache, results, verdicts, chosen, settings);
-  else printText(a, s, openSeconds, results, verdicts);
+  if (a.json)
+    printJson(a, s, openSeconds, cache, results, verdicts, chosen, settings);
+  else
+    printText(a, s, openSeconds, results, verdicts);
   auto any = [&](Verdict v) {
     return std::any_of(verdicts.begin(), verdicts.end(), [&](const auto& kv) { return kv.second == v; });
   };
@@ -379,31 +398,38 @@ int main(int argc, char** argv) {
   CLI::App app{"tensorrt_player: rebuild TensorRT-RTX engines from a capture, without the application"};
   app.set_version_flag("--version", trtrace::cli::versionLine("tensorrt_player"));
   Args a;
-  app.add_option("-j,--json-file,capture", a.capture, "capture: a trtrace trace, NVIDIA JSON (+BIN beside it), or oci://REF (docs/registry.md)")->required();
+  app.add_option("-j,--json-file,capture", a.capture,
+                 "capture: a trtrace trace, NVIDIA JSON (+BIN beside it), or oci://REF (docs/registry.md)")
+      ->required();
   app.add_option("-o,--output", a.output, "engine file; several networks: <output>0, <output>1, ...");
-  app.add_option("--lib", a.opt.libPath, "the real libtensorrt_rtx.so.1 (default: TRT_SHIM_NVINFER_LIB_NAME, then the "
-                                         "trace's version from an installed tensorrt_rtx_libs, then the loader path)");
+  app.add_option("--lib", a.opt.libPath,
+                 "the real libtensorrt_rtx.so.1 (default: TRT_SHIM_NVINFER_LIB_NAME, then the "
+                 "trace's version from an installed tensorrt_rtx_libs, then the loader path)");
   app.add_option("--network", a.network, "replay only this network: 0, 1, ... in creation order (the <output> suffix)");
   app.add_option("--seed", a.opt.seed, "seed for weights the capture marked random")->check(CLI::NonNegativeNumber);
   app.add_flag("--skip-unsupported", a.opt.skipUnsupported, "skip calls the capture marked UNSUPPORTED");
   app.add_flag("--ignore-version", a.opt.ignoreVersion, "replay a capture of another library version");
   app.add_flag("--trust-weights", a.opt.trustWeights,
-               "skip the content-hash check of raw weight blobs and of a reused decode cache (for a trace `trtrace verify` passed)");
+               "skip the content-hash check of raw weight blobs and of a reused decode cache (for a trace `trtrace "
+               "verify` passed)");
   app.add_option("--decode-cache", a.decodeCache,
                  "where compressed weights are decoded to: a folder (reused by later replays), temp (a nameless "
                  "file) or off (memory); default TRTRACE_DECODE_CACHE, else $XDG_CACHE_HOME/trtrace");
   std::string check;
-  app.add_flag("--check{quick}", check, kCheckHelp)->check(CLI::Validator(
-      [](std::string& v) { return v == "quick" || v == "thorough" ? "" : "takes quick or thorough, not " + v; },
-      "[=thorough]"));
+  app.add_flag("--check{quick}", check, kCheckHelp)
+      ->check(CLI::Validator(
+          [](std::string& v) { return v == "quick" || v == "thorough" ? "" : "takes quick or thorough, not " + v; },
+          "[=thorough]"));
   app.add_flag("--stats", a.stats, "print open/dispatch/build times per network");
   app.add_flag("--json", a.json, "machine-readable summary on stdout");
   app.add_flag("-q,--quiet", a.opt.quiet, "hide the library's warnings");
-  app.add_option("--set", a.sets, "Interface::method=VALUE: a builder setting for this replay (a one-scalar method of the "
-                                  "API spec; enums by name): replaces the recorded call's value, or is made before the "
-                                  "build on its BuilderConfig; may be given more than once")->allow_extra_args(false);
+  app.add_option("--set", a.sets,
+                 "Interface::method=VALUE: a builder setting for this replay (a one-scalar method of the "
+                 "API spec; enums by name): replaces the recorded call's value, or is made before the "
+                 "build on its BuilderConfig; may be given more than once")
+      ->allow_extra_args(false);
   app.add_flag("--validate-set", a.validateSet)->group("");  // trtrace bench: the --set values, before any run
-  int heapShift = 0;  // internal: the --check rebuilds (recheck.h)
+  int heapShift = 0;                                         // internal: the --check rebuilds (recheck.h)
   app.add_option("--heap-shift", heapShift)->group("")->check(CLI::Range(0, 64));
   if (const int rc = trtrace::cli::parseCommandLine(app, argc, argv, "tensorrt_player"); rc >= 0) return rc;
   if (heapShift > 0) shiftHeap(std::min(heapShift, 64));
@@ -412,7 +438,8 @@ int main(int argc, char** argv) {
   a.opt.network = a.network && *a.network >= 0 ? int64_t(traceNetworkId(uint64_t(*a.network))) : -1;
   try {
     if (trtrace::registry::isReference(a.capture))  // oci://...: pulled whole into the cache (docs/registry.md)
-      a.capture = trtrace::registry::pullCached(trtrace::registry::Reference::parse(a.capture), "tensorrt_player " + a.capture);
+      a.capture =
+          trtrace::registry::pullCached(trtrace::registry::Reference::parse(a.capture), "tensorrt_player " + a.capture);
     return play(a);
   } catch (const Divergence& e) {
     std::fprintf(stderr, "tensorrt_player: %s\n", terminalText(a.capture + ": divergence at " + e.what()).c_str());

@@ -170,10 +170,20 @@ def test_python_open_reads_json(caps, which):
 
 def test_the_player_and_the_tools_share_one_opener():
     """convert::openCapture is the only place a capture is opened: no tool calls Reader::open on its
-    input (issue 24 item 3; the C interface included)."""
+    input (issue 24 item 3; the C interface included). push sends a trace file's bytes: it refuses
+    JSON with one line (test_push_says_to_convert_json)."""
     users = []
     for folder in ("cli", "replay", "trace/capi"):
         for f in sorted((ROOT / folder).glob("*.cpp")):
-            if "Reader::open(" in f.read_text() and f.name not in ("cmd_capture.cpp", "cmd_rewrite.cpp"):
+            if "Reader::open(" in f.read_text() and f.name not in ("cmd_capture.cpp", "cmd_rewrite.cpp", "cmd_push.cpp"):
                 users.append(f.name)
     assert users == []
+
+
+def test_push_says_to_convert_json(caps, tmp_path):
+    """push uploads the trace file's bytes, so a JSON+BIN capture is converted first: one line, exit 1
+    (cannot read the trace: docs/errors.md), before any registry is contacted (none listens there)."""
+    p = subprocess.run([str(TRTRACE), "push", str(caps["ours"]), "127.0.0.1:9/t:x"], capture_output=True, text=True)
+    assert p.returncode == 1, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "NVIDIA JSON+BIN; push takes a trace (trtrace convert" in lines[0], p.stderr

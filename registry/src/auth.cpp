@@ -18,7 +18,10 @@ std::string lower(std::string_view s) {
   return r;
 }
 
-bool tokenChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos; }
+bool tokenChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
 
 void skipSpace(std::string_view s, size_t& i) {
   while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
@@ -33,7 +36,10 @@ std::string readToken(std::string_view s, size_t& i) {
 // A quoted-string at s[i] == '"' (backslash escapes one character); false when unterminated.
 bool readQuoted(std::string_view s, size_t& i, std::string* out) {
   for (++i; i < s.size(); ++i) {
-    if (s[i] == '"') { ++i; return true; }
+    if (s[i] == '"') {
+      ++i;
+      return true;
+    }
     if (s[i] == '\\' && i + 1 < s.size()) ++i;
     out->push_back(s[i]);
   }
@@ -102,10 +108,17 @@ bool base64Decode(std::string_view in, std::string* out) {
     int pad = 0;
     for (size_t k = 0; k < 4; ++k) {
       const char c = in[i + k];
-      int d = c >= 'A' && c <= 'Z' ? c - 'A' : c >= 'a' && c <= 'z' ? c - 'a' + 26 : c >= '0' && c <= '9' ? c - '0' + 52
-              : c == '+' ? 62 : c == '/' ? 63 : -1;
-      if (c == '=' && i + 4 == in.size() && k >= 2) { d = 0; ++pad; }
-      else if (d < 0 || pad) return false;
+      int d = c >= 'A' && c <= 'Z'   ? c - 'A'
+              : c >= 'a' && c <= 'z' ? c - 'a' + 26
+              : c >= '0' && c <= '9' ? c - '0' + 52
+              : c == '+'             ? 62
+              : c == '/'             ? 63
+                                     : -1;
+      if (c == '=' && i + 4 == in.size() && k >= 2) {
+        d = 0;
+        ++pad;
+      } else if (d < 0 || pad)
+        return false;
       v = v << 6 | static_cast<uint32_t>(d);
     }
     for (int k = 0; k < 3 - pad; ++k) out->push_back(static_cast<char>((v >> (16 - 8 * k)) & 255));
@@ -136,7 +149,8 @@ Credentials entryCredentials(simdjson::dom::object entry, const std::string& wha
   if (entry["auth"].get(auth) == simdjson::SUCCESS && !auth.empty()) {
     std::string plain;
     const size_t colon = base64Decode(auth, &plain) ? plain.find(':') : std::string::npos;
-    if (colon == std::string::npos) throw Error(Error::Kind::Corrupt, what + ": \"auth\" is not base64 of user:password");
+    if (colon == std::string::npos)
+      throw Error(Error::Kind::Corrupt, what + ": \"auth\" is not base64 of user:password");
     return {plain.substr(0, colon), plain.substr(colon + 1)};
   }
   std::string_view v;
@@ -164,7 +178,8 @@ Credentials credentialsFor(const std::string& host, const std::string& configFil
   for (auto [key, value] : auths) {
     if (!keyNames(key, host)) continue;
     simdjson::dom::object entry;
-    if (value.get(entry)) throw Error(Error::Kind::Corrupt, path + ": auths[\"" + std::string(key.substr(0, 200)) + "\"] is not an object");
+    if (value.get(entry))
+      throw Error(Error::Kind::Corrupt, path + ": auths[\"" + std::string(key.substr(0, 200)) + "\"] is not an object");
     return entryCredentials(entry, path + ": auths[\"" + std::string(key.substr(0, 200)) + "\"]");
   }
   return {};
@@ -175,7 +190,8 @@ std::string tokenFromJson(std::string_view body, const std::string& what) {
   simdjson::dom::element doc;
   std::string_view token;
   if (parser.parse(body.data(), body.size()).get(doc) == simdjson::SUCCESS &&
-      (doc["token"].get(token) == simdjson::SUCCESS || doc["access_token"].get(token) == simdjson::SUCCESS) && !token.empty())
+      (doc["token"].get(token) == simdjson::SUCCESS || doc["access_token"].get(token) == simdjson::SUCCESS) &&
+      !token.empty())
     return std::string(token);
   throw Error(Error::Kind::Corrupt, what + ": the token endpoint's answer holds no token");
 }

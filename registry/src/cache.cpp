@@ -40,7 +40,8 @@ std::string privateFolder() {
   if (st.st_uid != ::geteuid() || (st.st_mode & 077)) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    throw Error("registry cache: " + folder + ": mode " + mode + " or its owner lets other users in: a cache folder must be private (yours, mode 0700)");
+    throw Error("registry cache: " + folder + ": mode " + mode +
+                " or its owner lets other users in: a cache folder must be private (yours, mode 0700)");
   }
   return folder;
 }
@@ -54,9 +55,7 @@ bool cachedMatches(const std::string& path, const Artifact& a) {
             static_cast<uint64_t>(st.st_size) == a.fileSize;
   try {
     ok = ok && sha256OfRanges(fd, path, {{0, a.fileSize}}) == a.fileDigest;
-  } catch (const Error&) {
-    ok = false;
-  }
+  } catch (const Error&) { ok = false; }
   ::close(fd);
   return ok;
 }

@@ -38,8 +38,8 @@ struct Transfer {
   const Request* req;
   Response* resp;
   CURL* h;
-  bool overflow = false;  // an error body over maxBody
-  bool started = false;   // onStatus called
+  bool overflow = false;     // an error body over maxBody
+  bool started = false;      // onStatus called
   std::exception_ptr error;  // thrown by the caller's sink: rethrown once curl returns
 };
 
@@ -53,7 +53,8 @@ size_t onHeader(char* data, size_t size, size_t n, void* user) {
   for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   std::string_view value = line.substr(colon + 1);
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-  while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) value.remove_suffix(1);
+  while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
+    value.remove_suffix(1);
   std::string& slot = t->resp->headers[name];
   slot += (slot.empty() ? "" : ", ") + std::string(value);
   return size * n;
@@ -89,11 +90,11 @@ size_t onRead(char* buf, size_t size, size_t n, void* user) {
   auto* u = static_cast<Upload*>(user);
   const size_t k = static_cast<size_t>(std::min<uint64_t>(size * n, u->req->bodySize - u->off));
   try {
-    if (u->req->body) u->req->body(u->off, buf, k);
-    else std::copy_n(u->req->bodyBytes.data() + u->off, k, buf);
-  } catch (...) {
-    return CURL_READFUNC_ABORT;
-  }
+    if (u->req->body)
+      u->req->body(u->off, buf, k);
+    else
+      std::copy_n(u->req->bodyBytes.data() + u->off, k, buf);
+  } catch (...) { return CURL_READFUNC_ABORT; }
   u->off += k;
   if (u->req->sent) u->req->sent(u->off);
   return k;
@@ -126,9 +127,12 @@ void setTls(CURL* h, const Options& o) {
 }
 
 void setBody(CURL* h, const Request& r, Upload* u) {
-  if (r.method == "HEAD") curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-  else if (r.method == "GET") curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-  else curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, r.method.c_str());
+  if (r.method == "HEAD")
+    curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+  else if (r.method == "GET")
+    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+  else
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, r.method.c_str());
   const bool hasBody = r.method == "PUT" || r.method == "PATCH" || r.method == "POST";
   if (!hasBody) return;
   curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
@@ -188,8 +192,13 @@ Response Session::perform(const Request& r, const std::string& what, const std::
   curl_slist_free_all(hdrs);
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp.status);
   if (t.error) std::rethrow_exception(t.error);
-  if (t.overflow) throw Error(ref_.str() + ": " + what + ": the registry's answer (HTTP " + std::to_string(resp.status) + ") is over " + std::to_string(r.maxBody) + " bytes");
-  if (rc == CURLE_WRITE_ERROR && r.sink) throw Error(Error::Kind::Corrupt, ref_.str() + ": " + what + ": the registry sent more bytes than the size expected (its descriptor, or the cap)");
+  if (t.overflow)
+    throw Error(ref_.str() + ": " + what + ": the registry's answer (HTTP " + std::to_string(resp.status) +
+                ") is over " + std::to_string(r.maxBody) + " bytes");
+  if (rc == CURLE_WRITE_ERROR && r.sink)
+    throw Error(Error::Kind::Corrupt,
+                ref_.str() + ": " + what +
+                    ": the registry sent more bytes than the size expected (its descriptor, or the cap)");
   if (rc != CURLE_OK) throw Error(ref_.str() + ": " + what + ": " + printable(*err ? err : curl_easy_strerror(rc)));
   return resp;
 }
@@ -212,7 +221,8 @@ Response Session::send(const Request& r, const std::string& what) {
 
 void Session::fail(const Response& r, const std::string& what) const {
   const std::string detail = registryError(r.body);
-  throw Error(ref_.str() + ": " + what + ": HTTP " + std::to_string(r.status) + (detail.empty() ? "" : " (" + detail + ")"));
+  throw Error(ref_.str() + ": " + what + ": HTTP " + std::to_string(r.status) +
+              (detail.empty() ? "" : " (" + detail + ")"));
 }
 
 std::string Session::scope() const {
@@ -239,10 +249,12 @@ void Session::authenticate(const Response& challenge, const std::string& what) {
       auth_ = "Authorization: Basic " + base64Encode(creds_.user + ":" + creds_.password);
       return;
     }
-  const bool basic = std::any_of(challenges.begin(), challenges.end(), [](const Challenge& c) { return c.scheme == "basic"; });
+  const bool basic =
+      std::any_of(challenges.begin(), challenges.end(), [](const Challenge& c) { return c.scheme == "basic"; });
   throw Error(ref_.str() + ": " + what + ": HTTP 401 (" +
               (basic ? "no credentials for " + printable(ref_.host) + " in " + configPath(o_.configFile)
-                     : std::string("no authentication scheme this client knows")) + ")");
+                     : std::string("no authentication scheme this client knows")) +
+              ")");
 }
 
 // The distribution token flow: GET realm?service=..&scope=.. (with the user's credentials when the

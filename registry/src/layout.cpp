@@ -23,7 +23,8 @@ std::vector<Range> dataRegions(const Reader& r, uint64_t fileSize, const std::st
   uint64_t end = 0;
   for (const Range& g : out) {
     if (g.offset < end || g.offset > fileSize || g.size > fileSize - g.offset)
-      throw Error(Error::Kind::Corrupt, name + ": blob data at offset " + std::to_string(g.offset) + " overlaps another or runs past the end");
+      throw Error(Error::Kind::Corrupt, name + ": blob data at offset " + std::to_string(g.offset) +
+                                            " overlaps another or runs past the end");
     end = g.offset + g.size;
   }
   return out;
@@ -38,12 +39,15 @@ void digestAll(int fd, const std::string& name, Artifact* a) {
   for (uint64_t off = 0; off < a->fileSize;) {
     uint64_t stop = a->fileSize;  // the end of the run of bytes that goes to one hasher
     const bool inPiece = next < a->pieces.size() && off >= a->pieces[next].range.offset;
-    if (inPiece) stop = a->pieces[next].range.offset + a->pieces[next].range.size;
-    else if (next < a->pieces.size()) stop = a->pieces[next].range.offset;
+    if (inPiece)
+      stop = a->pieces[next].range.offset + a->pieces[next].range.size;
+    else if (next < a->pieces.size())
+      stop = a->pieces[next].range.offset;
     const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), stop - off));
     readAt(fd, name, off, buf.data(), n);
     file.update(buf.data(), n);
-    if (!inPiece) log.update(buf.data(), n);
+    if (!inPiece)
+      log.update(buf.data(), n);
     else {
       if (!piece) piece = std::make_unique<Sha256>();
       piece->update(buf.data(), n);
@@ -59,18 +63,22 @@ void digestAll(int fd, const std::string& name, Artifact* a) {
 }
 
 std::string descriptorJson(const Descriptor& d, const std::string& title) {
-  std::string s = "{\"mediaType\":" + jsonString(d.mediaType) + ",\"digest\":" + jsonString(d.digest) + ",\"size\":" + std::to_string(d.size);
+  std::string s = "{\"mediaType\":" + jsonString(d.mediaType) + ",\"digest\":" + jsonString(d.digest) +
+                  ",\"size\":" + std::to_string(d.size);
   if (!title.empty()) s += ",\"annotations\":{\"org.opencontainers.image.title\":" + jsonString(title) + "}";
   return s + "}";
 }
 
-[[noreturn]] void corrupt(const std::string& what, const std::string& why) { throw Error(Error::Kind::Corrupt, what + ": " + why); }
+[[noreturn]] void corrupt(const std::string& what, const std::string& why) {
+  throw Error(Error::Kind::Corrupt, what + ": " + why);
+}
 
 Descriptor parseDescriptor(simdjson::dom::element e, const std::string& what) {
   Descriptor d;
   std::string_view mt, dg;
   uint64_t size = 0;
-  if (e["mediaType"].get(mt) || e["digest"].get(dg) || e["size"].get(size)) corrupt(what, "a descriptor lacks mediaType, digest or size");
+  if (e["mediaType"].get(mt) || e["digest"].get(dg) || e["size"].get(size))
+    corrupt(what, "a descriptor lacks mediaType, digest or size");
   d.mediaType = std::string(mt.substr(0, 200));
   d.digest = std::string(dg.substr(0, 200));
   d.size = size;
@@ -117,16 +125,16 @@ std::string configJson(const Artifact& a) {
                   ",\"digest\":" + jsonString(a.fileDigest) + ",\"log\":{\"digest\":" + jsonString(a.log.digest) +
                   ",\"size\":" + std::to_string(a.log.size) + "},\"pieces\":[";
   for (size_t i = 0; i < a.pieces.size(); ++i)
-    s += (i ? ",{\"offset\":" : "{\"offset\":") + std::to_string(a.pieces[i].range.offset) + ",\"size\":" +
-         std::to_string(a.pieces[i].range.size) + ",\"digest\":" + jsonString(a.pieces[i].digest) + "}";
+    s += (i ? ",{\"offset\":" : "{\"offset\":") + std::to_string(a.pieces[i].range.offset) +
+         ",\"size\":" + std::to_string(a.pieces[i].range.size) + ",\"digest\":" + jsonString(a.pieces[i].digest) + "}";
   return s + "]}";
 }
 
 std::string manifestJson(const Artifact& a, const Descriptor& config, const std::string& title,
                          const std::map<std::string, std::string>& annotations) {
-  std::string s = "{\"schemaVersion\":2,\"mediaType\":" + jsonString(kManifestType) + ",\"artifactType\":" +
-                  jsonString(kArtifactType) + ",\"config\":" + descriptorJson(config, "") + ",\"layers\":[" +
-                  descriptorJson(a.log, title);
+  std::string s = "{\"schemaVersion\":2,\"mediaType\":" + jsonString(kManifestType) +
+                  ",\"artifactType\":" + jsonString(kArtifactType) + ",\"config\":" + descriptorJson(config, "") +
+                  ",\"layers\":[" + descriptorJson(a.log, title);
   std::set<std::string> seen;
   for (const Piece& p : a.pieces)
     if (seen.insert(p.digest).second)
@@ -146,15 +154,19 @@ Manifest parseManifest(std::string_view body, const std::string& what) {
   std::string_view mt, at;
   uint64_t version = 0;
   if (doc["schemaVersion"].get(version) || version != 2) corrupt(what, "not an OCI manifest (schemaVersion is not 2)");
-  if (!doc["mediaType"].get(mt) && mt != kManifestType) corrupt(what, "media type '" + std::string(mt.substr(0, 100)) + "' is not an OCI image manifest");
-  if (doc["artifactType"].get(at) || at != kArtifactType) corrupt(what, "not a trtrace trace (artifactType is not " + std::string(kArtifactType) + ")");
+  if (!doc["mediaType"].get(mt) && mt != kManifestType)
+    corrupt(what, "media type '" + std::string(mt.substr(0, 100)) + "' is not an OCI image manifest");
+  if (doc["artifactType"].get(at) || at != kArtifactType)
+    corrupt(what, "not a trtrace trace (artifactType is not " + std::string(kArtifactType) + ")");
   Manifest m;
   simdjson::dom::element config;
   simdjson::dom::array layers;
   if (doc["config"].get(config) || doc["layers"].get(layers)) corrupt(what, "no config or layers");
   m.config = parseDescriptor(config, what);
   if (m.config.mediaType != kConfigType) corrupt(what, "config media type is not " + std::string(kConfigType));
-  if (m.config.size > kMaxConfigBytes) corrupt(what, "config declares " + std::to_string(m.config.size) + " bytes (at most " + std::to_string(kMaxConfigBytes) + ")");
+  if (m.config.size > kMaxConfigBytes)
+    corrupt(what, "config declares " + std::to_string(m.config.size) + " bytes (at most " +
+                      std::to_string(kMaxConfigBytes) + ")");
   for (simdjson::dom::element l : layers) m.layers.push_back(parseDescriptor(l, what));
   return m;
 }
@@ -173,7 +185,8 @@ uint64_t layerSize(const LayerSizes& sizes, const std::string& digest, const std
 Piece parsePiece(simdjson::dom::element e, const std::string& what) {
   Piece p;
   std::string_view dg;
-  if (e["offset"].get(p.range.offset) || e["size"].get(p.range.size) || e["digest"].get(dg)) corrupt(what, "a piece lacks offset, size or digest");
+  if (e["offset"].get(p.range.offset) || e["size"].get(p.range.size) || e["digest"].get(dg))
+    corrupt(what, "a piece lacks offset, size or digest");
   p.digest = std::string(dg.substr(0, 100));
   if (!validDigest(p.digest)) corrupt(what, "a piece's digest is not sha256:<64 hex>");
   return p;
@@ -183,11 +196,13 @@ Piece parsePiece(simdjson::dom::element e, const std::string& what) {
 void checkPieces(const Artifact& a, const Manifest& m, const std::string& what) {
   LayerSizes sizes;
   for (const Descriptor& d : m.layers)
-    if (!sizes.emplace(d.digest, d.size).second && sizes[d.digest] != d.size) corrupt(what, "layer " + d.digest + " listed with two sizes");
+    if (!sizes.emplace(d.digest, d.size).second && sizes[d.digest] != d.size)
+      corrupt(what, "layer " + d.digest + " listed with two sizes");
   uint64_t end = 0, total = 0;
   for (const Piece& p : a.pieces) {
     const std::string at = "piece at offset " + std::to_string(p.range.offset);
-    if (p.range.size == 0 || p.range.offset < end || p.range.offset > a.fileSize || p.range.size > a.fileSize - p.range.offset)
+    if (p.range.size == 0 || p.range.offset < end || p.range.offset > a.fileSize ||
+        p.range.size > a.fileSize - p.range.offset)
       corrupt(what, at + ": empty, out of order, overlapping or past the end of the file");
     if (layerSize(sizes, p.digest, what) != p.range.size) corrupt(what, at + ": size differs from its layer's");
     end = p.range.offset + p.range.size;

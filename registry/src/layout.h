@@ -46,7 +46,7 @@ struct Artifact {
   uint64_t fileSize = 0;
   std::string fileDigest;
   Descriptor log;
-  std::vector<Piece> pieces;         // in file order, not overlapping
+  std::vector<Piece> pieces;             // in file order, not overlapping
   std::vector<Range> logRanges() const;  // the gaps between the pieces
 };
 

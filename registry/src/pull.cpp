@@ -80,7 +80,8 @@ std::string fetchSmall(Session& s, const Descriptor& d, const std::string& what)
   const Response resp = s.send(r, what);
   if (resp.status != 200) s.fail(resp, what);
   if (body.size() != d.size || sha256Digest(body) != d.digest)
-    throw Error(Error::Kind::Corrupt, s.ref().str() + ": " + what + ": the bytes received do not match digest " + d.digest);
+    throw Error(Error::Kind::Corrupt,
+                s.ref().str() + ": " + what + ": the bytes received do not match digest " + d.digest);
   return body;
 }
 
@@ -112,7 +113,8 @@ void fetchBlob(Session& s, const Target& t, int fd, const std::string& out, Byte
     break;
   }
   if (sink.done() != t.d.size || sink.digest() != t.d.digest)
-    throw Error(Error::Kind::Corrupt, s.ref().str() + ": " + what + ": the bytes received (" + std::to_string(sink.done()) +
+    throw Error(Error::Kind::Corrupt, s.ref().str() + ": " + what + ": the bytes received (" +
+                                          std::to_string(sink.done()) +
                                           ") do not match the digest and size the manifest gives");
 }
 
@@ -122,7 +124,9 @@ std::string fetchManifest(Session& s) {
   r.url = "/v2/" + s.ref().repo + "/manifests/" + s.ref().manifestRef();
   r.headers = {std::string("Accept: ") + kManifestType};
   std::string body;
-  r.sink = [&](const char* p, size_t n) { return body.size() + n <= kMaxManifestBytes ? (body.append(p, n), true) : false; };
+  r.sink = [&](const char* p, size_t n) {
+    return body.size() + n <= kMaxManifestBytes ? (body.append(p, n), true) : false;
+  };
   const Response resp = s.send(r, "GET manifest");
   if (resp.status != 200) s.fail(resp, "GET manifest");
   if (!s.ref().digest.empty() && sha256Digest(body) != s.ref().digest)
@@ -163,10 +167,12 @@ void fetchInto(Session& s, const Resolved& r, const std::string& outPath) {
   for (const Target& t : targets) total += t.d.size;
   {
     ByteCounter progress(s.options().label, "pulling " + std::to_string(targets.size()) + " blobs", total);
-    forEachParallel(targets.size(), s.options().jobs, [&](size_t i) { fetchBlob(s, targets[i], fd, outPath, progress); });
+    forEachParallel(targets.size(), s.options().jobs,
+                    [&](size_t i) { fetchBlob(s, targets[i], fd, outPath, progress); });
   }
   if (sha256OfRanges(fd, outPath, {{0, a.fileSize}}) != a.fileDigest)
-    throw Error(Error::Kind::Corrupt, s.ref().str() + ": the trace assembled does not match the pushed file's digest " + a.fileDigest);
+    throw Error(Error::Kind::Corrupt,
+                s.ref().str() + ": the trace assembled does not match the pushed file's digest " + a.fileDigest);
   outputs.commit();
 }
 

@@ -121,7 +121,8 @@ std::string Pusher::sendChunk(const Blob& b, const std::string& loc, uint64_t of
   Request r;
   r.method = "PATCH";
   r.url = loc;
-  r.headers = {"Content-Type: application/octet-stream", "Content-Range: " + std::to_string(off) + "-" + std::to_string(off + n - 1)};
+  r.headers = {"Content-Type: application/octet-stream",
+               "Content-Range: " + std::to_string(off) + "-" + std::to_string(off + n - 1)};
   r.bodySize = n;
   r.body = bodyOf(b, fd_, name_, off);
   const Response resp = s_.send(r, "upload blob " + b.d.digest + " at " + std::to_string(off));
@@ -143,7 +144,8 @@ uint64_t Pusher::uploadOffset(std::string* loc, const std::string& what) {
   try {
     return std::stoull(range.substr(dash + 1)) + 1;
   } catch (const std::exception&) {
-    throw Error(Error::Kind::Corrupt, s_.ref().str() + ": " + what + ": the registry's Range '" + range.substr(0, 60) + "' is not a byte range");
+    throw Error(Error::Kind::Corrupt, s_.ref().str() + ": " + what + ": the registry's Range '" + range.substr(0, 60) +
+                                          "' is not a byte range");
   }
 }
 
@@ -180,8 +182,10 @@ Pusher::Outcome Pusher::push(const Blob& b) {
   bool mounted = false;
   const std::string loc = startUpload(b, &mounted);
   if (mounted) return progress_.add(b.d.size), Outcome::Mounted;
-  if (b.d.size > s_.options().chunkBytes) sendChunked(b, loc);
-  else sendMonolithic(b, loc);
+  if (b.d.size > s_.options().chunkBytes)
+    sendChunked(b, loc);
+  else
+    sendMonolithic(b, loc);
   return Outcome::Uploaded;
 }
 
@@ -220,11 +224,15 @@ std::string baseName(const std::string& path) {
 PushResult push(const std::string& path, const Reference& ref, const Options& o,
                 const std::map<std::string, std::string>& annotations) {
   const int fd = files::openInput(path);
-  struct Closer { int fd; ~Closer() { ::close(fd); } } closer{fd};
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   const auto reader = Reader::open(fd, path);
   if (!reader->closedCleanly()) {  // the artifact is the whole file: a prefix would not pull back as the capture
     const std::string cut = reader->truncationMessage();
-    throw Error(Error::Kind::Truncated, (cut.empty() ? path + ": not closed (the capture did not finish)" : cut) + "; not pushing a truncated trace");
+    throw Error(Error::Kind::Truncated, (cut.empty() ? path + ": not closed (the capture did not finish)" : cut) +
+                                            "; not pushing a truncated trace");
   }
   const Artifact a = planArtifact(*reader, fd, path);
   const std::string config = configJson(a);
@@ -237,9 +245,12 @@ PushResult push(const std::string& path, const Reference& ref, const Options& o,
   forEachParallel(blobs.size(), o.jobs, [&](size_t i) { outcome[i] = Pusher(s, fd, path, progress).push(blobs[i]); });
   for (size_t i = 0; i < blobs.size(); ++i) {
     ++res.blobs;
-    if (outcome[i] == Pusher::Outcome::Uploaded) ++res.uploaded, res.uploadedBytes += blobs[i].d.size;
-    else if (outcome[i] == Pusher::Outcome::Mounted) ++res.mounted;
-    else ++res.present;
+    if (outcome[i] == Pusher::Outcome::Uploaded)
+      ++res.uploaded, res.uploadedBytes += blobs[i].d.size;
+    else if (outcome[i] == Pusher::Outcome::Mounted)
+      ++res.mounted;
+    else
+      ++res.present;
   }
   res.manifestDigest = putManifest(s, manifestJson(a, blobs[0].d, baseName(path), annotations));
   return res;

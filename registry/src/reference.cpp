@@ -19,11 +19,15 @@ bool lowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'
 bool validComponent(std::string_view c) {
   if (c.empty() || !lowerAlnum(c.front()) || !lowerAlnum(c.back())) return false;
   for (size_t i = 0; i < c.size();) {
-    if (lowerAlnum(c[i])) { ++i; continue; }
+    if (lowerAlnum(c[i])) {
+      ++i;
+      continue;
+    }
     size_t j = i;
     while (j < c.size() && !lowerAlnum(c[j])) ++j;
     const std::string_view sep = c.substr(i, j - i);
-    if (!(sep == "." || sep == "_" || sep == "__" || sep.find_first_not_of('-') == std::string_view::npos)) return false;
+    if (!(sep == "." || sep == "_" || sep == "__" || sep.find_first_not_of('-') == std::string_view::npos))
+      return false;
     i = j;
   }
   return true;
@@ -33,7 +37,8 @@ bool validRepo(std::string_view r) {
   if (r.empty() || r.size() > 255) return false;
   for (size_t start = 0;;) {
     const size_t slash = r.find('/', start);
-    if (!validComponent(r.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start))) return false;
+    if (!validComponent(r.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start)))
+      return false;
     if (slash == std::string_view::npos) return true;
     start = slash + 1;
   }
@@ -84,7 +89,8 @@ Reference Reference::parse(std::string_view text) {
     r.digest = std::string(rest.substr(at + 1));
     if (!validDigest(r.digest)) bad(text, "bad digest (expected sha256: and 64 lowercase hex digits)");
     rest = rest.substr(0, at);
-  } else if (const size_t colon = rest.rfind(':'); colon != std::string_view::npos && rest.find('/', colon) == std::string_view::npos) {
+  } else if (const size_t colon = rest.rfind(':');
+             colon != std::string_view::npos && rest.find('/', colon) == std::string_view::npos) {
     r.tag = std::string(rest.substr(colon + 1));
     if (!validTag(r.tag)) bad(text, "bad tag '" + r.tag + "'");
     rest = rest.substr(0, colon);

@@ -16,7 +16,8 @@ struct Sha256::Ctx {
 
 Sha256::Sha256() : ctx_(std::make_unique<Ctx>()) {
   ctx_->md = EVP_MD_CTX_new();
-  if (!ctx_->md || EVP_DigestInit_ex(ctx_->md, EVP_sha256(), nullptr) != 1) throw Error("SHA-256: cannot initialise OpenSSL's digest");
+  if (!ctx_->md || EVP_DigestInit_ex(ctx_->md, EVP_sha256(), nullptr) != 1)
+    throw Error("SHA-256: cannot initialise OpenSSL's digest");
 }
 
 Sha256::~Sha256() { EVP_MD_CTX_free(ctx_->md); }
@@ -49,7 +50,9 @@ void readAt(int fd, const std::string& name, uint64_t offset, void* buf, size_t 
   while (n) {
     const ssize_t got = ::pread(fd, p, n, static_cast<off_t>(offset));
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) throw Error(name + ": cannot read at offset " + std::to_string(offset) + ": " + (got ? std::strerror(errno) : "end of file"));
+    if (got <= 0)
+      throw Error(name + ": cannot read at offset " + std::to_string(offset) + ": " +
+                  (got ? std::strerror(errno) : "end of file"));
     p += got;
     offset += static_cast<uint64_t>(got);
     n -= static_cast<size_t>(got);

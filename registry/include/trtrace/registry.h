@@ -24,14 +24,14 @@ struct Reference {
 };
 
 struct Options {
-  bool plainHttp = false;        // http:// instead of https:// (a registry on a trusted host only)
-  std::string caFile;            // PEM bundle trusted besides the system store
-  std::string configFile;        // Docker/OCI config holding `auths` ("" = $DOCKER_CONFIG/config.json
-                                 // else ~/.docker/config.json)
-  unsigned jobs = 4;             // blobs transferred at once
-  uint64_t chunkBytes = 64 << 20;  // push: a blob over this is sent in PATCH chunks of this size
+  bool plainHttp = false;              // http:// instead of https:// (a registry on a trusted host only)
+  std::string caFile;                  // PEM bundle trusted besides the system store
+  std::string configFile;              // Docker/OCI config holding `auths` ("" = $DOCKER_CONFIG/config.json
+                                       // else ~/.docker/config.json)
+  unsigned jobs = 4;                   // blobs transferred at once
+  uint64_t chunkBytes = 64 << 20;      // push: a blob over this is sent in PATCH chunks of this size
   std::vector<std::string> mountFrom;  // push: repositories (same registry) to mount missing blobs from
-  std::string label;             // progress label ("trtrace push x.trtrace")
+  std::string label;                   // progress label ("trtrace push x.trtrace")
 };
 
 struct PushResult {
