@@ -62,6 +62,10 @@ class Registry:
 
 def capture(build, out, *args):
     env = dict(os.environ, LD_PRELOAD=str(build / "lib" / "libtensorrt_shim.so"), TRT_SHIM_OUTPUT_FILE=str(out))
+    asan = env.get("TRTRACE_ASAN_RUNTIME")  # a sanitizer tree's smoke run (make sanitize): its runtime first
+    if asan:
+        env["LD_PRELOAD"] = f"{asan}:libstdc++.so.6:{env['LD_PRELOAD']}"
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
     subprocess.run([sys.executable, str(APP), "--out", str(out.with_suffix(".engine")), *map(str, args)],
                    env=env, check=True, capture_output=True)
     return out
