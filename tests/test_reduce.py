@@ -300,3 +300,14 @@ def test_reduce_reads_the_failure_from_the_players_json(chain, tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     # The first error of each failed network, escaped as a terminal shows it, unnamed layers unnumbered.
     assert json.loads(p.stdout)["failure"] == r"exit 3: network 1: (Unnamed Layer* #) [Shuffle]: bad\nreshape", p.stdout
+
+
+def test_player_json_errors_keep_a_hostile_layer_name_inside_a_string(tmp_path):
+    """A trace is untrusted: the library's error names the layer, and the name (quote, newline, ESC,
+    non-ASCII) must stay inside one JSON string of the player's --json report."""
+    trace = tmp_path / "h.trtrace"
+    capture("hostile_failing_build.py", trace, "--out", tmp_path / "app.engine", check=False)
+    report = play(trace, tmp_path / "p.engine", "-q", "--json", check=False)
+    assert report.returncode == 3, report.stdout + report.stderr
+    (net,) = json.loads(report.stdout)["networks"]
+    assert net["ok"] is False and any('bad"layer\n\x1b[31m\u00e9' in e for e in net["errors"]), net
