@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from apispec import SCALARS, SpecError
-from apimodel import DESTROY, K, all_methods, classify, interposed, len_expr, scalar_enc
+from apimodel import K, all_methods, classify, interposed, len_expr, scalar_enc
 
 # ------------------------------------------------------------------------------------------------
 # capture_gen.inc: recording wrappers
@@ -279,13 +279,13 @@ def gen_capture_override_decls(spec, cpp):
             o.append(f"{cpp.type(m.ret)} override_{m.interface}_{m.name}(Object* self, abi::V{m.interface}* real{more});")
         hooks = spec.hooks["capture"].get(key, set())
         if "pre" in hooks:
-            o.append(f"// Before the call is forwarded (its arguments are recorded).")
+            o.append("// Before the call is forwarded (its arguments are recorded).")
             o.append(f"void pre_{m.interface}_{m.name}(Call& c, Object* self{more});")
         if "post" in hooks:
             res = "" if m.ret.base == "void" and not m.ret.ptr else f", {cpp.type(m.ret)} result"
-            o.append(f"// After the real call returned, before its result is recorded.")
+            o.append("// After the real call returned, before its result is recorded.")
             o.append(f"void post_{m.interface}_{m.name}(Call& c, Object* self{res}{more});")
         if "after" in hooks:
-            o.append(f"// Once the call is recorded and the application is about to get the result.")
+            o.append("// Once the call is recorded and the application is about to get the result.")
             o.append(f"void after_{m.interface}_{m.name}(Object* self) noexcept;")
     return "\n".join(o) + "\n"

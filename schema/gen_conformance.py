@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import apispec
 from apispec import SCALARS, Type
-from apimodel import all_methods, interposed, layer_type
+from apimodel import interposed, layer_type
 
 # ------------------------------------------------------------------------------------------------
 # conformance_gen.inc: conformance tests against the real library (tests/conformance)

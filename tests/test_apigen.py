@@ -1,6 +1,5 @@
 """The API spec drives everything: one added method reaches the shim, the player and the names;
 ids are append-only; spec errors are one clear line."""
-import pathlib
 import shutil
 import subprocess
 import sys

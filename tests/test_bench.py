@@ -3,7 +3,6 @@ format, --set read in the spec's types, failed runs kept apart, throughput over 
 --compare. No assertion here is on speed: the figures live in BENCHMARKS.md (`make bench`)."""
 import json
 import os
-import pathlib
 import shutil
 import subprocess
 import sys

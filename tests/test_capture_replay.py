@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import APPS, ASAN_RUNTIME, PLAYER, ROOT, SHIM, capture, cpp_app, drop_in_dir, play, run_app, trt_lib, trtrace
+from conftest import ASAN_RUNTIME, PLAYER, ROOT, SHIM, capture, cpp_app, drop_in_dir, play, run_app, trt_lib, trtrace
 
 
 def info(trace):

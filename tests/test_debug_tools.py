@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from conftest import APPS, PLAYER, ROOT, SHIM, TRTRACE, capture, play, run_app, trt_lib, trtrace
+from conftest import ROOT, SHIM, TRTRACE, capture, play, trtrace
 
 # A one-layer network whose LeakyReLU alpha is the app's argument: two captures differ in one call.
 ALPHA_APP = """

@@ -19,7 +19,6 @@ def test_output_file_names_the_trace(tmp):
 
 
 def test_default_output_is_capture_trtrace_in_the_working_directory(tmp):
-    env = {"LD_PRELOAD": os.environ.get("LD_PRELOAD", "")}
     from conftest import SHIM
     proc = run_app("build_cnn.py", "--out", tmp / "e", env={"LD_PRELOAD": str(SHIM), "PWD": str(tmp)}, cwd=tmp)
     assert (tmp / "capture.trtrace").exists(), proc.stderr

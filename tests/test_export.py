@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import APPS, ROOT, SHIM, capture, cpp_app, drop_in_dir, play, trtrace
+from conftest import ROOT, SHIM, capture, cpp_app, drop_in_dir, play, trtrace
 from test_capture_replay import APP_CASES, engines
 
 # python_forms: arrays whose count the bindings drop, Permutation properties, scales (issue 24);

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import APPS, ROOT, SHIM, capture, play, trtrace
+from conftest import APPS, ROOT, capture, play, trtrace
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import nvidia_capture as nv  # noqa: E402

@@ -110,7 +110,6 @@ def test_player_names_its_phases_and_times_each_build(trace, tmp, which):
 
 def test_a_failed_phase_does_not_claim_100_percent(trace, tmp):
     """A replay that stops (here: its output cannot be written) ends no phase at 100% after it."""
-    d = trace.parent
     cmd = [PLAYER, "-j", trace, "-o", tmp / "no" / "such" / "folder" / "e.engine", "--lib", trt_lib(), "-q"]
     env = dict(os.environ, TRTRACE_PROGRESS="1", TRTRACE_PROGRESS_INTERVAL_MS="0")
     proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env)

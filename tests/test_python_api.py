@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import APPS, ROOT, TRTRACE, capture
+from conftest import ROOT, TRTRACE, capture
 
 sys.path.insert(0, str(ROOT / "python"))
 os.environ["PATH"] = f"{TRTRACE.parent}:{os.environ['PATH']}"   # the tools beside the trtrace on PATH

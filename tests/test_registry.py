@@ -21,7 +21,7 @@ import urllib.request
 
 import pytest
 
-from conftest import APPS, PLAYER, ROOT, TRTRACE, capture, trt_lib
+from conftest import PLAYER, TRTRACE, capture, trt_lib
 
 REGISTRY = shutil.which("docker-registry")
 pytestmark = pytest.mark.skipif(REGISTRY is None, reason="docker-registry not installed (tools/setup.sh installs it)")

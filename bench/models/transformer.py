@@ -147,8 +147,8 @@ def main():
     }))
     # TensorRT reads weights until the build; the capture shim until the network is destroyed:
     # the network goes first, then the weights.
-    del net, builder
-    del keep
+    net = builder = None
+    keep.clear()
     return 0
 
 

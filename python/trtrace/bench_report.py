@@ -7,7 +7,6 @@ import dataclasses
 import datetime
 import hashlib
 import io
-import json
 import os
 import platform
 from typing import Any, Optional, Sequence

@@ -15,7 +15,6 @@ import pathlib
 import sys
 
 import numpy as np
-import onnx
 from onnx import TensorProto as T, helper, numpy_helper
 import tensorrt_rtx as trt
 

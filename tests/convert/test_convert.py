@@ -11,7 +11,6 @@ Skips what needs NVIDIA's shim when it is not installed. NVIDIA's output lives i
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 

@@ -6,7 +6,6 @@ in the BIN instead of inline, which NVIDIA's layout allows for any weights (docs
 §7): the app's exact bits come back, and the replay builds the app's engine. A non-finite scalar
 argument has no such place: it is written as null with one warning line naming the call.
 """
-import json
 import os
 import pathlib
 import subprocess
