@@ -16,6 +16,7 @@ BACK.json` with /usr/bin/time (wall, peak RSS). MB/s = (JSON + BIN bytes) / wall
 directions (the bytes of the NVIDIA-layout pair, the same for both). With --update-md the table goes
 into BENCHMARKS.md between the <!-- convert:begin --> and <!-- convert:end --> markers.
 """
+
 import argparse
 import os
 import pathlib
@@ -70,7 +71,11 @@ def generate(path, kind, target_bytes, seed=1):
     payloads = []
     if kind != "inline":
         for i in range(8 if kind == "weights" else 64):
-            payloads.append(os.urandom(count * 4) if kind == "weights" else struct.pack(f"{count}f", *(rnd.uniform(-1, 1) for _ in range(count))))
+            payloads.append(
+                os.urandom(count * 4)
+                if kind == "weights"
+                else struct.pack(f"{count}f", *(rnd.uniform(-1, 1) for _ in range(count)))
+            )
     with open(path, "w") as js, open(binp, "wb") as bf:
         js.write('{\n    "api_calls": [\n')
         idx, nid, off, written = 0, 0, 0, 0
@@ -90,8 +95,17 @@ def generate(path, kind, target_bytes, seed=1):
         net_no = 0
         while written < target_bytes:
             net = emit({"class": '"Builder"', "function": '"createNetworkV2"', "object": "0", "flags": "0"}, True)
-            prev = emit({"class": '"NetworkDefinition"', "function": '"addInput"', "object": str(net), "name": '"x"',
-                         "type": "0", "dimensions": arr(["1", str(cols)], 8)}, True)
+            prev = emit(
+                {
+                    "class": '"NetworkDefinition"',
+                    "function": '"addInput"',
+                    "object": str(net),
+                    "name": '"x"',
+                    "type": "0",
+                    "dimensions": arr(["1", str(cols)], 8),
+                },
+                True,
+            )
             wid = 0
             for layer in range(layers):
                 if kind == "inline":
@@ -104,13 +118,33 @@ def generate(path, kind, target_bytes, seed=1):
                     off += len(data)
                     written += len(data)
                 wid += 1
-                c = emit({"class": '"NetworkDefinition"', "function": '"addConstant"', "object": str(net),
-                          "dimensions": arr([str(cols), str(count // cols)], 8), "weights": w}, True)
+                c = emit(
+                    {
+                        "class": '"NetworkDefinition"',
+                        "function": '"addConstant"',
+                        "object": str(net),
+                        "dimensions": arr([str(cols), str(count // cols)], 8),
+                        "weights": w,
+                    },
+                    True,
+                )
                 t = emit({"class": '"Layer"', "function": '"getOutput"', "object": str(c), "index": "0"}, True)
-                m = emit({"class": '"NetworkDefinition"', "function": '"addMatrixMultiply"', "object": str(net),
-                          "input0": obj(prev, 8), "op0": "0", "input1": obj(t, 8), "op1": "0"}, True)
+                m = emit(
+                    {
+                        "class": '"NetworkDefinition"',
+                        "function": '"addMatrixMultiply"',
+                        "object": str(net),
+                        "input0": obj(prev, 8),
+                        "op0": "0",
+                        "input1": obj(t, 8),
+                        "op1": "0",
+                    },
+                    True,
+                )
                 prev = emit({"class": '"Layer"', "function": '"getOutput"', "object": str(m), "index": "0"}, True)
-                emit({"class": '"Layer"', "function": '"setName"', "object": str(m), "name": f'"layer_{net_no}_{layer}"'})
+                emit(
+                    {"class": '"Layer"', "function": '"setName"', "object": str(m), "name": f'"layer_{net_no}_{layer}"'}
+                )
                 if len(out) > 2000:
                     s = ",\n".join(out) + ",\n"
                     js.write(s)
@@ -118,10 +152,19 @@ def generate(path, kind, target_bytes, seed=1):
                     out.clear()
                 if written >= target_bytes:
                     break
-            emit({"class": '"NetworkDefinition"', "function": '"markOutput"', "object": str(net), "tensor": obj(prev, 8)})
+            emit(
+                {"class": '"NetworkDefinition"', "function": '"markOutput"', "object": str(net), "tensor": obj(prev, 8)}
+            )
             cfg = emit({"class": '"Builder"', "function": '"createBuilderConfig"', "object": "0"}, True)
-            emit({"class": '"Builder"', "function": '"buildSerializedNetwork"', "object": "0",
-                  "network": obj(net, 8), "config": obj(cfg, 8)})
+            emit(
+                {
+                    "class": '"Builder"',
+                    "function": '"buildSerializedNetwork"',
+                    "object": "0",
+                    "network": obj(net, 8),
+                    "config": obj(cfg, 8),
+                }
+            )
             net_no += 1
         js.write(",\n".join(out))
         js.write('\n    ],\n    "output_bin": "' + binp.name + '",\n    "trt_version": 10601\n}')
@@ -157,9 +200,22 @@ def main():
             total = jb + bb
             res = {}
             for label, cmd, dst in (
-                    ("json→trace (zstd 1, the default)", [trtrace, "convert", "-q", js, work / "out.trtrace"], work / "out.trtrace"),
-                    ("json→trace (raw)", [trtrace, "convert", "-q", "--level", "0", js, work / "raw.trtrace"], work / "raw.trtrace"),
-                    ("trace→json", [trtrace, "convert", "-q", work / "out.trtrace", work / "back.json"], work / "back.json")):
+                (
+                    "json→trace (zstd 1, the default)",
+                    [trtrace, "convert", "-q", js, work / "out.trtrace"],
+                    work / "out.trtrace",
+                ),
+                (
+                    "json→trace (raw)",
+                    [trtrace, "convert", "-q", "--level", "0", js, work / "raw.trtrace"],
+                    work / "raw.trtrace",
+                ),
+                (
+                    "trace→json",
+                    [trtrace, "convert", "-q", work / "out.trtrace", work / "back.json"],
+                    work / "back.json",
+                ),
+            ):
                 runs = []
                 for _ in range(a.reps):
                     runs.append(timed(cmd))
@@ -167,20 +223,31 @@ def main():
                 res[label] = (total / 1e6 / best, sorted(r[0] for r in runs)[len(runs) // 2], max(r[1] for r in runs))
             same = (work / "back.json").stat().st_size + (work / "back.bin").stat().st_size
             rows.append((kind, calls, jb, bb, res, same))
-            print(f"{kind}: {calls} calls, JSON {jb / 2**20:.0f} MiB + BIN {bb / 2**20:.0f} MiB; " +
-                  "; ".join(f"{k} {v[0]:.0f} MB/s (median {total / 1e6 / v[1]:.0f}), peak RSS {v[2] / 2**20:.0f} MiB"
-                            for k, v in res.items()) + f"; JSON+BIN written back: {same / 2**20:.0f} MiB", flush=True)
+            print(
+                f"{kind}: {calls} calls, JSON {jb / 2**20:.0f} MiB + BIN {bb / 2**20:.0f} MiB; "
+                + "; ".join(
+                    f"{k} {v[0]:.0f} MB/s (median {total / 1e6 / v[1]:.0f}), peak RSS {v[2] / 2**20:.0f} MiB"
+                    for k, v in res.items()
+                )
+                + f"; JSON+BIN written back: {same / 2**20:.0f} MiB",
+                flush=True,
+            )
             for f in work.iterdir():
                 f.unlink()
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
-    lines = ["| capture | calls | JSON + BIN | JSON→trace zstd 1 (default): MB/s, peak RSS | JSON→trace raw | trace→JSON | JSON+BIN written back |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| capture | calls | JSON + BIN | JSON→trace zstd 1 (default): MB/s, peak RSS | JSON→trace raw | trace→JSON | JSON+BIN written back |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for kind, calls, jb, bb, res, same in rows:
         cells = [f"{v[0]:.0f} MB/s, {v[2] / 2**20:.0f} MiB" for v in res.values()]
-        lines.append(f"| {kind} | {calls:,} | {jb / 2**20:.0f} MiB + {bb / 2**20:.0f} MiB | " + " | ".join(cells) +
-                     f" | {same / 2**20:.0f} MiB |")
+        lines.append(
+            f"| {kind} | {calls:,} | {jb / 2**20:.0f} MiB + {bb / 2**20:.0f} MiB | "
+            + " | ".join(cells)
+            + f" | {same / 2**20:.0f} MiB |"
+        )
     table = "\n".join(lines)
     print(table)
     if a.update_md:

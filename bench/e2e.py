@@ -8,6 +8,7 @@ convert` both ways when it exists; writes every measurement to one JSON file for
 Wall time is the parent's clock around the whole process (from exec to exit, so the shim's close
 at exit is included); peak RSS comes from /usr/bin/time. Every figure is repeated --reps times (min and median kept).
 """
+
 import argparse
 import json
 import os
@@ -78,9 +79,12 @@ class Env:
         return wall, int(rss) * 1024, p.stdout
 
     def nv_env(self, json_path):
-        return {"LD_LIBRARY_PATH": f"{self.env['TRTRACE_TRT_LIBDIR']}:{self.env.get('TRTRACE_CUDA_STUB_DIR', '')}",
-                "TRT_SHIM_NVINFER_LIB_NAME": self.trt_lib, "TRT_SHIM_OUTPUT_JSON_FILE": str(json_path),
-                "LD_PRELOAD": self.nv_shim}
+        return {
+            "LD_LIBRARY_PATH": f"{self.env['TRTRACE_TRT_LIBDIR']}:{self.env.get('TRTRACE_CUDA_STUB_DIR', '')}",
+            "TRT_SHIM_NVINFER_LIB_NAME": self.trt_lib,
+            "TRT_SHIM_OUTPUT_JSON_FILE": str(json_path),
+            "LD_PRELOAD": self.nv_shim,
+        }
 
 
 def last_json(text):
@@ -150,16 +154,31 @@ def capture_model(E, name, margs, reps, build):
                 written = os.path.getsize(trace)
             elif m == "nvidia":
                 written = os.path.getsize(nvjson) + os.path.getsize(nvbin)
-            runs[m].append({"wall_s": wall, "rss": rss, "written": written, "network_s": app["network_s"],
-                            "gen_s": app["gen_s"], "build_s": app["build_s"]})
-            log(f"{name} rep {r} {m}: {wall:.2f} s, {rss / 2**20:.0f} MiB, network {app['network_s']:.3f} s, "
-                f"wrote {written / 2**20:.1f} MiB")
+            runs[m].append(
+                {
+                    "wall_s": wall,
+                    "rss": rss,
+                    "written": written,
+                    "network_s": app["network_s"],
+                    "gen_s": app["gen_s"],
+                    "build_s": app["build_s"],
+                }
+            )
+            log(
+                f"{name} rep {r} {m}: {wall:.2f} s, {rss / 2**20:.0f} MiB, network {app['network_s']:.3f} s, "
+                f"wrote {written / 2**20:.1f} MiB"
+            )
     res = {"name": name, "args": margs, "build": build, "reps": reps, "app": app, "runs": runs}
     # Sizes of the last run's outputs (they stay for replay / conversion).
-    info = json.loads(subprocess.run([E.trtrace, "info", "--json", str(trace)], capture_output=True,
-                                     text=True, check=True).stdout)
-    res["trace"] = {"bytes": os.path.getsize(trace), "parts": trace_parts(trace), "calls": info["calls"],
-                    "weights": info["weights"]}
+    info = json.loads(
+        subprocess.run([E.trtrace, "info", "--json", str(trace)], capture_output=True, text=True, check=True).stdout
+    )
+    res["trace"] = {
+        "bytes": os.path.getsize(trace),
+        "parts": trace_parts(trace),
+        "calls": info["calls"],
+        "weights": info["weights"],
+    }
     # The same trace, rewritten with every blob raw (the player's zero-copy case).
     runs_nv = runs.get("nvidia", [])
     if any("failed" in x for x in runs_nv):
@@ -173,15 +192,31 @@ def capture_model(E, name, margs, reps, build):
 def player(E, trace, out_engine=None, cache=None, threads=None):
     """One replay; compressed weights go to the decode cache `cache` (a folder, temp or off;
     default: the run's own folder, so the first replay of a trace builds it and later ones reuse it)."""
-    cmd = [E.player, "-j", str(trace), "--lib", E.trt_lib, "--json", "-q",
-           "--decode-cache", str(cache or E.work / "decode-cache")]
+    cmd = [
+        E.player,
+        "-j",
+        str(trace),
+        "--lib",
+        E.trt_lib,
+        "--json",
+        "-q",
+        "--decode-cache",
+        str(cache or E.work / "decode-cache"),
+    ]
     if out_engine:
         cmd += ["-o", str(out_engine), "--check"]
     wall, rss, out = E.timed(cmd, {"TRTRACE_DECODE_THREADS": str(threads)} if threads else None)
     j = last_json(out)
-    return {"wall_s": wall, "rss": rss, "open_s": j["open_s"], "dispatch_s": j["dispatch_s"],
-            "build_s": j["build_s"], "calls": j["calls"], "cache": j.get("decode_cache", {}),
-            "identical": all(n.get("vs_capture") == "identical" for n in j["networks"]) if out_engine else None}
+    return {
+        "wall_s": wall,
+        "rss": rss,
+        "open_s": j["open_s"],
+        "dispatch_s": j["dispatch_s"],
+        "build_s": j["build_s"],
+        "calls": j["calls"],
+        "cache": j.get("decode_cache", {}),
+        "identical": all(n.get("vs_capture") == "identical" for n in j["networks"]) if out_engine else None,
+    }
 
 
 def replay_model(E, trace, reps, build, scaling=False):
@@ -192,14 +227,22 @@ def replay_model(E, trace, reps, build, scaling=False):
     subprocess.run([E.trtrace, "rewrite", str(trace), str(raw), "--raw"], check=True, capture_output=True)
     shutil.rmtree(E.work / "decode-cache", ignore_errors=True)
     for kind, path in (("compressed", trace), ("raw", raw)):
-        runs = [player(E, path, E.work / "replay.engine" if build else None) for _ in range(max(2, reps) if kind == "compressed" else reps)]
+        runs = [
+            player(E, path, E.work / "replay.engine" if build else None)
+            for _ in range(max(2, reps) if kind == "compressed" else reps)
+        ]
         res[kind] = {"bytes": os.path.getsize(path), "runs": runs}
-        log(f"replay {path.name}: open {runs[0]['open_s'] * 1e3:.3f} ms, dispatch {runs[0]['dispatch_s']:.3f} s, "
+        log(
+            f"replay {path.name}: open {runs[0]['open_s'] * 1e3:.3f} ms, dispatch {runs[0]['dispatch_s']:.3f} s, "
             f"build {runs[0]['build_s']:.3f} s, peak {runs[0]['rss'] / 2**20:.0f} MiB, "
-            f"decode cache {runs[0]['cache'].get('how')} {runs[0]['cache'].get('seconds', 0):.2f} s")
+            f"decode cache {runs[0]['cache'].get('how')} {runs[0]['cache'].get('seconds', 0):.2f} s"
+        )
     if scaling:
         res["scaling"] = {str(t): player(E, trace, cache="temp", threads=t) for t in sorted({1, os.cpu_count() or 1})}
-        log("decode scaling: " + ", ".join(f"{t} threads {x['cache']['seconds']:.2f} s" for t, x in res["scaling"].items()))
+        log(
+            "decode scaling: "
+            + ", ".join(f"{t} threads {x['cache']['seconds']:.2f} s" for t, x in res["scaling"].items())
+        )
     shutil.rmtree(E.work / "decode-cache", ignore_errors=True)
     rm(raw, E.work / "replay.engine")
     return res
@@ -224,8 +267,11 @@ def disk_write(work, nbytes, sync=True):
     secs = time.perf_counter() - t0
     rm(path)
     subprocess.run(["sync"])
-    return {"bytes": max(1, nbytes // len(block)) * len(block), "seconds": secs,
-            "bytes_per_s": max(1, nbytes // len(block)) * len(block) / secs}
+    return {
+        "bytes": max(1, nbytes // len(block)) * len(block),
+        "seconds": secs,
+        "bytes_per_s": max(1, nbytes // len(block)) * len(block) / secs,
+    }
 
 
 def convert_available(E):
@@ -238,8 +284,9 @@ def convert_model(E, trace, nvjson, nvbin, reps):
     back = E.work / "conv.trtrace"
     outjson = E.work / "conv.json"
     for direction, src, dst, srcbytes in (
-            ("json_to_trace", nvjson, back, os.path.getsize(nvjson) + os.path.getsize(nvbin)),
-            ("trace_to_json", trace, outjson, os.path.getsize(trace))):
+        ("json_to_trace", nvjson, back, os.path.getsize(nvjson) + os.path.getsize(nvbin)),
+        ("trace_to_json", trace, outjson, os.path.getsize(trace)),
+    ):
         runs = []
         for _ in range(reps):
             rm(dst, outjson.with_suffix(".bin"))
@@ -276,8 +323,15 @@ def machine():
     except OSError:
         pass
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return {"cpu": cpu, "cores": os.cpu_count(), "mem_gib": round(mem / 2**30, 1), "vm": dirty_settings(),
-            "kernel": platform.release(), "date": time.strftime("%Y-%m-%d %H:%M %Z"), "host": platform.node()}
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "mem_gib": round(mem / 2**30, 1),
+        "vm": dirty_settings(),
+        "kernel": platform.release(),
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+        "host": platform.node(),
+    }
 
 
 def main():
@@ -297,8 +351,14 @@ def main():
         keep = set(a.only.split(","))
         models = [m for m in models if m[0] in keep]
     reps = 1 if a.smoke else a.reps
-    out = {"machine": machine(), "smoke": a.smoke, "reps": reps, "nvidia_shim": bool(E.nv_shim),
-           "models": [], "errors": []}
+    out = {
+        "machine": machine(),
+        "smoke": a.smoke,
+        "reps": reps,
+        "nvidia_shim": bool(E.nv_shim),
+        "models": [],
+        "errors": [],
+    }
     t0 = time.time()
 
     # Player RSS baseline: a tiny trace; and the app's own on the same network (the library's state
@@ -311,8 +371,10 @@ def main():
 
     out["disk_write"] = disk_write(work, (64 << 20) if a.smoke else (2 << 30))
     out["cache_write"] = disk_write(work, (64 << 20) if a.smoke else (1 << 30), sync=False)
-    log(f"disk write: {out['disk_write']['bytes_per_s'] / 1e6:.0f} MB/s; "
-        f"page cache write: {out['cache_write']['bytes_per_s'] / 1e6:.0f} MB/s")
+    log(
+        f"disk write: {out['disk_write']['bytes_per_s'] / 1e6:.0f} MB/s; "
+        f"page cache write: {out['cache_write']['bytes_per_s'] / 1e6:.0f} MB/s"
+    )
 
     conv = convert_available(E)
     out["convert_available"] = conv
@@ -320,7 +382,9 @@ def main():
         mreps = r or reps
         res, trace, nvjson, nvbin = capture_model(E, name, margs, mreps, build=False)
         if replay:
-            res["replay"] = replay_model(E, trace, mreps, build=False, scaling=(name == models[0][0] if a.smoke else name == "fp32-1g"))
+            res["replay"] = replay_model(
+                E, trace, mreps, build=False, scaling=(name == models[0][0] if a.smoke else name == "fp32-1g")
+            )
         if conv and E.nv_shim and os.path.exists(nvjson):
             try:
                 res["convert"] = convert_model(E, trace, nvjson, nvbin, mreps)

@@ -11,6 +11,7 @@ Checks the free disk space first (weights file + trace, then trace + decode cach
 weights down, saying so, when the disk is short. The weights file is deleted after the capture,
 the trace at the end; the decode cache is a nameless temporary file. Progress on stderr.
 """
+
 import argparse
 import json
 import os
@@ -74,31 +75,53 @@ def main():
     need = lambda g: 2 * g * 2**30 + (8 << 30)  # weights + trace (≤ weights), then trace + cache; 8 GiB spare
     if need(gib) > free:
         gib = max(1.0, (free - (8 << 30)) / 2 / 2**30)
-        note = (f"scaled down from {a.gib or int(ram / 2**30) + 1:g} GiB: {free / 2**30:.0f} GiB free on the disk: "
-                f"**NOT bigger than RAM**")
+        note = (
+            f"scaled down from {a.gib or int(ram / 2**30) + 1:g} GiB: {free / 2**30:.0f} GiB free on the disk: "
+            f"**NOT bigger than RAM**"
+        )
         log(note)
     weights, trace = work / "weights.f32", work / "huge.trtrace"
     python = os.environ.get("TRTRACE_PYTHON", sys.executable)
     res = {"ram": ram, "gib": gib, "note": note, "disk_free": free, "cores": os.cpu_count()}
 
     log(f"app alone, writing {gib:.1f} GiB of weights first (RAM {ram / 2**30:.1f} GiB)")
-    wall, out, peak = sampled([python, str(APP), "--weights", str(weights), "--gib", str(gib), "--make"], {},
-                              work / "alone")
+    wall, out, peak = sampled(
+        [python, str(APP), "--weights", str(weights), "--gib", str(gib), "--make"], {}, work / "alone"
+    )
     res["alone"] = {"wall_s": wall, "peak": peak, "app": json.loads(out.strip().splitlines()[-1])}
     log(f"capture under the shim -> {trace}")
     trace.unlink(missing_ok=True)  # an earlier run's: the shim never replaces a trace
-    shim = {"LD_PRELOAD": str(build / "lib" / "libtensorrt_shim.so"), "TRT_SHIM_OUTPUT_FILE": str(trace),
-            "TRTRACE_PROGRESS": "1"}
+    shim = {
+        "LD_PRELOAD": str(build / "lib" / "libtensorrt_shim.so"),
+        "TRT_SHIM_OUTPUT_FILE": str(trace),
+        "TRTRACE_PROGRESS": "1",
+    }
     wall, out, peak = sampled([python, str(APP), "--weights", str(weights)], shim, work / "capture")
-    res["capture"] = {"wall_s": wall, "peak": peak, "app": json.loads(out.strip().splitlines()[-1]),
-                      "trace_bytes": trace.stat().st_size}
+    res["capture"] = {
+        "wall_s": wall,
+        "peak": peak,
+        "app": json.loads(out.strip().splitlines()[-1]),
+        "trace_bytes": trace.stat().st_size,
+    }
     weights.unlink()
-    info = json.loads(subprocess.run([str(build / "bin" / "trtrace"), "info", "--json", str(trace)],
-                                     capture_output=True, text=True, check=True).stdout)
+    info = json.loads(
+        subprocess.run(
+            [str(build / "bin" / "trtrace"), "info", "--json", str(trace)], capture_output=True, text=True, check=True
+        ).stdout
+    )
     res["trace_weights"] = info["weights"]
     log("replay (network construction; the trace holds no build call)")
-    player = [str(build / "bin" / "tensorrt_player"), "-j", str(trace), "--lib", os.environ["TRTRACE_TRT_LIB"],
-              "--json", "-q", "--decode-cache", "temp"]
+    player = [
+        str(build / "bin" / "tensorrt_player"),
+        "-j",
+        str(trace),
+        "--lib",
+        os.environ["TRTRACE_TRT_LIB"],
+        "--json",
+        "-q",
+        "--decode-cache",
+        "temp",
+    ]
     wall, out, peak = sampled(player, {"TRTRACE_PROGRESS": "1"}, work / "replay")
     res["replay"] = {"wall_s": wall, "peak": peak, "player": json.loads(out.strip().splitlines()[-1])}
     trace.unlink()
@@ -110,8 +133,11 @@ def main():
         text = p.read_text()
         begin, end = "<!-- bench:huge begin -->", "<!-- bench:huge end -->"
         block = f"{begin}\n{md}\n{end}"
-        text = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _: block, text, flags=re.S) \
-            if begin in text else text.rstrip("\n") + "\n\n" + block + "\n"
+        text = (
+            re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _: block, text, flags=re.S)
+            if begin in text
+            else text.rstrip("\n") + "\n\n" + block + "\n"
+        )
         p.write_text(text)
     return 0
 
@@ -120,39 +146,55 @@ def render(r):
     G = 2**30
     wb = r["capture"]["app"]["weight_bytes"]
     rows = []
-    for name, key in (("app alone (writes the file, then builds the network)", "alone"),
-                      ("app + our shim", "capture"), ("tensorrt_player", "replay")):
+    for name, key in (
+        ("app alone (writes the file, then builds the network)", "alone"),
+        ("app + our shim", "capture"),
+        ("tensorrt_player", "replay"),
+    ):
         x = r[key]
         pk = x["peak"]
-        rows.append(f"| {name} | {x['wall_s']:.1f} | {pk['VmHWM'] / G:.2f} GiB | {pk['RssAnon'] / 2**20:.0f} MiB "
-                    f"({pk['RssAnon'] / wb * 100:.2f}% of the weights) | {pk['RssFile'] / G:.2f} GiB |")
+        rows.append(
+            f"| {name} | {x['wall_s']:.1f} | {pk['VmHWM'] / G:.2f} GiB | {pk['RssAnon'] / 2**20:.0f} MiB "
+            f"({pk['RssAnon'] / wb * 100:.2f}% of the weights) | {pk['RssFile'] / G:.2f} GiB |"
+        )
     c = r["replay"]["player"].get("decode_cache", {})
     tw = r.get("trace_weights", {})
-    decode = (f"decode cache `{c.get('how')}`, {c.get('bytes', 0) / G:.2f} GiB decoded on {c.get('threads')} threads "
-              f"in {c.get('seconds', 0):.1f} s ({c.get('bytes', 0) / 1e6 / max(1e-9, c.get('seconds', 0)):.0f} MB/s)"
-              if c.get("bytes") else "every blob raw: read in place, nothing decoded")
-    return "\n".join([
-        "## Bigger than RAM (`bench/huge.py`)", "",
-        f"Command: `source build/env.sh && python3 bench/huge.py --build build --work /var/tmp/trtrace-huge "
-        f"--md BENCHMARKS.md`, also run by `make bench` (weights of this machine's RAM + 1 GiB: {r['gib']:g} GiB). "
-        f"Machine: {r['cores']} cores, {r['ram'] / G:.1f} GiB RAM, "
-        f"{r['disk_free'] / G:.0f} GiB free disk. App: `bench/models/mmap_weights.py`, {r['capture']['app']['constants']} "
-        f"constants of [4096, 4096] fp32 = **{wb / G:.2f} GiB of weights mmapped from a file** "
-        f"({wb / r['ram']:.2f}× RAM){'; ' + r['note'] if r['note'] else ''}; network construction only. "
-        f"Trace: {r['capture']['trace_bytes'] / G:.2f} GiB, {tw.get('compressed_blobs', 0)} of "
-        f"{tw.get('unique_blobs', 0)} blobs compressed (the workers compress while the app runs and store raw "
-        "what is still queued when it waits: here, at its exit). Memory sampled from "
-        "/proc/<pid>/status every 0.2 s: peak RSS (VmHWM), peak anonymous RSS (the process's own memory), "
-        "peak file-backed RSS (mapped page cache, evicted by the kernel under pressure).", "",
-        "| run | wall s | peak RSS | peak anonymous RSS | peak file-backed RSS |", "|---|---|---|---|---|", *rows, "",
-        f"Replay: {decode}; {r['replay']['player']['calls']:,} calls dispatched in "
-        f"{r['replay']['player']['dispatch_s']:.2f} s.", "",
-        "Both sides' own memory stays flat (anonymous RSS well under 1% of the weights). The capture's file-backed "
-        "RSS is the app's own mapping: the shim reads every weight page to hash and store it, and those pages "
-        "stay mapped in the app until the kernel evicts them (clean page cache; the app alone never reads them, "
-        "as it builds no engine). The player's is the trace's pages the library reads, released as they are "
-        "hashed (and, for compressed blobs, the blobs being decoded: decoded bytes go to the cache file).",
-    ])
+    decode = (
+        f"decode cache `{c.get('how')}`, {c.get('bytes', 0) / G:.2f} GiB decoded on {c.get('threads')} threads "
+        f"in {c.get('seconds', 0):.1f} s ({c.get('bytes', 0) / 1e6 / max(1e-9, c.get('seconds', 0)):.0f} MB/s)"
+        if c.get("bytes")
+        else "every blob raw: read in place, nothing decoded"
+    )
+    return "\n".join(
+        [
+            "## Bigger than RAM (`bench/huge.py`)",
+            "",
+            f"Command: `source build/env.sh && python3 bench/huge.py --build build --work /var/tmp/trtrace-huge "
+            f"--md BENCHMARKS.md`, also run by `make bench` (weights of this machine's RAM + 1 GiB: {r['gib']:g} GiB). "
+            f"Machine: {r['cores']} cores, {r['ram'] / G:.1f} GiB RAM, "
+            f"{r['disk_free'] / G:.0f} GiB free disk. App: `bench/models/mmap_weights.py`, {r['capture']['app']['constants']} "
+            f"constants of [4096, 4096] fp32 = **{wb / G:.2f} GiB of weights mmapped from a file** "
+            f"({wb / r['ram']:.2f}× RAM){'; ' + r['note'] if r['note'] else ''}; network construction only. "
+            f"Trace: {r['capture']['trace_bytes'] / G:.2f} GiB, {tw.get('compressed_blobs', 0)} of "
+            f"{tw.get('unique_blobs', 0)} blobs compressed (the workers compress while the app runs and store raw "
+            "what is still queued when it waits: here, at its exit). Memory sampled from "
+            "/proc/<pid>/status every 0.2 s: peak RSS (VmHWM), peak anonymous RSS (the process's own memory), "
+            "peak file-backed RSS (mapped page cache, evicted by the kernel under pressure).",
+            "",
+            "| run | wall s | peak RSS | peak anonymous RSS | peak file-backed RSS |",
+            "|---|---|---|---|---|",
+            *rows,
+            "",
+            f"Replay: {decode}; {r['replay']['player']['calls']:,} calls dispatched in "
+            f"{r['replay']['player']['dispatch_s']:.2f} s.",
+            "",
+            "Both sides' own memory stays flat (anonymous RSS well under 1% of the weights). The capture's file-backed "
+            "RSS is the app's own mapping: the shim reads every weight page to hash and store it, and those pages "
+            "stay mapped in the app until the kernel evicts them (clean page cache; the app alone never reads them, "
+            "as it builds no engine). The player's is the trace's pages the library reads, released as they are "
+            "hashed (and, for compressed blobs, the blobs being decoded: decoded bytes go to the cache file).",
+        ]
+    )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ BENCHMARKS.md (--md; appended when missing). --smoke: small, checks that it runs
 
     registry_bench.py --build BUILD --work DIR [--md BENCHMARKS.md] [--smoke]
 """
+
 import argparse
 import hashlib
 import json
@@ -24,7 +25,7 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 APP = ROOT / "tests" / "apps" / "layered_weights.py"
-MiB = 2 ** 20
+MiB = 2**20
 
 
 def free_port():
@@ -39,9 +40,13 @@ class Registry:
         self.port = free_port()
         self.host = f"127.0.0.1:{self.port}"
         cfg = work / "registry.yml"
-        cfg.write_text(f"version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {self.storage}\n"
-                       f"http:\n  addr: {self.host}\n")
-        self.proc = subprocess.Popen(["docker-registry", "serve", str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cfg.write_text(
+            f"version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {self.storage}\n"
+            f"http:\n  addr: {self.host}\n"
+        )
+        self.proc = subprocess.Popen(
+            ["docker-registry", "serve", str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -66,8 +71,12 @@ def capture(build, out, *args):
     if asan:
         env["LD_PRELOAD"] = f"{asan}:libstdc++.so.6:{env['LD_PRELOAD']}"
         env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
-    subprocess.run([sys.executable, str(APP), "--out", str(out.with_suffix(".engine")), *map(str, args)],
-                   env=env, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, str(APP), "--out", str(out.with_suffix(".engine")), *map(str, args)],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     return out
 
 
@@ -92,8 +101,15 @@ def weights_bytes(build, trace):
 def dedup(build, work, reg, layers, size, n):
     rows, base_weights, after_first = [], 0, 0
     for k in range(n):
-        t = capture(build, work / f"c{k}.trtrace", "--layers", layers, "--size", size,
-                    *(["--change", (k - 1) % layers] if k else []))
+        t = capture(
+            build,
+            work / f"c{k}.trtrace",
+            "--layers",
+            layers,
+            "--size",
+            size,
+            *(["--change", (k - 1) % layers] if k else []),
+        )
         p, _ = trtrace(build, "push", "--plain-http", t, f"{reg.host}/bench/model:c{k}")
         blobs, up = uploaded(p.stderr)
         if k == 0:
@@ -101,8 +117,14 @@ def dedup(build, work, reg, layers, size, n):
         rows.append((k, blobs, up))
         t.unlink()
         t.with_suffix(".engine").unlink()
-    return {"layers": layers, "size": size, "weights": base_weights, "first": after_first,
-            "growth": reg.bytes() - after_first, "rows": rows}
+    return {
+        "layers": layers,
+        "size": size,
+        "weights": base_weights,
+        "first": after_first,
+        "growth": reg.bytes() - after_first,
+        "rows": rows,
+    }
 
 
 def rate(nbytes, seconds):
@@ -118,14 +140,28 @@ def throughput(build, work, reg, layers, size):
     assert hashlib.sha256(out.read_bytes()).digest() == hashlib.sha256(t.read_bytes()).digest()
     dd = work / "dd.bin"
     s = time.monotonic()
-    subprocess.run(["dd", "if=/dev/zero", f"of={dd}", "bs=1M", f"count={max(1, n // MiB)}", "conv=fdatasync"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["dd", "if=/dev/zero", f"of={dd}", "bs=1M", f"count={max(1, n // MiB)}", "conv=fdatasync"],
+        check=True,
+        capture_output=True,
+    )
     disk = rate(max(1, n // MiB) * MiB, time.monotonic() - s)
-    manifest = subprocess.run(["curl", "-sf", "-H", "Accept: application/vnd.oci.image.manifest.v1+json",
-                               f"http://{reg.host}/v2/bench/big/manifests/v1"], capture_output=True, check=True).stdout
+    manifest = subprocess.run(
+        [
+            "curl",
+            "-sf",
+            "-H",
+            "Accept: application/vnd.oci.image.manifest.v1+json",
+            f"http://{reg.host}/v2/bench/big/manifests/v1",
+        ],
+        capture_output=True,
+        check=True,
+    ).stdout
     big = max(json.loads(manifest)["layers"], key=lambda l: l["size"])
     s = time.monotonic()
-    subprocess.run(["curl", "-sf", "-o", "/dev/null", f"http://{reg.host}/v2/bench/big/blobs/{big['digest']}"], check=True)
+    subprocess.run(
+        ["curl", "-sf", "-o", "/dev/null", f"http://{reg.host}/v2/bench/big/blobs/{big['digest']}"], check=True
+    )
     loop = rate(big["size"], time.monotonic() - s)
     for f in (t, out, dd, t.with_suffix(".engine")):
         f.unlink()
@@ -133,18 +169,26 @@ def throughput(build, work, reg, layers, size):
 
 
 def render(d, tp, command):
-    L = [f"Measured by `{command}` (bench/registry_bench.py) against Debian's docker-registry on 127.0.0.1, "
-         f"filesystem storage. {len(d['rows'])} captures of `tests/apps/layered_weights.py` ({d['layers']} layers of "
-         f"{d['size']}x{d['size']} fp32), each after the first with one layer's weights changed, pushed to one repository:", "",
-         "| push | blobs uploaded | bytes uploaded |", "|---|---|---|"]
+    L = [
+        f"Measured by `{command}` (bench/registry_bench.py) against Debian's docker-registry on 127.0.0.1, "
+        f"filesystem storage. {len(d['rows'])} captures of `tests/apps/layered_weights.py` ({d['layers']} layers of "
+        f"{d['size']}x{d['size']} fp32), each after the first with one layer's weights changed, pushed to one repository:",
+        "",
+        "| push | blobs uploaded | bytes uploaded |",
+        "|---|---|---|",
+    ]
     L += [f"| {k + 1} | {b} | {u} |" for k, b, u in d["rows"]]
-    L += ["", f"One capture's weights: {d['weights'] / MiB:.2f} MiB; the registry after the first push: "
-              f"{d['first'] / MiB:.2f} MiB; grown by the {len(d['rows']) - 1} later pushes: {d['growth'] / MiB:.2f} MiB = "
-              f"**{d['growth'] / max(1, d['weights']):.2f}x one capture's weights** (each later push uploads the changed "
-              f"weight, the call log and the config).", "",
-          f"Throughput, one {tp['bytes'] / MiB:.0f} MiB capture (MiB/s): push to an empty registry {tp['push']:.0f}, "
-          f"pull {tp['pull']:.0f}; the disk's write rate (dd, fdatasync) {tp['disk']:.0f}; the registry's own rate "
-          f"over loopback (curl, the largest blob) {tp['loopback']:.0f}."]
+    L += [
+        "",
+        f"One capture's weights: {d['weights'] / MiB:.2f} MiB; the registry after the first push: "
+        f"{d['first'] / MiB:.2f} MiB; grown by the {len(d['rows']) - 1} later pushes: {d['growth'] / MiB:.2f} MiB = "
+        f"**{d['growth'] / max(1, d['weights']):.2f}x one capture's weights** (each later push uploads the changed "
+        f"weight, the call log and the config).",
+        "",
+        f"Throughput, one {tp['bytes'] / MiB:.0f} MiB capture (MiB/s): push to an empty registry {tp['push']:.0f}, "
+        f"pull {tp['pull']:.0f}; the disk's write rate (dd, fdatasync) {tp['disk']:.0f}; the registry's own rate "
+        f"over loopback (curl, the largest blob) {tp['loopback']:.0f}.",
+    ]
     return "\n".join(L)
 
 
@@ -153,7 +197,7 @@ def write_md(md, body):
     text = md.read_text() if md.exists() else ""
     block = f"{begin}\n{body}\n{end}"
     if begin in text and end in text:
-        text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
+        text = text[: text.index(begin)] + block + text[text.index(end) + len(end) :]
     else:
         text = text.rstrip("\n") + "\n\n## Traces in an OCI registry\n\n" + block + "\n"
     md.write_text(text)

@@ -5,6 +5,7 @@ BENCHMARKS.md, between the markers <!-- bench:e2e begin --> ... <!-- bench:e2e e
 engineers' sections, hand-written notes) is kept as it is; missing markers are appended.
 --check: fail unless every table has numbers (the smoke test's only assertion; no timing limits).
 """
+
 import argparse
 import json
 import pathlib
@@ -16,7 +17,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from e2e import dirty_settings  # noqa: E402
 
 GB = 1e9
-MiB = 2 ** 20
+MiB = 2**20
 
 
 def med(xs):
@@ -165,46 +166,68 @@ def render_e2e(e2e, memcpy, command):
             f"| {r['name']} ({app['dtype']}, N={app['blocks']}, H={app['hidden']}) | {fmt_bytes(app['weight_bytes'])} "
             f"({fmt_bytes(app['unique_weight_bytes'])}) | {fmt_s([x['wall_s'] for x in a])} | "
             f"{fmt_s([x['wall_s'] for x in o])} | {fmt_s([x['wall_s'] for x in n]) if n else '-'} | "
-            f"{med(ro):.3f} | {med(rn):.3f} | " if rn else
-            f"| {r['name']} | {fmt_bytes(app['weight_bytes'])} | {fmt_s([x['wall_s'] for x in a])} | "
-            f"{fmt_s([x['wall_s'] for x in o])} | - | {med(ro):.3f} | - | ")
-        L[-1] += (f"{fmt_mib(med([x['rss'] for x in a]))} / {fmt_mib(med([x['rss'] for x in o]))} / "
-                  f"{fmt_mib(med([x['rss'] for x in n])) if n else '-'} | "
-                  f"{fmt_bytes(o[-1]['written'])} / {fmt_bytes(n[-1]['written']) if n else '-'} | {ing_s} |")
+            f"{med(ro):.3f} | {med(rn):.3f} | "
+            if rn
+            else f"| {r['name']} | {fmt_bytes(app['weight_bytes'])} | {fmt_s([x['wall_s'] for x in a])} | "
+            f"{fmt_s([x['wall_s'] for x in o])} | - | {med(ro):.3f} | - | "
+        )
+        L[-1] += (
+            f"{fmt_mib(med([x['rss'] for x in a]))} / {fmt_mib(med([x['rss'] for x in o]))} / "
+            f"{fmt_mib(med([x['rss'] for x in n])) if n else '-'} | "
+            f"{fmt_bytes(o[-1]['written'])} / {fmt_bytes(n[-1]['written']) if n else '-'} | {ing_s} |"
+        )
 
-    L += ["", "### Trace size vs NVIDIA's JSON+BIN (same app, same run)", "",
-          "| model | calls | calls part: ours / NVIDIA JSON | ratio | weights part: ours / NVIDIA BIN | ratio | "
-          "whole: ours / NVIDIA | dedup ratio | compression ratio |", "|---|---|---|---|---|---|---|---|---|"]
+    L += [
+        "",
+        "### Trace size vs NVIDIA's JSON+BIN (same app, same run)",
+        "",
+        "| model | calls | calls part: ours / NVIDIA JSON | ratio | weights part: ours / NVIDIA BIN | ratio | "
+        "whole: ours / NVIDIA | dedup ratio | compression ratio |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in models:
         t, nv = r["trace"], r.get("nvidia")
         p = t["parts"]
         w = t["weights"]
         if nv:
-            L.append(f"| {r['name']} | {t['calls']:,} | {fmt_bytes(p['calls'])} / {fmt_bytes(nv['json'])} | "
-                     f"{p['calls'] / nv['json']:.3f} | {fmt_bytes(p['weights'])} / {fmt_bytes(nv['bin'])} | "
-                     f"{p['weights'] / max(1, nv['bin']):.3f} | {fmt_bytes(t['bytes'])} / {fmt_bytes(nv['json'] + nv['bin'])} | "
-                     f"{w['dedup_ratio']:.2f} | {w['compression_ratio']:.3f} |")
+            L.append(
+                f"| {r['name']} | {t['calls']:,} | {fmt_bytes(p['calls'])} / {fmt_bytes(nv['json'])} | "
+                f"{p['calls'] / nv['json']:.3f} | {fmt_bytes(p['weights'])} / {fmt_bytes(nv['bin'])} | "
+                f"{p['weights'] / max(1, nv['bin']):.3f} | {fmt_bytes(t['bytes'])} / {fmt_bytes(nv['json'] + nv['bin'])} | "
+                f"{w['dedup_ratio']:.2f} | {w['compression_ratio']:.3f} |"
+            )
         else:
-            L.append(f"| {r['name']} | {t['calls']:,} | {fmt_bytes(p['calls'])} / - | - | {fmt_bytes(p['weights'])} / - | - | "
-                     f"{fmt_bytes(t['bytes'])} / - | {w['dedup_ratio']:.2f} | {w['compression_ratio']:.3f} |")
-    L += ["", "Calls part = header, call-log segments, footer index and framing; weights part = blob blocks. "
-          "NVIDIA's calls part is the JSON (it also holds the inline weights of ≤ 8 elements); its BIN has no "
-          "content dedup (pointer dedup within one network only) and no compression."]
+            L.append(
+                f"| {r['name']} | {t['calls']:,} | {fmt_bytes(p['calls'])} / - | - | {fmt_bytes(p['weights'])} / - | - | "
+                f"{fmt_bytes(t['bytes'])} / - | {w['dedup_ratio']:.2f} | {w['compression_ratio']:.3f} |"
+            )
+    L += [
+        "",
+        "Calls part = header, call-log segments, footer index and framing; weights part = blob blocks. "
+        "NVIDIA's calls part is the JSON (it also holds the inline weights of ≤ 8 elements); its BIN has no "
+        "content dedup (pointer dedup within one network only) and no compression.",
+    ]
 
     base = e2e.get("player_baseline", {}).get("rss", 0)
-    L += ["", "### Replay: open, decode + dispatch, memory (`tensorrt_player --json`; these traces hold no "
-          "build call, so the player's own work is measured alone)", "",
-          f"RSS growth = the player's peak RSS minus its peak RSS on a 1-block H=16 trace "
-          f"({fmt_mib(base)}: library + player). Raw = `trtrace rewrite --raw` of the same capture "
-          "(weights are views into the mapping); compressed = the capture as written, its weights decoded into the "
-          "player's decode cache (docs/design.md, \"Decode cache\": a file mapped read-only, so they are page cache, "
-          "not the player's memory): *built* = the first replay (every blob decoded, on every core), *reused* = the "
-          "later ones (every blob hashed again). decode s = the cache's build or check time, before dispatch. "
-          "calls/s = calls / dispatch time, which includes the "
-          "library's own work in each call; the player's own calls/s subtracts the library's time for the same "
-          "calls (the app's network-construction time when run alone).", "",
-          "| model | trace | size | open ms (min / med) | calls | decode s (med) | dispatch s (min / med) | calls/s (median) | "
-          "player's own calls/s | peak RSS | RSS growth | growth / weight bytes |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    L += [
+        "",
+        "### Replay: open, decode + dispatch, memory (`tensorrt_player --json`; these traces hold no "
+        "build call, so the player's own work is measured alone)",
+        "",
+        f"RSS growth = the player's peak RSS minus its peak RSS on a 1-block H=16 trace "
+        f"({fmt_mib(base)}: library + player). Raw = `trtrace rewrite --raw` of the same capture "
+        "(weights are views into the mapping); compressed = the capture as written, its weights decoded into the "
+        'player\'s decode cache (docs/design.md, "Decode cache": a file mapped read-only, so they are page cache, '
+        "not the player's memory): *built* = the first replay (every blob decoded, on every core), *reused* = the "
+        "later ones (every blob hashed again). decode s = the cache's build or check time, before dispatch. "
+        "calls/s = calls / dispatch time, which includes the "
+        "library's own work in each call; the player's own calls/s subtracts the library's time for the same "
+        "calls (the app's network-construction time when run alone).",
+        "",
+        "| model | trace | size | open ms (min / med) | calls | decode s (med) | dispatch s (min / med) | calls/s (median) | "
+        "player's own calls/s | peak RSS | RSS growth | growth / weight bytes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in models:
         rp = r.get("replay")
         if not rp:
@@ -215,43 +238,60 @@ def render_e2e(e2e, memcpy, command):
             cps = [y["calls"] / y["dispatch_s"] for y in runs if y["dispatch_s"] > 0]
             rss = med([y["rss"] for y in runs])
             grow = max(0, rss - base)
-            L.append(f"| {r['name']} | {kind} | {fmt_bytes(x['bytes'])} | "
-                     f"{min(y['open_s'] for y in runs) * 1e3:.3f} / {med([y['open_s'] for y in runs]) * 1e3:.3f} | "
-                     f"{runs[0]['calls']:,} | {med([y.get('cache', {}).get('seconds', 0) for y in runs]):.2f} | "
-                     f"{min(d):.3f} / {med(d):.3f} | {med(cps) / 1e6:.2f} M | {own_rate(r, runs)} | {fmt_mib(rss)} | "
-                     f"{fmt_mib(grow)} | {grow / wb * 100:.1f}% |")
+            L.append(
+                f"| {r['name']} | {kind} | {fmt_bytes(x['bytes'])} | "
+                f"{min(y['open_s'] for y in runs) * 1e3:.3f} / {med([y['open_s'] for y in runs]) * 1e3:.3f} | "
+                f"{runs[0]['calls']:,} | {med([y.get('cache', {}).get('seconds', 0) for y in runs]):.2f} | "
+                f"{min(d):.3f} / {med(d):.3f} | {med(cps) / 1e6:.2f} M | {own_rate(r, runs)} | {fmt_mib(rss)} | "
+                f"{fmt_mib(grow)} | {grow / wb * 100:.1f}% |"
+            )
     for r in models:
         sc = (r.get("replay") or {}).get("scaling")
         if sc:
             secs = {t: x["cache"]["seconds"] for t, x in sc.items()}
             nbytes = next(iter(sc.values()))["cache"].get("bytes", 0)
-            cells = [f"{t} thread(s) {secs[t]:.2f} s ({nbytes / 1e9 / max(1e-9, secs[t]):.2f} GB/s"
-                     + (f", {secs['1'] / max(1e-9, secs[t]):.2f}× one thread)" if t != "1" and "1" in secs else ")")
-                     for t in sc]
-            L += ["", f"Decode scaling ({r['name']}, {fmt_bytes(nbytes)} decoded into a nameless cache file): "
-                  + ", ".join(cells) + ". The decode is one blob per thread, largest first. On this 2-core VM the "
-                  "first of these runs also pays the first touch of fresh page-cache pages, so the ratio overstates "
-                  "the scaling; \"Decode scaling on 16 cores\" below measures it (it meets the page cache's own "
-                  "write rate at 4 threads)."]
+            cells = [
+                f"{t} thread(s) {secs[t]:.2f} s ({nbytes / 1e9 / max(1e-9, secs[t]):.2f} GB/s"
+                + (f", {secs['1'] / max(1e-9, secs[t]):.2f}× one thread)" if t != "1" and "1" in secs else ")")
+                for t in sc
+            ]
+            L += [
+                "",
+                f"Decode scaling ({r['name']}, {fmt_bytes(nbytes)} decoded into a nameless cache file): "
+                + ", ".join(cells)
+                + ". The decode is one blob per thread, largest first. On this 2-core VM the "
+                "first of these runs also pays the first touch of fresh page-cache pages, so the ratio overstates "
+                'the scaling; "Decode scaling on 16 cores" below measures it (it meets the page cache\'s own '
+                "write rate at 4 threads).",
+            ]
 
     b = e2e.get("build_model")
     if b:
         app = b["app"]
         a, o, n = b["runs"]["alone"], b["runs"]["ours"], b["runs"].get("nvidia", [])
-        L += ["", f"### With the engine build: {b['name']} ({app['dtype']}, N={app['blocks']}, H={app['hidden']}, "
-              f"{fmt_bytes(app['weight_bytes'])} of weights, engine {fmt_bytes(app['engine_bytes'])})", "",
-              "| | wall s (min / med) | peak RSS | engine build s (median) |", "|---|---|---|---|",
-              f"| app alone | {fmt_s([x['wall_s'] for x in a])} | {fmt_mib(med([x['rss'] for x in a]))} | {med([x['build_s'] for x in a]):.2f} |",
-              f"| app + our shim | {fmt_s([x['wall_s'] for x in o])} | {fmt_mib(med([x['rss'] for x in o]))} | {med([x['build_s'] for x in o]):.2f} |"]
+        L += [
+            "",
+            f"### With the engine build: {b['name']} ({app['dtype']}, N={app['blocks']}, H={app['hidden']}, "
+            f"{fmt_bytes(app['weight_bytes'])} of weights, engine {fmt_bytes(app['engine_bytes'])})",
+            "",
+            "| | wall s (min / med) | peak RSS | engine build s (median) |",
+            "|---|---|---|---|",
+            f"| app alone | {fmt_s([x['wall_s'] for x in a])} | {fmt_mib(med([x['rss'] for x in a]))} | {med([x['build_s'] for x in a]):.2f} |",
+            f"| app + our shim | {fmt_s([x['wall_s'] for x in o])} | {fmt_mib(med([x['rss'] for x in o]))} | {med([x['build_s'] for x in o]):.2f} |",
+        ]
         if n:
-            L.append(f"| app + NVIDIA shim | {fmt_s([x['wall_s'] for x in n])} | {fmt_mib(med([x['rss'] for x in n]))} | {med([x['build_s'] for x in n]):.2f} |")
+            L.append(
+                f"| app + NVIDIA shim | {fmt_s([x['wall_s'] for x in n])} | {fmt_mib(med([x['rss'] for x in n]))} | {med([x['build_s'] for x in n]):.2f} |"
+            )
         for kind in ("raw", "compressed"):
             runs = b["replay"][kind]["runs"]
             own = [y["open_s"] + y["dispatch_s"] for y in runs]
-            L.append(f"| player, {kind} trace | {fmt_s([y['wall_s'] for y in runs])} | {fmt_mib(med([y['rss'] for y in runs]))} | "
-                     f"{med([y['build_s'] for y in runs]):.2f} (player's own open + dispatch: {med(own):.3f} s = "
-                     f"{med(own) / max(1e-9, med([y['build_s'] for y in runs])) * 100:.1f}% of the build; engine "
-                     f"{'identical' if all(y['identical'] for y in runs) else 'DIFFERENT'} to the capture's) |")
+            L.append(
+                f"| player, {kind} trace | {fmt_s([y['wall_s'] for y in runs])} | {fmt_mib(med([y['rss'] for y in runs]))} | "
+                f"{med([y['build_s'] for y in runs]):.2f} (player's own open + dispatch: {med(own):.3f} s = "
+                f"{med(own) / max(1e-9, med([y['build_s'] for y in runs])) * 100:.1f}% of the build; engine "
+                f"{'identical' if all(y['identical'] for y in runs) else 'DIFFERENT'} to the capture's) |"
+            )
 
     conv = [(r["name"], r["convert"]) for r in models if r.get("convert")]
     L += ["", "### Conversion (`trtrace convert`)", ""]
@@ -265,8 +305,9 @@ def render_e2e(e2e, memcpy, command):
             L.append(f"| {name} | {cells[0]} | {cells[1]} |")
         L.append("\nMB/s = input bytes / the command's wall time.")
     else:
-        L.append("Not measured: `trtrace convert` did not exist in this build when the benchmarks ran "
-                 "(it is being written).")
+        L.append(
+            "Not measured: `trtrace convert` did not exist in this build when the benchmarks ran (it is being written)."
+        )
     errs = e2e.get("errors") or []
     if errs:
         L += ["", "Errors during the run: " + "; ".join(errs)]
@@ -288,9 +329,11 @@ def per_weight_byte(r, grown):
     calls, g0, w0 = grown.get(r["name"], (0, 0, 0))
     for name, (c, g, w) in grown.items():
         if name != r["name"] and c == calls and w != w0:
-            return (f"; the same {calls:,} calls with {fmt_bytes(abs(w - w0))} {'more' if w > w0 else 'fewer'} weight "
-                    f"bytes ({name}) grow {fmt_bytes(abs(g - g0))} {'more' if g >= g0 else 'less'}: "
-                    f"{(g - g0) / (w - w0) * 100:.1f}% per weight byte")
+            return (
+                f"; the same {calls:,} calls with {fmt_bytes(abs(w - w0))} {'more' if w > w0 else 'fewer'} weight "
+                f"bytes ({name}) grow {fmt_bytes(abs(g - g0))} {'more' if g >= g0 else 'less'}: "
+                f"{(g - g0) / (w - w0) * 100:.1f}% per weight byte"
+            )
     return ""
 
 
@@ -299,19 +342,27 @@ def growth_reason(r, g, rg, app_base=0, grown=None):
     w = r["trace"]["weights"]
     dup = w["logical_bytes"] - w["unique_bytes"]
     if dup > 0.05 * r["app"]["weight_bytes"]:
-        return (f"{r['name']} {g * 100:.1f}% (raw trace {rg * 100:.1f}%): {fmt_bytes(dup)} of its weights are a second "
-                "application pointer to bytes stored once; the player gives each such pointer a heap copy "
-                "(Replayer::hold: the library tells weights apart by pointer), and the copy leaves the source pages "
-                "mapped in too: copy (anonymous) + source (file-backed) = 2 × the duplicated bytes. Not the decode "
-                "cache's: the raw trace grows the same; a second read-only mapping of the same file pages instead "
-                "of the copy would make it free")
+        return (
+            f"{r['name']} {g * 100:.1f}% (raw trace {rg * 100:.1f}%): {fmt_bytes(dup)} of its weights are a second "
+            "application pointer to bytes stored once; the player gives each such pointer a heap copy "
+            "(Replayer::hold: the library tells weights apart by pointer), and the copy leaves the source pages "
+            "mapped in too: copy (anonymous) + source (file-backed) = 2 × the duplicated bytes. Not the decode "
+            "cache's: the raw trace grows the same; a second read-only mapping of the same file pages instead "
+            "of the copy would make it free"
+        )
     if rg > 0.05:
         app = med([x["rss"] for x in r["runs"]["alone"]]) - app_base - r["app"]["weight_bytes"]
-        lib = (f"; the app alone grows {fmt_bytes(max(0, app))} beyond its own weights from the 1-block network to "
-               f"this one ({max(0, app) / r['app']['weight_bytes'] * 100:.0f}% of the weight bytes: the library's "
-               "state, and the app's Python objects)" if app_base else "")
-        return (f"{r['name']} {g * 100:.1f}%: the raw trace grows {rg * 100:.0f}% too: the library's own state for "
-                f"{r['trace']['calls']:,} calls, not weights{lib}{per_weight_byte(r, grown or {})}")
+        lib = (
+            f"; the app alone grows {fmt_bytes(max(0, app))} beyond its own weights from the 1-block network to "
+            f"this one ({max(0, app) / r['app']['weight_bytes'] * 100:.0f}% of the weight bytes: the library's "
+            "state, and the app's Python objects)"
+            if app_base
+            else ""
+        )
+        return (
+            f"{r['name']} {g * 100:.1f}%: the raw trace grows {rg * 100:.0f}% too: the library's own state for "
+            f"{r['trace']['calls']:,} calls, not weights{lib}{per_weight_byte(r, grown or {})}"
+        )
     return f"{r['name']} {g * 100:.1f}%"
 
 
@@ -338,26 +389,45 @@ def render_targets(e2e, rows, memcpy):
         app_rss = med([a["rss"] for a in worst["runs"]["alone"]])
         dirty = vm.get("dirty_bytes") or vm.get("dirty_ratio", 0) / 100 * max(0, vm.get("mem_available", 0) - app_rss)
         over = max(0, written - dirty) if vm else 0
-        floor = (worst["app"]["weight_bytes"] / xxh + (written - over) / cache + over / max(1, disk)) if cache and xxh else 0
-        dirty_text = (f", of which the kernel lets about {fmt_bytes(dirty)} wait dirty (vm.dirty_ratio "
-                      f"{vm.get('dirty_ratio')}% of the memory the app leaves"
-                      f"{', read when this report was made' if vm.get('read_at_report') else ''}) before writers wait "
-                      f"for the disk: {fmt_bytes(over)} at disk speed" if over else "")
-        limit = (f"the physical limit measured in this run: {cores} cores, disk write {disk / 1e6:.0f} MB/s (the "
-                 f"capture does not fdatasync), page cache write {cache / 1e6:.0f} MB/s, XXH3 {xxh / 1e9:.1f} GB/s. "
-                 f"Before {worst['name']} may exit, its {fmt_bytes(worst['app']['weight_bytes'])} must be hashed (on "
-                 f"its thread) and {fmt_bytes(written)} handed to the kernel{dirty_text}: {floor:.2f} s at those "
-                 f"rates, a floor of {(alone + floor) / alone:.2f}× its {alone:.2f} s; we add {extra:.2f} s"
-                 if cache and xxh else "")
-        row("our capture ≤ 1.05× the app alone (no engine build)",
-            f"worst weight-heavy model {worst['name']}: {q:.3f}×; all: " +
-            ", ".join(f"{r['name']} {med(ratios(r['runs']['ours'], r['runs']['alone'])):.3f}" for r in models), q <= 1.05,
-            limit)
+        floor = (
+            (worst["app"]["weight_bytes"] / xxh + (written - over) / cache + over / max(1, disk))
+            if cache and xxh
+            else 0
+        )
+        dirty_text = (
+            f", of which the kernel lets about {fmt_bytes(dirty)} wait dirty (vm.dirty_ratio "
+            f"{vm.get('dirty_ratio')}% of the memory the app leaves"
+            f"{', read when this report was made' if vm.get('read_at_report') else ''}) before writers wait "
+            f"for the disk: {fmt_bytes(over)} at disk speed"
+            if over
+            else ""
+        )
+        limit = (
+            f"the physical limit measured in this run: {cores} cores, disk write {disk / 1e6:.0f} MB/s (the "
+            f"capture does not fdatasync), page cache write {cache / 1e6:.0f} MB/s, XXH3 {xxh / 1e9:.1f} GB/s. "
+            f"Before {worst['name']} may exit, its {fmt_bytes(worst['app']['weight_bytes'])} must be hashed (on "
+            f"its thread) and {fmt_bytes(written)} handed to the kernel{dirty_text}: {floor:.2f} s at those "
+            f"rates, a floor of {(alone + floor) / alone:.2f}× its {alone:.2f} s; we add {extra:.2f} s"
+            if cache and xxh
+            else ""
+        )
+        row(
+            "our capture ≤ 1.05× the app alone (no engine build)",
+            f"worst weight-heavy model {worst['name']}: {q:.3f}×; all: "
+            + ", ".join(f"{r['name']} {med(ratios(r['runs']['ours'], r['runs']['alone'])):.3f}" for r in models),
+            q <= 1.05,
+            limit,
+        )
         nvh = [r for r in heavy if r["runs"].get("nvidia")]
         if nvh:
             faster = all(med(ratios(r["runs"]["ours"], r["runs"]["nvidia"])) < 1 for r in nvh)
-            row("faster than NVIDIA's shim on a weight-heavy model", ", ".join(
-                f"{r['name']}: ours/NVIDIA {med(ratios(r['runs']['ours'], r['runs']['nvidia'])):.2f}" for r in nvh), faster)
+            row(
+                "faster than NVIDIA's shim on a weight-heavy model",
+                ", ".join(
+                    f"{r['name']}: ours/NVIDIA {med(ratios(r['runs']['ours'], r['runs']['nvidia'])):.2f}" for r in nvh
+                ),
+                faster,
+            )
     callr = [(r["name"], r["trace"]["parts"]["calls"] / r["nvidia"]["json"]) for r in models if r.get("nvidia")]
     if callr:
         worst = max(x[1] for x in callr)
@@ -369,14 +439,20 @@ def render_targets(e2e, rows, memcpy):
             if xs:
                 ing.append((r["name"], med(xs) / memcpy))
     if ing and memcpy:
-        row("weight ingestion ≥ 50% of memcpy bandwidth (app thread)", ", ".join(f"{n} {x * 100:.0f}%" for n, x in ing),
-            min(x for _, x in ing) >= 0.5)
+        row(
+            "weight ingestion ≥ 50% of memcpy bandwidth (app thread)",
+            ", ".join(f"{n} {x * 100:.0f}%" for n, x in ing),
+            min(x for _, x in ing) >= 0.5,
+        )
     big = max((r for r in models if r.get("replay")), key=lambda r: r["trace"]["bytes"], default=None)
     if big:
         o = min(min(y["open_s"] for y in big["replay"][k]["runs"]) for k in ("raw", "compressed"))
-        row("trace open < 1 ms for a 10 GB trace",
+        row(
+            "trace open < 1 ms for a 10 GB trace",
             f"{o * 1e3:.3f} ms for {fmt_bytes(big['replay']['raw']['bytes'])} (raw) / "
-            f"{fmt_bytes(big['replay']['compressed']['bytes'])} (compressed) (open reads the header + footer only)", o < 1e-3)
+            f"{fmt_bytes(big['replay']['compressed']['bytes'])} (compressed) (open reads the header + footer only)",
+            o < 1e-3,
+        )
     disp = []
     for r in models:
         # Call-heavy: per-call work, not the content check of the weights (part of dispatch: XXH3 of
@@ -390,12 +466,16 @@ def render_targets(e2e, rows, memcpy):
             disp.append((r["name"], total, own))
     if disp:
         dec = rows.get("BM_DecodeCalls", {}).get("items")
-        row("dispatch ≥ 1M calls/s (decode + dispatch, raw trace)",
-            "; ".join(f"{n}: {t / 1e6:.2f} M/s including the library's own work per call, "
-                      f"{'≫1' if o == float('inf') else f'{o / 1e6:.2f}'} M/s for the player's own decode + dispatch"
-                      for n, t, o in disp) +
-            (f"; call decode alone (micro_bench): {med(dec) / 1e6:.1f} M/s" if dec else ""),
-            min(o for _, _, o in disp) >= 1e6)
+        row(
+            "dispatch ≥ 1M calls/s (decode + dispatch, raw trace)",
+            "; ".join(
+                f"{n}: {t / 1e6:.2f} M/s including the library's own work per call, "
+                f"{'≫1' if o == float('inf') else f'{o / 1e6:.2f}'} M/s for the player's own decode + dispatch"
+                for n, t, o in disp
+            )
+            + (f"; call decode alone (micro_bench): {med(dec) / 1e6:.1f} M/s" if dec else ""),
+            min(o for _, _, o in disp) >= 1e6,
+        )
     base = e2e.get("player_baseline", {}).get("rss", 0)
     grows = []
     for r in models:
@@ -403,37 +483,81 @@ def render_targets(e2e, rows, memcpy):
             rss = med([y["rss"] for y in r["replay"]["raw"]["runs"]])
             grows.append((r["name"], max(0, rss - base) / r["app"]["weight_bytes"]))
     if grows:
-        row("player RSS growth ≤ 5% of weight bytes (raw traces)", ", ".join(f"{n} {g * 100:.1f}%" for n, g in grows),
-            max(g for _, g in grows) <= 0.05)
+        row(
+            "player RSS growth ≤ 5% of weight bytes (raw traces)",
+            ", ".join(f"{n} {g * 100:.1f}%" for n, g in grows),
+            max(g for _, g in grows) <= 0.05,
+        )
     cgrow = []
     for r in models:
         if r.get("replay"):
             rss = max(med([y["rss"] for y in runs]) for k, _, runs in replay_kinds(r["replay"]) if k != "raw")
             raw = med([y["rss"] for y in r["replay"]["raw"]["runs"]])
-            cgrow.append((r["name"], max(0, rss - base) / r["app"]["weight_bytes"], max(0, raw - base) / r["app"]["weight_bytes"]))
+            cgrow.append(
+                (
+                    r["name"],
+                    max(0, rss - base) / r["app"]["weight_bytes"],
+                    max(0, raw - base) / r["app"]["weight_bytes"],
+                )
+            )
     if cgrow:
         bad = [(n, g, rg) for n, g, rg in cgrow if g > 0.05]
         by = {r["name"]: r for r in models}
-        grown = {n: (by[n]["trace"]["calls"], g * by[n]["app"]["weight_bytes"], by[n]["app"]["weight_bytes"])
-                 for n, g, _ in cgrow}
-        row("player RSS growth ≤ 5% of weight bytes, compressed traces (decode cache; the worse of built and reused)",
-            ", ".join(f"{n} {g * 100:.1f}%" for n, g, _ in cgrow), not bad,
-            "; ".join(growth_reason(next(r for r in models if r["name"] == n), g, rg,
-                                    e2e.get("app_baseline", {}).get("rss", 0), grown) for n, g, rg in bad))
-    sizes = [(r["name"], r["trace"]["bytes"] / (r["nvidia"]["json"] + r["nvidia"]["bin"]),
-              r["trace"]["parts"]["weights"] / max(1, r["nvidia"]["bin"])) for r in models if r.get("nvidia")]
+        grown = {
+            n: (by[n]["trace"]["calls"], g * by[n]["app"]["weight_bytes"], by[n]["app"]["weight_bytes"])
+            for n, g, _ in cgrow
+        }
+        row(
+            "player RSS growth ≤ 5% of weight bytes, compressed traces (decode cache; the worse of built and reused)",
+            ", ".join(f"{n} {g * 100:.1f}%" for n, g, _ in cgrow),
+            not bad,
+            "; ".join(
+                growth_reason(
+                    next(r for r in models if r["name"] == n), g, rg, e2e.get("app_baseline", {}).get("rss", 0), grown
+                )
+                for n, g, rg in bad
+            ),
+        )
+    sizes = [
+        (
+            r["name"],
+            r["trace"]["bytes"] / (r["nvidia"]["json"] + r["nvidia"]["bin"]),
+            r["trace"]["parts"]["weights"] / max(1, r["nvidia"]["bin"]),
+        )
+        for r in models
+        if r.get("nvidia")
+    ]
     if sizes:
         bad = [(n, x, w) for n, x, w in sizes if x > 1]
-        row("whole trace ≤ NVIDIA's JSON+BIN, every model", ", ".join(f"{n} {x:.3f}" for n, x, _ in sizes), not bad,
-            "; ".join(f"{n}: weights part {w:.2f}× NVIDIA's BIN (per-blob framing of small weights)" for n, x, w in bad))
-    conv = [(r["name"], med([r["convert"]["json_to_trace"]["input_bytes"] / max(1e-3, y["wall_s"])
-                             for y in r["convert"]["json_to_trace"]["runs"]]))
-            for r in models if r.get("convert") and r["trace"]["calls"] >= 10000]
+        row(
+            "whole trace ≤ NVIDIA's JSON+BIN, every model",
+            ", ".join(f"{n} {x:.3f}" for n, x, _ in sizes),
+            not bad,
+            "; ".join(
+                f"{n}: weights part {w:.2f}× NVIDIA's BIN (per-blob framing of small weights)" for n, x, w in bad
+            ),
+        )
+    conv = [
+        (
+            r["name"],
+            med(
+                [
+                    r["convert"]["json_to_trace"]["input_bytes"] / max(1e-3, y["wall_s"])
+                    for y in r["convert"]["json_to_trace"]["runs"]
+                ]
+            ),
+        )
+        for r in models
+        if r.get("convert") and r["trace"]["calls"] >= 10000
+    ]
     if conv:
-        row("JSON → trace conversion of call-heavy captures ≥ 500 MB/s (one parsing thread)",
-            ", ".join(f"{n} {x / 1e6:.0f} MB/s" for n, x in conv), min(x for _, x in conv) >= 5e8,
+        row(
+            "JSON → trace conversion of call-heavy captures ≥ 500 MB/s (one parsing thread)",
+            ", ".join(f"{n} {x / 1e6:.0f} MB/s" for n, x in conv),
+            min(x for _, x in conv) >= 5e8,
             "per-record work on the parsing thread: each call's FlatBuffers encoding and the id and memo "
-            "lookups (BENCHMARKS.md, Conversion); the wall time also holds the process's start and the BIN")
+            "lookups (BENCHMARKS.md, Conversion); the wall time also holds the process's start and the BIN",
+        )
     return "\n".join(T)
 
 
@@ -478,7 +602,9 @@ def main():
                     problems.append(f"{r['name']} {mode}: no numbers")
             if r["trace"]["calls"] <= 0 or r["trace"]["bytes"] <= 0:
                 problems.append(f"{r['name']}: empty trace")
-            if r.get("replay") and any(y["calls"] != r["trace"]["calls"] for k in ("raw", "compressed") for y in r["replay"][k]["runs"]):
+            if r.get("replay") and any(
+                y["calls"] != r["trace"]["calls"] for k in ("raw", "compressed") for y in r["replay"][k]["runs"]
+            ):
                 problems.append(f"{r['name']}: replay dispatched another number of calls")
         b = e2e.get("build_model")
         if b and not all(y["identical"] for k in ("raw", "compressed") for y in b["replay"][k]["runs"]):

@@ -16,6 +16,7 @@ Ids: schema/api/ids.lock maps each method key (interface, name, parameter types)
 Ids never move; a method missing from the lock gets the next free id (with a note to run
 --update-lock so the assignment is committed). Removed methods keep their ids reserved.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,12 +41,23 @@ def main():
     ap.add_argument("--spec", required=True, help="folder with *.api files (and ids.lock)")
     ap.add_argument("--out", help="output folder")
     ap.add_argument("--update-lock", action="store_true", help="append new ids to ids.lock")
-    ap.add_argument("--drop", action="append", default=[], metavar="Interface.method",
-                    help="leave a method out (tests: a shim that does not know a method the app calls)")
-    ap.add_argument("--python-names", action="store_true",
-                    help="print every API id's Python spelling as JSON (the bindings conformance test)")
-    ap.add_argument("--entries", action="store_true",
-                    help="print the C entry points and the unexported symbols as JSON (the export-set test)")
+    ap.add_argument(
+        "--drop",
+        action="append",
+        default=[],
+        metavar="Interface.method",
+        help="leave a method out (tests: a shim that does not know a method the app calls)",
+    )
+    ap.add_argument(
+        "--python-names",
+        action="store_true",
+        help="print every API id's Python spelling as JSON (the bindings conformance test)",
+    )
+    ap.add_argument(
+        "--entries",
+        action="store_true",
+        help="print the C entry points and the unexported symbols as JSON (the export-set test)",
+    )
     args = ap.parse_args()
     spec_dir = pathlib.Path(args.spec)
     try:
@@ -65,13 +77,17 @@ def main():
             return 0
         cpp = Cpp(spec)
         ov = spec.overrides
-        files = {"trtrace/api_abi.h": gen_abi(spec, cpp), "trtrace/api_table.h": gen_table_h(spec),
-                 "api_table.cpp": gen_table_cpp(spec), "capture_gen.inc": gen_capture(spec, cpp, ov),
-                 "replay_gen.inc": gen_replay(spec, cpp, ov),
-                 "capture_overrides.h": gen_capture_override_decls(spec, cpp),
-                 "capture_entries.inc": gen_capture_entries(spec, cpp),
-                 "replay_overrides.h": gen_replay_override_decls(spec, cpp),
-                 "conformance_gen.inc": gen_conformance(spec, cpp)}
+        files = {
+            "trtrace/api_abi.h": gen_abi(spec, cpp),
+            "trtrace/api_table.h": gen_table_h(spec),
+            "api_table.cpp": gen_table_cpp(spec),
+            "capture_gen.inc": gen_capture(spec, cpp, ov),
+            "replay_gen.inc": gen_replay(spec, cpp, ov),
+            "capture_overrides.h": gen_capture_override_decls(spec, cpp),
+            "capture_entries.inc": gen_capture_entries(spec, cpp),
+            "replay_overrides.h": gen_replay_override_decls(spec, cpp),
+            "conformance_gen.inc": gen_conformance(spec, cpp),
+        }
     except SpecError as e:
         print(f"apigen: error: {e}", file=sys.stderr)
         return 1
@@ -80,7 +96,7 @@ def main():
         for rel, text in files.items():
             p = out / rel
             p.parent.mkdir(parents=True, exist_ok=True)
-            if not p.exists() or p.read_text() != text:   # keep timestamps stable: no needless rebuilds
+            if not p.exists() or p.read_text() != text:  # keep timestamps stable: no needless rebuilds
                 p.write_text(text)
     n = len(all_methods(spec))
     print(f"apigen: {len(spec.interfaces)} interfaces, {n} API ids, {len(spec.enums)} enums", file=sys.stderr)

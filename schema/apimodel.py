@@ -1,5 +1,6 @@
 """What the generators share: API ids (ids.lock), the list of recorded methods, C++ spelling,
 and the typed description of every parameter (Kind, length-of, flags) that each output uses."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -9,7 +10,7 @@ import sys
 
 from apispec import SCALARS, Method, SpecError, Type
 
-DESTROY = "~"          # synthetic method name: the application deleted the object
+DESTROY = "~"  # synthetic method name: the application deleted the object
 
 
 # ------------------------------------------------------------------------------------------------
@@ -43,17 +44,21 @@ def assign_ids(spec, lock_path: pathlib.Path, update: bool):
             e.type_id, next_enum = next_enum, next_enum + 1
             new.append(f"enum {e.name}")
     if new and update:
-        lines = ["# trtrace API ids. APPEND-ONLY: ids never change meaning; removed methods keep theirs.",
-                 "# Regenerate with: python3 schema/apigen.py --spec schema/api --update-lock"]
+        lines = [
+            "# trtrace API ids. APPEND-ONLY: ids never change meaning; removed methods keep theirs.",
+            "# Regenerate with: python3 schema/apigen.py --spec schema/api --update-lock",
+        ]
         lines += [f"enum {i} {k}" for k, i in sorted(locked_enum.items(), key=lambda kv: kv[1])]
         lines += [f"enum {e.type_id} {e.name}" for e in spec.enums.values() if e.name not in locked_enum]
         lines += [f"api {i} {k}" for k, i in sorted(locked_api.items(), key=lambda kv: kv[1])]
         lines += [f"api {m.api_id} {m.key}" for m in all_methods(spec) if m.key not in locked_api]
         lock_path.write_text("\n".join(lines) + "\n")
     elif new:
-        print(f"apigen: note: {len(new)} ids not in {lock_path.name} (first: {new[0]}); "
-              f"run `python3 schema/apigen.py --spec schema/api --update-lock` and commit it",
-              file=sys.stderr)
+        print(
+            f"apigen: note: {len(new)} ids not in {lock_path.name} (first: {new[0]}); "
+            f"run `python3 schema/apigen.py --spec schema/api --update-lock` and commit it",
+            file=sys.stderr,
+        )
 
 
 def entry_methods(spec):
@@ -77,8 +82,18 @@ def all_methods(spec):
         ms = entry_methods(spec)
         for itf in interposed(spec):
             # A wrapped interface's destructor is protected: a deletion is never replayed.
-            ms.append(Method(itf.name, DESTROY, [], Type("void", text="void"), False,
-                             "unsupported" if itf.wrapped else "record", {}, added=itf.added))
+            ms.append(
+                Method(
+                    itf.name,
+                    DESTROY,
+                    [],
+                    Type("void", text="void"),
+                    False,
+                    "unsupported" if itf.wrapped else "record",
+                    {},
+                    added=itf.added,
+                )
+            )
             ms.extend(itf.methods)
         spec._all = ms
     return spec._all
@@ -115,14 +130,14 @@ class Cpp:
         return ", ".join(f"{self.type(p.type)} {p.name}" for p in m.params)
 
 
-
 class K(enum.Enum):
     """What a parameter or result is, for recording and replay (the generator's own vocabulary)."""
-    OUT = "out"            # an output pointer the library fills: recorded as nothing
-    COUNT = "count"        # a returned array of foreign objects: recorded as its length
+
+    OUT = "out"  # an output pointer the library fills: recorded as nothing
+    COUNT = "count"  # a returned array of foreign objects: recorded as its length
     STRING = "string"
     STRINGS = "strings"
-    FOREIGN = "foreign"    # application objects and raw pointers: recorded as present/absent
+    FOREIGN = "foreign"  # application objects and raw pointers: recorded as present/absent
     HANDLE = "handle"
     HANDLES = "handles"
     BYTES = "bytes"
@@ -150,7 +165,7 @@ def classify(spec, t: Type, ann=None) -> K:
     if t.base == "cstr" and t.ptr == 1:
         return K.STRINGS
     if kind == "interface" and spec.interfaces[base].abstract and not spec.interfaces[base].wrapped:
-        return K.FOREIGN          # application-implemented callbacks cannot travel in a trace
+        return K.FOREIGN  # application-implemented callbacks cannot travel in a trace
     if kind == "interface":
         return K.HANDLES if t.ptr == 2 else K.HANDLE
     if kind == "opaque" or base in ("ptr", "cptr"):
@@ -168,28 +183,69 @@ def classify(spec, t: Type, ann=None) -> K:
 
 def scalar_enc(spec, t: Type):
     base = spec.resolve(t.base)
-    return {"bool": "Bool", "f32": "F32", "f64": "F64", "u8": "U64", "u16": "U64", "u32": "U64",
-            "u64": "U64", "size": "U64"}.get(base, "I64")
+    return {
+        "bool": "Bool",
+        "f32": "F32",
+        "f64": "F64",
+        "u8": "U64",
+        "u16": "U64",
+        "u32": "U64",
+        "u64": "U64",
+        "size": "U64",
+    }.get(base, "I64")
 
 
 # The C++ api::Kind of each value as it travels in a trace, and its text (what tools print).
-_KIND_OF = {K.OUT: "Out", K.STRING: "String", K.STRINGS: "Strings", K.FOREIGN: "Foreign", K.HANDLE: "Handle",
-            K.HANDLES: "Handles", K.BYTES: "Bytes", K.DIMS: "Dims", K.WEIGHTS: "Weights", K.STRUCT: "Struct",
-            K.ENUM: "Enum", K.ENUMS: "Array", K.ARRAY: "Array", K.VOID: "Void", K.COUNT: "I64"}
-CPP_KINDS = ["Void", "Bool", "I64", "U64", "F32", "F64", "Enum", "String", "Strings", "Dims", "Weights", "Struct",
-             "Handle", "Handles", "Array", "Bytes", "Out", "Foreign"]
+_KIND_OF = {
+    K.OUT: "Out",
+    K.STRING: "String",
+    K.STRINGS: "Strings",
+    K.FOREIGN: "Foreign",
+    K.HANDLE: "Handle",
+    K.HANDLES: "Handles",
+    K.BYTES: "Bytes",
+    K.DIMS: "Dims",
+    K.WEIGHTS: "Weights",
+    K.STRUCT: "Struct",
+    K.ENUM: "Enum",
+    K.ENUMS: "Array",
+    K.ARRAY: "Array",
+    K.VOID: "Void",
+    K.COUNT: "I64",
+}
+CPP_KINDS = [
+    "Void",
+    "Bool",
+    "I64",
+    "U64",
+    "F32",
+    "F64",
+    "Enum",
+    "String",
+    "Strings",
+    "Dims",
+    "Weights",
+    "Struct",
+    "Handle",
+    "Handles",
+    "Array",
+    "Bytes",
+    "Out",
+    "Foreign",
+]
 
 
 @dataclasses.dataclass
 class ParamInfo:
     """The typed description of one parameter or result (api::ParamDesc in C++)."""
-    kind: str                 # one of CPP_KINDS
-    elem: str = "Void"        # Array: the element's kind
-    enum: str = ""            # Enum / Array of Enum: the enum's name
-    struct: str = ""          # Struct / Dims / Weights: the struct's name
-    iface: str = ""           # Handle / Handles: the interface's name
-    length_of: int = -1       # this integer is the length of parameter length_of (NVIDIA does not write it)
-    text: str = ""            # bool i64 u64 f32 f64 | enum:<E> | string | dims | weights | struct:<S> |
+
+    kind: str  # one of CPP_KINDS
+    elem: str = "Void"  # Array: the element's kind
+    enum: str = ""  # Enum / Array of Enum: the enum's name
+    struct: str = ""  # Struct / Dims / Weights: the struct's name
+    iface: str = ""  # Handle / Handles: the interface's name
+    length_of: int = -1  # this integer is the length of parameter length_of (NVIDIA does not write it)
+    text: str = ""  # bool i64 u64 f32 f64 | enum:<E> | string | dims | weights | struct:<S> |
     #                           handle:<I> | handles:<I> | array:<scalar> | array:enum:<E> | bytes | strings |
     #                           out | foreign | void
 
@@ -238,14 +294,23 @@ FLAGS = [
     ("kSetter", "set*: changes one attribute"),
     ("kCreator", "create*: makes a new object; the same call again may return it again"),
     ("kStartsNetwork", "returns a NetworkDefinition: opens a network (its objects inherit its id)"),
-    ("kMakesLayer", "a non-const method returning a layer: the call creates it (addActivation, Loop.addRecurrence, ...)"),
+    (
+        "kMakesLayer",
+        "a non-const method returning a layer: the call creates it (addActivation, Loop.addRecurrence, ...)",
+    ),
     ("kBuildIrrelevant", "cannot change a build (deletions, the engine's HostMemory); NVIDIA's capture omits it"),
-    ("kBuild", "builds an engine: a non-const method taking a NetworkDefinition and a BuilderConfig it may not change "
-               "(buildSerializedNetwork, buildSerializedNetworkToStream)"),
-    ("kReturnsOwner", "returns the object whose create* call made the receiver (@owner): no new object, so a "
-                      "capture that numbers it anew (NVIDIA's) is mapped back to that object"),
+    (
+        "kBuild",
+        "builds an engine: a non-const method taking a NetworkDefinition and a BuilderConfig it may not change "
+        "(buildSerializedNetwork, buildSerializedNetworkToStream)",
+    ),
+    (
+        "kReturnsOwner",
+        "returns the object whose create* call made the receiver (@owner): no new object, so a "
+        "capture that numbers it anew (NVIDIA's) is mapped back to that object",
+    ),
 ]
-ENGINE_BYTES = "HostMemory"   # the interface of the serialized engine a build returns
+ENGINE_BYTES = "HostMemory"  # the interface of the serialized engine a build returns
 
 
 def method_flags(spec, m):
@@ -261,8 +326,12 @@ def method_flags(spec, m):
         out.append("kStartsNetwork")
     if m.name == DESTROY or m.interface == ENGINE_BYTES:
         out.append("kBuildIrrelevant")
-    if classify(spec, m.ret, m.ret_ann) == K.HANDLE and not m.const and m.interface != "entry" \
-            and "Layer" in spec.interfaces[spec.resolve(m.ret.base)].chain:
+    if (
+        classify(spec, m.ret, m.ret_ann) == K.HANDLE
+        and not m.const
+        and m.interface != "entry"
+        and "Layer" in spec.interfaces[spec.resolve(m.ret.base)].chain
+    ):
         out.append("kMakesLayer")
     if is_build(spec, m):
         out.append("kBuild")
@@ -287,11 +356,11 @@ def layer_type(spec, itf):
     """The LayerType enumerator an interface's getType() returns, by name (None for boundary bases)."""
     if itf.chain[0] != "Layer" or itf.level == 0 or "LayerType" not in spec.enums:
         return None
-    want = itf.name[:-len("Layer")] if itf.name.endswith("Layer") else itf.name
+    want = itf.name[: -len("Layer")] if itf.name.endswith("Layer") else itf.name
     want = want.upper()
     for n, _ in spec.enums["LayerType"].values:
         flat = n[1:].replace("_", "")
-        if flat == want or "IF" + flat == want:    # IfConditionalInput -> kCONDITIONAL_INPUT
+        if flat == want or "IF" + flat == want:  # IfConditionalInput -> kCONDITIONAL_INPUT
             return n
     return None
 

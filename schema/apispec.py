@@ -3,6 +3,7 @@
 One stream of declarations read from schema/api/*.api in file-name order. The model is what the
 generator (apigen.py) and the tests consume; it knows nothing about C++ output.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -10,10 +11,22 @@ import pathlib
 import re
 
 SCALARS = {
-    "void": "void", "bool": "bool", "i8": "int8_t", "u8": "uint8_t", "i16": "int16_t",
-    "u16": "uint16_t", "i32": "int32_t", "u32": "uint32_t", "i64": "int64_t", "u64": "uint64_t",
-    "f32": "float", "f64": "double", "size": "std::size_t", "cstr": "char const*",
-    "ptr": "void*", "cptr": "void const*",
+    "void": "void",
+    "bool": "bool",
+    "i8": "int8_t",
+    "u8": "uint8_t",
+    "i16": "int16_t",
+    "u16": "uint16_t",
+    "i32": "int32_t",
+    "u32": "uint32_t",
+    "i64": "int64_t",
+    "u64": "uint64_t",
+    "f32": "float",
+    "f64": "double",
+    "size": "std::size_t",
+    "cstr": "char const*",
+    "ptr": "void*",
+    "cptr": "void const*",
 }
 
 
@@ -27,12 +40,13 @@ HOOK_POINTS = {"capture": ("pre", "post", "after"), "replay": ("pre", "post")}
 @dataclasses.dataclass
 class Type:
     """A parameter or return type: base name plus C-like qualifiers."""
-    base: str                 # scalar keyword, enum/struct/interface/opaque/alias name
-    const: bool = False       # `T const...`
-    ref: bool = False         # `T&` / `T const&`
-    ptr: int = 0              # number of `*`
+
+    base: str  # scalar keyword, enum/struct/interface/opaque/alias name
+    const: bool = False  # `T const...`
+    ref: bool = False  # `T&` / `T const&`
+    ptr: int = 0  # number of `*`
     inner_const: bool = False  # `T* const*`: the pointed-to pointers are const
-    text: str = ""            # the spelling in the spec
+    text: str = ""  # the spelling in the spec
 
     def __str__(self):
         return self.text
@@ -42,7 +56,7 @@ class Type:
 class Param:
     name: str
     type: Type
-    ann: dict                 # len=, bytes=, out, nullable
+    ann: dict  # len=, bytes=, out, nullable
 
 
 @dataclasses.dataclass
@@ -52,14 +66,14 @@ class Method:
     params: list
     ret: Type
     const: bool
-    mode: str                 # record | passthrough | unsupported
-    notes: dict               # destroys=param, since=X.Y (informational)
+    mode: str  # record | passthrough | unsupported
+    notes: dict  # destroys=param, since=X.Y (informational)
     ret_ann: dict = dataclasses.field(default_factory=dict)  # `-> T [len=param]`: returned array's length
-    added: int = 0            # library version that has it: major*10000 + minor*100 (its `library` section)
-    slot: int = 0             # vtable slot (after the two destructor slots of VRoot)
+    added: int = 0  # library version that has it: major*10000 + minor*100 (its `library` section)
+    slot: int = 0  # vtable slot (after the two destructor slots of VRoot)
     api_id: int = -1
     line: str = ""
-    where: str = ""           # file:line of the declaration, for error messages
+    where: str = ""  # file:line of the declaration, for error messages
 
     @property
     def key(self):
@@ -73,9 +87,9 @@ class Interface:
     base: str | None
     abstract: bool
     methods: list
-    dtor_slot: int | None = None   # abstract interfaces: position of `~()`
-    wrapped: bool = False          # abstract, implemented by the library, wrapped and recorded by the shim
-    added: int = 0                 # library version that has it (its `library` section)
+    dtor_slot: int | None = None  # abstract interfaces: position of `~()`
+    wrapped: bool = False  # abstract, implemented by the library, wrapped and recorded by the shim
+    added: int = 0  # library version that has it (its `library` section)
 
     @property
     def chain(self):
@@ -90,14 +104,14 @@ class Interface:
 class Enum:
     name: str
     underlying: str
-    values: list               # [(name, int)]
+    values: list  # [(name, int)]
     type_id: int = -1
 
 
 @dataclasses.dataclass
 class Struct:
     name: str
-    fields: list               # [(name, Type, array_len or None)]
+    fields: list  # [(name, Type, array_len or None)]
 
 
 @dataclasses.dataclass
@@ -112,7 +126,7 @@ class Entry:
 @dataclasses.dataclass
 class Spec:
     library: str = ""
-    version: str = ""         # the base version (the first `library` line)
+    version: str = ""  # the base version (the first `library` line)
     versions: list = dataclasses.field(default_factory=list)  # [(text, code)], base first; code = major*10000+minor*100
     aliases: dict = dataclasses.field(default_factory=dict)
     opaques: list = dataclasses.field(default_factory=list)
@@ -122,9 +136,9 @@ class Spec:
     entries: list = dataclasses.field(default_factory=list)
     overrides: dict = dataclasses.field(default_factory=lambda: {"capture": set(), "replay": set()})
     hooks: dict = dataclasses.field(default_factory=lambda: {"capture": {}, "replay": {}})  # key -> points
-    appowned: set = dataclasses.field(default_factory=set)   # objects the application deletes
-    python: dict = dataclasses.field(default_factory=dict)   # Interface.method -> Python name, "-": none
-    numpy: dict = dataclasses.field(default_factory=dict)    # DataType enumerator -> numpy dtype descr
+    appowned: set = dataclasses.field(default_factory=set)  # objects the application deletes
+    python: dict = dataclasses.field(default_factory=dict)  # Interface.method -> Python name, "-": none
+    numpy: dict = dataclasses.field(default_factory=dict)  # DataType enumerator -> numpy dtype descr
     publics: dict = dataclasses.field(default_factory=dict)  # interface -> public virtual method names
     elementbits: dict = dataclasses.field(default_factory=dict)  # DataType enumerator -> bits per element
     unexported: dict = dataclasses.field(default_factory=dict)  # library function symbol -> why the shim lacks it
@@ -226,10 +240,11 @@ def parse_params(s: str, where: str):
     return params
 
 
-_NOTE = r"@[\w.]+(?:\([^)]*\)|\s+[^@!\s(]+)?"   # @name, @name(value) or @name value
+_NOTE = r"@[\w.]+(?:\([^)]*\)|\s+[^@!\s(]+)?"  # @name, @name(value) or @name value
 _METHOD_RE = re.compile(
     r"^(?P<name>~|\w+)\((?P<params>[^)]*)\)\s*(?P<const>const)?\s*(->\s*(?P<ret>[^!@]+?))?\s*"
-    r"(?P<mode>!\w+)?\s*(?P<notes>(?:" + _NOTE + r"\s*)*)$")
+    r"(?P<mode>!\w+)?\s*(?P<notes>(?:" + _NOTE + r"\s*)*)$"
+)
 
 
 def _parse_notes(s: str) -> dict:
@@ -241,7 +256,7 @@ def _parse_notes(s: str) -> dict:
 
 def parse(paths) -> Spec:
     spec = Spec()
-    block = None      # current block object
+    block = None  # current block object
     for path in paths:
         path = pathlib.Path(path)
         for lineno, raw in enumerate(path.read_text().splitlines(), 1):
@@ -317,8 +332,14 @@ def _parse_top(spec: Spec, line: str, where: str):
             raise SpecError("bad interface header")
         if m.group(1) in spec.interfaces:
             raise SpecError(f"interface {m.group(1)} declared twice")
-        itf = Interface(m.group(1), m.group(3), bool(m.group(4)), [], wrapped=bool(m.group(5)),
-                        added=spec.versions[-1][1] if spec.versions else 0)
+        itf = Interface(
+            m.group(1),
+            m.group(3),
+            bool(m.group(4)),
+            [],
+            wrapped=bool(m.group(5)),
+            added=spec.versions[-1][1] if spec.versions else 0,
+        )
         spec.interfaces[itf.name] = itf
         return itf
     if kw == "public":
@@ -374,8 +395,10 @@ def _parse_top(spec: Spec, line: str, where: str):
         # generated call (capture: after = once the call is recorded)
         points = HOOK_POINTS.get(words[1]) if len(words) > 1 else None
         if len(words) < 4 or points is None or any(w not in points for w in words[3:]):
-            raise SpecError("bad hook: expected `hook capture Interface.method pre|post|after ...` "
-                            "or `hook replay Interface.method pre|post ...`")
+            raise SpecError(
+                "bad hook: expected `hook capture Interface.method pre|post|after ...` "
+                "or `hook replay Interface.method pre|post ...`"
+            )
         spec.hooks[words[1]].setdefault(words[2], set()).update(words[3:])
         return None
     if kw == "entry":
@@ -383,9 +406,15 @@ def _parse_top(spec: Spec, line: str, where: str):
         if not m:
             raise SpecError("bad entry")
         notes = _parse_notes(m.group(6))
-        spec.entries.append(Entry(m.group(1), parse_params(m.group(2), where),
-                                  parse_type(m.group(4) or "void"), (m.group(5) or "!record")[1:],
-                                  notes.get("lib", "tensorrt_rtx")))
+        spec.entries.append(
+            Entry(
+                m.group(1),
+                parse_params(m.group(2), where),
+                parse_type(m.group(4) or "void"),
+                (m.group(5) or "!record")[1:],
+                notes.get("lib", "tensorrt_rtx"),
+            )
+        )
         return None
     raise SpecError(f"unknown declaration '{kw}'")
 
@@ -415,10 +444,21 @@ def _parse_member(spec: Spec, block, line: str, where: str):
         if "[" in ret:  # `-> T [len=param]`
             ret, ann = ret.split("[", 1)
             ret_ann = _parse_ann(",".join(re.findall(r"([^\[\]]+)\]", "[" + ann)))
-        block.methods.append(Method(block.name, m.group("name"), parse_params(m.group("params"), where),
-                                    parse_type(ret), bool(m.group("const")), mode,
-                                    _parse_notes(m.group("notes")), ret_ann=ret_ann,
-                                    added=spec.versions[-1][1] if spec.versions else 0, line=line, where=where))
+        block.methods.append(
+            Method(
+                block.name,
+                m.group("name"),
+                parse_params(m.group("params"), where),
+                parse_type(ret),
+                bool(m.group("const")),
+                mode,
+                _parse_notes(m.group("notes")),
+                ret_ann=ret_ann,
+                added=spec.versions[-1][1] if spec.versions else 0,
+                line=line,
+                where=where,
+            )
+        )
     else:
         raise SpecError("indented line outside a block")
 
@@ -458,13 +498,16 @@ def _finish(spec: Spec):
             raise SpecError(f"{m.where}: {e}") from None
     for itf in spec.interfaces.values():
         if itf.wrapped and (itf.base or itf.dtor_slot != 0):
-            raise SpecError(f"interface {itf.name}: a wrapped interface has no base and its `~()` comes first "
-                            f"(the shim's object puts its methods after its own destructor)")
+            raise SpecError(
+                f"interface {itf.name}: a wrapped interface has no base and its `~()` comes first "
+                f"(the shim's object puts its methods after its own destructor)"
+            )
     for key in spec.python:
         itf_name, _, name = key.partition(".")
         itf = spec.interfaces.get(itf_name)
         if not (itf and any(m.name == name for m in itf.methods)) and not (
-                itf_name == "entry" and any(e.name == name for e in spec.entries)):
+            itf_name == "entry" and any(e.name == name for e in spec.entries)
+        ):
             raise SpecError(f"python {key}: no such method")
     for itf_name, names in spec.publics.items():
         itf = spec.interfaces.get(itf_name)

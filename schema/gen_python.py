@@ -1,11 +1,13 @@
 """The Python spelling of each API id in the tensorrt_rtx bindings (trtrace export --python):
 knowledge the generator hands to the CLI through api::ApiDesc (pyForm, pyName) and to the bindings
 conformance test (apigen.py --python-names)."""
+
 from __future__ import annotations
 
 import re
 
 from apimodel import DESTROY, K, all_methods, classify, params_info
+
 
 def snake(name):
     """addConvolutionNd -> add_convolution_nd, setNbGroups -> set_num_groups (the bindings' `num_`)."""
@@ -20,8 +22,7 @@ def bound_params(spec, m):
     (add_concatenation(inputs)) -- nor is an output the library fills or the count of one."""
     infos = params_info(spec, m)
     counts = {p.ann.get("len") or p.ann.get("bytes") for p in m.params}
-    return [p for p, info in zip(m.params, infos)
-            if info.length_of < 0 and info.kind != "Out" and p.name not in counts]
+    return [p for p, info in zip(m.params, infos) if info.length_of < 0 and info.kind != "Out" and p.name not in counts]
 
 
 def is_read(spec, m):
@@ -61,7 +62,7 @@ def py_spelling(spec, m):
     if name == "(comment)":
         return "Observe", snake(m.name)
     if name and name.endswith("(joined)"):
-        return "Joined", name[:-len("(joined)")]
+        return "Joined", name[: -len("(joined)")]
     read = is_read(spec, m)
     if name and name.endswith("()"):
         return ("ReadCall" if read else "Method"), name[:-2]
@@ -84,12 +85,21 @@ def py_spelling(spec, m):
 def python_names(spec):
     """Every API id's Python spelling, for the conformance test against the real bindings."""
     from apimodel import param_info
+
     out = []
     for m in all_methods(spec):
         form, name = py_spelling(spec, m)
-        out.append({"id": m.api_id, "interface": m.interface, "method": m.name, "form": form, "name": name,
-                    "since": m.added or spec.versions[0][1],
-                    "args": [param_info(spec, p.type, p.ann).text for p in m.params]})
+        out.append(
+            {
+                "id": m.api_id,
+                "interface": m.interface,
+                "method": m.name,
+                "form": form,
+                "name": name,
+                "since": m.added or spec.versions[0][1],
+                "args": [param_info(spec, p.type, p.ann).text for p in m.params],
+            }
+        )
     return out
 
 
@@ -107,4 +117,6 @@ PYFORM_ENUM = [
     "  Observe,   // a comment: a read the bindings cannot make the same way, or a callback that cannot change the build",
     "  Delete,    // del obj",
     "  New,       // trt.name(logger): an entry point that creates the object",
-    "};", ""]
+    "};",
+    "",
+]

@@ -1,4 +1,5 @@
 """Shared pytest fixtures: paths to the project's binaries, the real TensorRT-RTX library, apps."""
+
 import atexit
 import os
 import pathlib
@@ -56,6 +57,7 @@ no_fork_under_asan = pytest.mark.skipif(bool(ASAN_RUNTIME), reason="GCC 12's ASa
 
 def trt_lib_dir():
     import tensorrt_rtx_libs  # the wheel that carries libtensorrt_rtx.so.1
+
     return pathlib.Path(tensorrt_rtx_libs.__file__).parent
 
 
@@ -98,7 +100,9 @@ def play(trace, out_engine, *args, check=True):
 def trtrace(*args, check=True):
     proc = subprocess.run([str(TRTRACE), *map(str, args)], capture_output=True, text=True)
     if check and proc.returncode != 0:
-        raise AssertionError(f"trtrace {' '.join(map(str, args))} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        raise AssertionError(
+            f"trtrace {' '.join(map(str, args))} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        )
     return proc
 
 
@@ -111,6 +115,7 @@ def drop_in_dir(tmp):
     """The documented drop-in layout: the shim as libtensorrt_rtx.so.1, the real library renamed.
     Returns (lib folder, environment for an app that loads the library by soname)."""
     import shutil
+
     lib = tmp / "lib"
     lib.mkdir(exist_ok=True)
     if not (lib / "libtensorrt_rtx_orig.so.1").exists():

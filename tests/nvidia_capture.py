@@ -15,6 +15,7 @@ CLI:
 The environment comes from the process (build/env.sh sourced) or, where a variable is missing, from
 build/env.sh itself, so the tests also run with a bare venv Python. Nothing here is NVIDIA code.
 """
+
 import argparse
 import json
 import os
@@ -58,7 +59,7 @@ def _parse_env_sh(path):
         line = line.strip()
         if not line.startswith("export ") or "=" not in line:
             continue
-        key, val = line[len("export "):].split("=", 1)
+        key, val = line[len("export ") :].split("=", 1)
         val = val.strip()
         if len(val) >= 2 and val[0] == val[-1] and val[0] in "\"'":
             val = val[1:-1]
@@ -82,8 +83,12 @@ def _env_sh():
 def lib_version():
     """major*10000 + minor*100 + patch of the tensorrt_rtx this Python imports (1.6.1 -> 10601), as
     getInferLibVersion() returns it and NVIDIA's JSON records it."""
-    out = subprocess.run([sys.executable, "-c", "import tensorrt_rtx; print(tensorrt_rtx.__version__)"],
-                         capture_output=True, text=True, check=True).stdout.split(".")
+    out = subprocess.run(
+        [sys.executable, "-c", "import tensorrt_rtx; print(tensorrt_rtx.__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split(".")
     return int(out[0]) * 10000 + int(out[1]) * 100 + int(out[2])
 
 
@@ -167,8 +172,9 @@ def capture(app_args, out_json, env_extra=None, missing_ok=False, python=None, c
     cmd = [str(a) for a in app_args]
     if cmd and cmd[0].endswith(".py"):
         cmd = [python or sys.executable] + cmd
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=timeout,
-                          env=shim_env(out_json, env_extra))
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, cwd=cwd, timeout=timeout, env=shim_env(out_json, env_extra)
+    )
     return out_json, bin_path, proc
 
 
@@ -222,6 +228,7 @@ def weights_bytes(cap, w, json_path):
             return f.read(weights_nbytes(w))
     if "inline" in w:
         import numpy as np
+
         dt = DTYPES[w["type"]][1]
         if dt is None:
             raise ValueError(f"inline weights of type {w['type']} are not decodable here")
@@ -231,6 +238,7 @@ def weights_bytes(cap, w, json_path):
 
 def weights_array(cap, w, json_path):
     import numpy as np
+
     raw = weights_bytes(cap, w, json_path)
     if raw is None:
         return None
@@ -238,8 +246,11 @@ def weights_array(cap, w, json_path):
 
 
 def calls(cap, function=None, cls=None):
-    return [c for c in cap["api_calls"]
-            if (function is None or c["function"] == function) and (cls is None or c["class"] == cls)]
+    return [
+        c
+        for c in cap["api_calls"]
+        if (function is None or c["function"] == function) and (cls is None or c["class"] == cls)
+    ]
 
 
 def main():
@@ -263,12 +274,16 @@ def main():
     if json_path.exists():
         cap = load(json_path)
         size = bin_path.stat().st_size if bin_path.exists() else 0
-        print(f"nvidia_capture: {json_path}: {len(cap['api_calls'])} calls, trt_version "
-              f"{cap.get('trt_version')}; {bin_path}: {size} bytes; app exit {proc.returncode}")
+        print(
+            f"nvidia_capture: {json_path}: {len(cap['api_calls'])} calls, trt_version "
+            f"{cap.get('trt_version')}; {bin_path}: {size} bytes; app exit {proc.returncode}"
+        )
         if args.summary:
             for c in cap["api_calls"]:
-                print(f"  {c['api_index']:5d} {c['class']}::{c['function']} object={c['object']}"
-                      + (f" -> {c['return']['object']}" if "return" in c else ""))
+                print(
+                    f"  {c['api_index']:5d} {c['class']}::{c['function']} object={c['object']}"
+                    + (f" -> {c['return']['object']}" if "return" in c else "")
+                )
     else:
         print(f"nvidia_capture: no JSON written; app exit {proc.returncode}", file=sys.stderr)
     return proc.returncode

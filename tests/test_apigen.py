@@ -1,5 +1,6 @@
 """The API spec drives everything: one added method reaches the shim, the player and the names;
 ids are append-only; spec errors are one clear line."""
+
 import shutil
 import subprocess
 import sys
@@ -10,8 +11,11 @@ GEN = ROOT / "schema" / "apigen.py"
 
 
 def generate(spec_dir, out_dir, *extra):
-    return subprocess.run([sys.executable, str(GEN), "--spec", str(spec_dir), "--out", str(out_dir), *extra],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, str(GEN), "--spec", str(spec_dir), "--out", str(out_dir), *extra],
+        capture_output=True,
+        text=True,
+    )
 
 
 def copy_spec(tmp):
@@ -34,7 +38,7 @@ def test_one_added_method_reaches_shim_player_and_names(tmp):
     (spec / "30-interfaces.api").write_text("\n".join(lines) + "\n")
     proc = generate(spec, tmp / "out")
     assert proc.returncode == 0, proc.stderr
-    assert "not in ids.lock" in proc.stderr          # new id assigned, lock update suggested
+    assert "not in ids.lock" in proc.stderr  # new id assigned, lock update suggested
     out = tmp / "out"
     assert "setTemperature(float t) noexcept override" in (out / "capture_gen.inc").read_text()
     assert "self->setTemperature(a0)" in (out / "replay_gen.inc").read_text()
@@ -46,8 +50,11 @@ def test_ids_are_append_only(tmp):
     spec = copy_spec(tmp)
     lock_before = (spec / "ids.lock").read_text()
     # Insert a method at the START of an interface: existing ids must not move.
-    text = (spec / "30-interfaces.api").read_text().replace(
-        "interface SoftMaxLayer : Layer\n", "interface SoftMaxLayer : Layer\n  newFirst()\n", 1)
+    text = (
+        (spec / "30-interfaces.api")
+        .read_text()
+        .replace("interface SoftMaxLayer : Layer\n", "interface SoftMaxLayer : Layer\n  newFirst()\n", 1)
+    )
     (spec / "30-interfaces.api").write_text(text)
     assert generate(spec, tmp / "out", "--update-lock").returncode == 0
     lock_after = (spec / "ids.lock").read_text()
@@ -70,21 +77,22 @@ def test_spec_error_is_one_clear_line(tmp):
     (spec / "99-bad.api").write_text("interface Oops\n  broken(x: NoSuchType)\n")
     proc = generate(spec, tmp / "out")
     assert proc.returncode == 1
-    assert proc.stderr.strip() == "apigen: error: 99-bad.api:2: unknown type 'NoSuchType'" or \
-        ("99-bad.api" in proc.stderr and "NoSuchType" in proc.stderr and proc.stderr.count("\n") == 1)
+    assert proc.stderr.strip() == "apigen: error: 99-bad.api:2: unknown type 'NoSuchType'" or (
+        "99-bad.api" in proc.stderr and "NoSuchType" in proc.stderr and proc.stderr.count("\n") == 1
+    )
 
 
 # Hand-written C++ never tests an API's kind or name as a string: what a parameter is, whose length
 # a count is, whether a method is a getter, creator or deletion comes typed from the generator
 # (api::ParamDesc, api::flag). These patterns are the ways such a test is spelled.
 _NAME_TESTS = [
-    r'\b(method|interface|ret|text|kind)\s*(==|!=)\s*"',         # d->method == "~", kind == "foreign"
-    r'"\s*(==|!=)\s*\w*(->|\.)(method|interface|ret|text)\b',   # "~" == d->method
-    r'\b(method|interface|ret|text)\s*\.\s*(starts_with|ends_with|find|compare|rfind)\s*\(',
-    r'\bkinds\s*\[',                                              # the old per-parameter kind strings
-    r'"(handle|handles|array|enum|struct):',                      # a kind spelled as text
+    r'\b(method|interface|ret|text|kind)\s*(==|!=)\s*"',  # d->method == "~", kind == "foreign"
+    r'"\s*(==|!=)\s*\w*(->|\.)(method|interface|ret|text)\b',  # "~" == d->method
+    r"\b(method|interface|ret|text)\s*\.\s*(starts_with|ends_with|find|compare|rfind)\s*\(",
+    r"\bkinds\s*\[",  # the old per-parameter kind strings
+    r'"(handle|handles|array|enum|struct):',  # a kind spelled as text
     r'\b(enumName|ifaceName|enumeratorName)\([^)]*\)\s*(==|!=)\s*"',  # a type looked up by its name
-    r'\b(iface|api|desc)\w*(->|\.)name\)?\s*(==|!=)\s*"',          # an interface known by its name
+    r'\b(iface|api|desc)\w*(->|\.)name\)?\s*(==|!=)\s*"',  # an interface known by its name
 ]
 
 
@@ -97,6 +105,7 @@ def hand_written_cpp():
 
 def test_no_string_tests_on_api_kinds_or_names():
     import re
+
     found = []
     for path in hand_written_cpp():
         for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
@@ -109,9 +118,16 @@ def test_no_string_tests_on_api_kinds_or_names():
 def test_the_scan_sees_a_name_test(tmp):
     # The patterns catch the forms such string tests take (a guard against a scan that sees nothing).
     import re
-    samples = ['if (d->method == "~") {', 'd->ret != "handle:HostMemory"', 'd->method.starts_with("get")',
-               'kind == "struct:Permutation"', 'd.kinds[i]', 'if (api::enumName(t) == "DataType") return t;',
-               'if (std::string_view(iface->name) == "NetworkDefinition") drain();']
+
+    samples = [
+        'if (d->method == "~") {',
+        'd->ret != "handle:HostMemory"',
+        'd->method.starts_with("get")',
+        'kind == "struct:Permutation"',
+        "d.kinds[i]",
+        'if (api::enumName(t) == "DataType") return t;',
+        'if (std::string_view(iface->name) == "NetworkDefinition") drain();',
+    ]
     assert all(any(re.search(p, s) for p in _NAME_TESTS) for s in samples)
 
 
@@ -138,9 +154,13 @@ def test_counts_know_their_array(tmp):
 def test_hooks_are_checked_and_declared(tmp):
     # A hook names a recorded method; a hook and an override of one method is an error; a valid
     # hook is declared with the spec's types and called by the generated wrapper around the call.
-    for n, (line, error) in enumerate((("hook capture Builder.noSuchMethod pre", "no such method"),
-                                       ("hook replay Builder.buildSerializedNetwork during", "bad hook"),
-                                       ("override replay Builder.buildSerializedNetwork", "overridden as a whole"))):
+    for n, (line, error) in enumerate(
+        (
+            ("hook capture Builder.noSuchMethod pre", "no such method"),
+            ("hook replay Builder.buildSerializedNetwork during", "bad hook"),
+            ("override replay Builder.buildSerializedNetwork", "overridden as a whole"),
+        )
+    ):
         spec = copy_spec(tmp / str(n))
         with open(spec / "90-overrides.api", "a") as f:
             f.write(line + "\n")

@@ -1,4 +1,5 @@
 """The real TensorRT-RTX library builds engines on this GPU-less machine (CPU-only AOT)."""
+
 from conftest import run_app
 
 

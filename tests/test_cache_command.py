@@ -3,6 +3,7 @@
 cache's own files (its names, regular files of this user), trust the folder as the player does, and
 `clear` removes nothing else: no link followed, no other file touched. The player says once, in one
 line, when the folder holds more than 1 GiB."""
+
 import json
 import os
 import subprocess
@@ -26,8 +27,12 @@ def cache(*args, env=None, check=True):
 
 def replay(trace, env):
     """The player's replay of `trace` (no engine written), in this environment plus `env`: stderr lines."""
-    p = subprocess.run([str(PLAYER), "-j", str(trace), "--lib", str(trt_lib()), "-q"], capture_output=True, text=True,
-                       env=dict(os.environ, **env))
+    p = subprocess.run(
+        [str(PLAYER), "-j", str(trace), "--lib", str(trt_lib()), "-q"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, **env),
+    )
     assert p.returncode == 0, p.stderr
     return p.stderr.splitlines()
 
@@ -60,7 +65,8 @@ def test_path_is_the_folder_the_player_uses(tmp):
     # No folder: one line, exit 1.
     p = cache("path", env={"TRTRACE_DECODE_CACHE": "temp"}, check=False)
     assert p.returncode == 1 and p.stderr.splitlines() == [
-        "trtrace: cache: no cache folder: the decode cache is a nameless temporary file per replay"], p.stderr
+        "trtrace: cache: no cache folder: the decode cache is a nameless temporary file per replay"
+    ], p.stderr
 
 
 def test_size_and_list_show_the_replays_cache_file(replayed):
@@ -99,9 +105,9 @@ def test_clear_removes_only_the_caches_own_files(replayed, tmp):
     outside = tmp / "precious.tdc"
     outside.write_bytes(b"keep me")
     keep = {
-        "link": folder / ("f" * 32 + ".tdc"),         # a link of the cache's name to a file outside
-        "other_name": folder / "notes.txt",           # not a name the cache gives
-        "folder": folder / ("d" * 32 + ".tdc"),       # the cache's name, a folder
+        "link": folder / ("f" * 32 + ".tdc"),  # a link of the cache's name to a file outside
+        "other_name": folder / "notes.txt",  # not a name the cache gives
+        "folder": folder / ("d" * 32 + ".tdc"),  # the cache's name, a folder
         "new_temp": folder / ("c" * 32 + ".tdc.tmp.AbC123"),  # being written by a running replay
     }
     keep["link"].symlink_to(outside)
@@ -168,8 +174,12 @@ def test_player_says_once_when_the_cache_exceeds_1_gib(replayed):
     assert total > 1 << 30
     lines = [ln for ln in replay(trace, env) if "decode cache" in ln]
     assert len(lines) == 1, lines
-    assert lines[0].startswith(f"tensorrt_player: decode cache: {folder} holds ") and " in 2 files (over 1.00 GiB): " \
-        "`trtrace cache clear` empties it; TRTRACE_DECODE_CACHE_MB bounds it (now 20480)" in lines[0], lines
+    assert (
+        lines[0].startswith(f"tensorrt_player: decode cache: {folder} holds ")
+        and " in 2 files (over 1.00 GiB): "
+        "`trtrace cache clear` empties it; TRTRACE_DECODE_CACHE_MB bounds it (now 20480)"
+        in lines[0]
+    ), lines
     assert big.exists()
     assert cache("clear", env=env).stdout.startswith(f"{folder}: removed 2 files (")
     assert not [ln for ln in replay(trace, env) if "decode cache" in ln]

@@ -15,6 +15,7 @@ policy, with the native app and the Python app. For each draw:
   * tensorrt_player replays that prefix (exit 0), and an engine it builds equals the app's.
 The run time is bounded by the number of draws, not by a clock.
 """
+
 import itertools
 import json
 import os
@@ -65,15 +66,21 @@ def check_draw(run, reference, n, err):
     assert len(lines) == 1, f"{tag}: expected one trtrace line:\n{proc.stderr}"
     failed = not lines[0].startswith("trtrace: captured ")
     if failed:
-        assert re.fullmatch(r"trtrace: (capture disabled|error closing \S+): \S+: write at offset \d+ failed: "
-                            + re.escape(ERRNO_TEXT[err]), lines[0]), lines[0]
+        assert re.fullmatch(
+            r"trtrace: (capture disabled|error closing \S+): \S+: write at offset \d+ failed: "
+            + re.escape(ERRNO_TEXT[err]),
+            lines[0],
+        ), lines[0]
     v = trtrace("verify", trace, check=False)
     assert v.returncode in ((0, 3) if failed else (0,)), f"{tag}: verify exit {v.returncode}\n{v.stdout}{v.stderr}"
     calls = int(re.search(r"(\d+) calls", v.stdout).group(1)) if v.stdout else 0
     out = trace.with_suffix(".replay")
-    p = subprocess.run([str(PLAYER), "-j", str(trace), "-o", str(out), "--lib", str(trt_lib()), "--json", "-q"],
-                       capture_output=True, text=True)
-    if calls == 0:   # nothing to replay: the player may refuse it (docs/errors.md), never crash
+    p = subprocess.run(
+        [str(PLAYER), "-j", str(trace), "-o", str(out), "--lib", str(trt_lib()), "--json", "-q"],
+        capture_output=True,
+        text=True,
+    )
+    if calls == 0:  # nothing to replay: the player may refuse it (docs/errors.md), never crash
         assert p.returncode in (0, 1), f"{tag}: player exit {p.returncode}\n{p.stderr}"
         return failed, False
     assert p.returncode in (0, 6), f"{tag}: player exit {p.returncode}\n{p.stdout}{p.stderr}"
@@ -113,9 +120,14 @@ def test_random_write_failures_native_app(tmp):
 
         def run(n, err):  # -> (process, its trace, its engine), each run its own files
             i = next(ids)
-            proc = cpp_app(d / f"e{i}.engine", env=dict(env, TRT_SHIM_OUTPUT_FILE=str(d / f"t{i}.trtrace"),
-                                                         TRTRACE_FAULT_WRITE_FAIL=f"{n}:{err}", **extra))
+            proc = cpp_app(
+                d / f"e{i}.engine",
+                env=dict(
+                    env, TRT_SHIM_OUTPUT_FILE=str(d / f"t{i}.trtrace"), TRTRACE_FAULT_WRITE_FAIL=f"{n}:{err}", **extra
+                ),
+            )
             return proc, d / f"t{i}.trtrace", d / f"e{i}.engine"
+
         return run
 
     results = run_property(tmp, make_run, reference, CPP_DRAWS_PER_POLICY, SEED)
@@ -133,10 +145,15 @@ def test_random_write_failures_python_app(tmp):
 
         def run(n, err):
             i = next(ids)
-            e = {"LD_PRELOAD": str(SHIM), "TRT_SHIM_OUTPUT_FILE": str(d / f"t{i}.trtrace"),
-                 "TRTRACE_FAULT_WRITE_FAIL": f"{n}:{err}", **extra}
+            e = {
+                "LD_PRELOAD": str(SHIM),
+                "TRT_SHIM_OUTPUT_FILE": str(d / f"t{i}.trtrace"),
+                "TRTRACE_FAULT_WRITE_FAIL": f"{n}:{err}",
+                **extra,
+            }
             proc = run_app("build_cnn.py", "--out", d / f"e{i}.engine", env=e, check=False)
             return proc, d / f"t{i}.trtrace", d / f"e{i}.engine"
+
         return run
 
     results = run_property(tmp, make_run, reference, PY_DRAWS_PER_POLICY, SEED + 1)
@@ -152,13 +169,17 @@ def test_full_tmpfs_does_not_abort_the_app(tmp):
         pytest.skip("cannot mount a tmpfs here")
     try:
         run_app("build_cnn.py", "--out", tmp / "alone")
-        env = {"LD_PRELOAD": str(SHIM), "TRT_SHIM_OUTPUT_FILE": str(mnt / "t.trtrace"),
-               "TRT_SHIM_FLUSH_AFTER_EVERY_CALL": "1"}
+        env = {
+            "LD_PRELOAD": str(SHIM),
+            "TRT_SHIM_OUTPUT_FILE": str(mnt / "t.trtrace"),
+            "TRT_SHIM_FLUSH_AFTER_EVERY_CALL": "1",
+        }
         proc = run_app("build_cnn.py", "--out", tmp / "captured", env=env, check=False)
         assert proc.returncode == 0, proc.stderr
         assert (tmp / "captured").read_bytes() == (tmp / "alone").read_bytes()
         assert trtrace_lines(proc.stderr) == [
-            f"trtrace: capture disabled: {mnt / 't.trtrace'}: write at offset 4096 failed: No space left on device"]
+            f"trtrace: capture disabled: {mnt / 't.trtrace'}: write at offset 4096 failed: No space left on device"
+        ]
         assert trtrace("verify", mnt / "t.trtrace", check=False).returncode == 3
     finally:
         subprocess.run(["umount", str(mnt)])
@@ -188,8 +209,10 @@ def test_weights_released_before_an_unbuilt_network_is_destroyed(tmp, policy):
     verify = trtrace("verify", trace)
     assert "4 blobs (128.00 MiB" in verify.stdout, verify.stdout
     assert (" lost at capture" in verify.stdout) == (lost is not None), verify.stdout
-    derived = {tmp / "raw.trtrace": ["rewrite", trace, tmp / "raw.trtrace", "--raw"],
-               tmp / "x.trtrace": ["extract", trace, "-o", tmp / "x.trtrace", "--network", 0]}
+    derived = {
+        tmp / "raw.trtrace": ["rewrite", trace, tmp / "raw.trtrace", "--raw"],
+        tmp / "x.trtrace": ["extract", trace, "-o", tmp / "x.trtrace", "--network", 0],
+    }
     for out, args in derived.items():  # the same blobs, lost ones included
         trtrace(*args)
         assert trtrace("verify", out).stdout.split(" segments, ")[1] == verify.stdout.split(" segments, ")[1], args

@@ -5,6 +5,7 @@ app made is in a trace written, and no trace is overwritten or emptied: a reader
 while a later capture of the same name runs keeps its bytes. Each test counts the builds in the
 traces written (trtrace info) against the builds the app made (tests/apps/capture_lifecycle.py).
 """
+
 import hashlib
 import json
 import os
@@ -145,9 +146,13 @@ def test_recapturing_under_a_name_being_read_leaves_the_reader_alone(tmp):
     new capture is in a trace of its own."""
     run(tmp, "build")
     original = (tmp / "x.trtrace").read_bytes()
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp / "x.trtrace"), str(ROOT / "python")],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                              env=dict(os.environ, PATH=f"{TRTRACE.parent}:{os.environ['PATH']}"))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(tmp / "x.trtrace"), str(ROOT / "python")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PATH=f"{TRTRACE.parent}:{os.environ['PATH']}"),
+    )
     assert holder.stdout.readline() == "ready\n"
     run(tmp, "build", "--variant", 1)
     out, _ = holder.communicate("go\n")
@@ -160,8 +165,23 @@ def test_trtrace_capture_names_every_trace_written(tmp):
     """trtrace capture of a driver running three build scripts, with OUT existing already: OUT is
     kept, and the summary has one line per trace the run wrote, each with its builds."""
     (tmp / "c.trtrace").write_bytes(b"an earlier capture")
-    proc = subprocess.run([str(TRTRACE), "capture", "-o", str(tmp / "c.trtrace"), "--", sys.executable,
-                           str(APPS / APP), "driver", "--n", "3"], cwd=tmp, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            str(TRTRACE),
+            "capture",
+            "-o",
+            str(tmp / "c.trtrace"),
+            "--",
+            sys.executable,
+            str(APPS / APP),
+            "driver",
+            "--n",
+            "3",
+        ],
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     assert (tmp / "c.trtrace").read_bytes() == b"an earlier capture"
     written = [p for p in traces(tmp, "c.trtrace") if p.name != "c.trtrace"]

@@ -4,6 +4,7 @@ Stability rule (docs/trt-rtx-notes.md): builds of the same network are byte-iden
 engine below is compared byte for byte: the app's engine with and without the shim, and the
 replayed engine with the app's.
 """
+
 import json
 import os
 import shutil
@@ -61,16 +62,27 @@ def test_info_counts_match_the_apps_calls(tmp):
     capture("build_cnn.py", tmp / "c.trtrace", "--out", tmp / "c.engine")
     apis = info(tmp / "c.trtrace")["apis"]
     expected = {
-        "NetworkDefinition::addInput": 1, "NetworkDefinition::addConvolutionNd": 1,
-        "NetworkDefinition::addActivation": 1, "NetworkDefinition::addPoolingNd": 1,
-        "NetworkDefinition::addShuffle": 1, "NetworkDefinition::addConstant": 2,
-        "NetworkDefinition::addCast": 1, "NetworkDefinition::addMatrixMultiply": 1,
-        "NetworkDefinition::addElementWise": 1, "NetworkDefinition::addSoftMax": 1,
-        "NetworkDefinition::markOutput": 1, "Builder::createNetworkV2": 1,
-        "Builder::createBuilderConfig": 1, "Builder::buildSerializedNetwork": 1,
-        "entry::createInferBuilder_INTERNAL": 1, "ConvolutionLayer::setPaddingNd": 1,
-        "PoolingLayer::setStrideNd": 1, "ShuffleLayer::setReshapeDimensions": 1,
-        "SoftMaxLayer::setAxes": 1, "Tensor::setName": 1, "Layer::setName": 1,
+        "NetworkDefinition::addInput": 1,
+        "NetworkDefinition::addConvolutionNd": 1,
+        "NetworkDefinition::addActivation": 1,
+        "NetworkDefinition::addPoolingNd": 1,
+        "NetworkDefinition::addShuffle": 1,
+        "NetworkDefinition::addConstant": 2,
+        "NetworkDefinition::addCast": 1,
+        "NetworkDefinition::addMatrixMultiply": 1,
+        "NetworkDefinition::addElementWise": 1,
+        "NetworkDefinition::addSoftMax": 1,
+        "NetworkDefinition::markOutput": 1,
+        "Builder::createNetworkV2": 1,
+        "Builder::createBuilderConfig": 1,
+        "Builder::buildSerializedNetwork": 1,
+        "entry::createInferBuilder_INTERNAL": 1,
+        "ConvolutionLayer::setPaddingNd": 1,
+        "PoolingLayer::setStrideNd": 1,
+        "ShuffleLayer::setReshapeDimensions": 1,
+        "SoftMaxLayer::setAxes": 1,
+        "Tensor::setName": 1,
+        "Layer::setName": 1,
     }
     for api, count in expected.items():
         assert apis.get(api) == count, f"{api}: {apis.get(api)} != {count}"
@@ -83,9 +95,9 @@ def test_failing_build_replays_to_the_same_failure(tmp):
     summary = info(tmp / "f.trtrace")
     assert summary["builds"] == 1 and summary["builds_ok"] == 0
     rep = play(tmp / "f.trtrace", tmp / "f.replay", check=False)
-    assert rep.returncode == 3, rep.stdout + rep.stderr      # failure reproduced (docs/errors.md)
+    assert rep.returncode == 3, rep.stdout + rep.stderr  # failure reproduced (docs/errors.md)
     assert "build failed, as at capture" in rep.stdout
-    assert "broadcast" in rep.stdout                           # the library's own error text
+    assert "broadcast" in rep.stdout  # the library's own error text
     assert not (tmp / "f.replay").exists()
 
 
@@ -93,7 +105,7 @@ def test_marked_random_weights_replay_deterministically(tmp):
     env = {"TRT_SHIM_MARK_AS_RANDOM_WEIGHTS_GREATER_EQUAL_THAN": "9"}
     capture("build_cnn.py", tmp / "r.trtrace", "--out", tmp / "r.engine", env=env)
     summary = info(tmp / "r.trtrace")
-    assert summary["weights"]["unique_blobs"] == 0          # every weight over 8 elements (the inline limit) is random
+    assert summary["weights"]["unique_blobs"] == 0  # every weight over 8 elements (the inline limit) is random
     play(tmp / "r.trtrace", tmp / "a.engine", "--seed", 7)
     play(tmp / "r.trtrace", tmp / "b.engine", "--seed", 7)
     play(tmp / "r.trtrace", tmp / "c.engine", "--seed", 8)
@@ -117,7 +129,12 @@ def test_one_network_numbering_and_a_valid_destruction_order(tmp):
     the skipped network's INetworkDefinition exists and must go before its builder (the library
     reports "IBuilder::~IBuilder ... undefined behavior" otherwise, even with -q)."""
     _, env = drop_in_dir(tmp)
-    assert cpp_app(tmp / "app.engine", "--networks", 2, env=dict(env, TRT_SHIM_OUTPUT_FILE=str(tmp / "m.trtrace"))).returncode == 0
+    assert (
+        cpp_app(
+            tmp / "app.engine", "--networks", 2, env=dict(env, TRT_SHIM_OUTPUT_FILE=str(tmp / "m.trtrace"))
+        ).returncode
+        == 0
+    )
     info = json.loads(trtrace("info", "--json", tmp / "m.trtrace").stdout)
     for n in (0, 1):
         proc = play(tmp / "m.trtrace", tmp / f"one{n}.engine", "--network", n, "--json", "-q")
@@ -148,8 +165,12 @@ def test_drop_in_replacement(tmp):
         "f.argtypes = [ctypes.c_void_p, ctypes.c_int32];"
         "sys.exit(0 if f(None, 10601) else 1)"
     )
-    env = dict(os.environ, LD_LIBRARY_PATH=str(lib), TRT_SHIM_OUTPUT_FILE=str(tmp / "d.trtrace"),
-               TRT_SHIM_NVINFER_LIB_NAME=str(lib / "libtensorrt_rtx_orig.so.1"))
+    env = dict(
+        os.environ,
+        LD_LIBRARY_PATH=str(lib),
+        TRT_SHIM_OUTPUT_FILE=str(tmp / "d.trtrace"),
+        TRT_SHIM_NVINFER_LIB_NAME=str(lib / "libtensorrt_rtx_orig.so.1"),
+    )
     proc = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     summary = info(tmp / "d.trtrace")
@@ -167,9 +188,9 @@ def test_drop_in_without_the_variable_names_the_problem(tmp):
     )
     env = dict(os.environ, LD_LIBRARY_PATH=str(lib), TRT_SHIM_OUTPUT_FILE=str(tmp / "d.trtrace"))
     env.pop("TRT_SHIM_NVINFER_LIB_NAME", None)
-    env.pop("VIRTUAL_ENV", None)    # an active environment's tensorrt_rtx_libs would be found (test_versions)
+    env.pop("VIRTUAL_ENV", None)  # an active environment's tensorrt_rtx_libs would be found (test_versions)
     proc = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
-    assert proc.returncode == 3            # no builder, no crash
+    assert proc.returncode == 3  # no builder, no crash
     assert "TRT_SHIM_NVINFER_LIB_NAME" in proc.stderr
 
 
@@ -183,15 +204,18 @@ def test_cpp_app_drop_in_dlopen_by_soname(tmp):
     assert (tmp / "app.engine").read_bytes() == (tmp / "ref.engine").read_bytes()
     trtrace("verify", tmp / "cpp.trtrace")
     apis = info(tmp / "cpp.trtrace")["apis"]
-    assert apis["NetworkDefinition::~"] == 1 and apis["Builder::~"] == 1   # C++ deletes are recorded
+    assert apis["NetworkDefinition::~"] == 1 and apis["Builder::~"] == 1  # C++ deletes are recorded
     play(tmp / "cpp.trtrace", tmp / "replay.engine", "--check")
     assert (tmp / "replay.engine").read_bytes() == (tmp / "ref.engine").read_bytes()
 
 
 def test_ld_preload_does_not_see_dlsym_apps(tmp):
     """As documented: dlopen+dlsym resolves inside the library, past LD_PRELOAD (use drop-in)."""
-    env = {"LD_LIBRARY_PATH": str(trt_lib().parent), "LD_PRELOAD": str(SHIM),
-           "TRT_SHIM_OUTPUT_FILE": str(tmp / "none.trtrace")}
+    env = {
+        "LD_LIBRARY_PATH": str(trt_lib().parent),
+        "LD_PRELOAD": str(SHIM),
+        "TRT_SHIM_OUTPUT_FILE": str(tmp / "none.trtrace"),
+    }
     assert cpp_app(tmp / "app.engine", env=env).returncode == 0
     assert not (tmp / "none.trtrace").exists()
 
@@ -214,6 +238,7 @@ def test_method_outside_the_spec_passes_through_and_is_recorded_unsupported(tmp)
     """A shim generated without Tensor.getDimensionName: the app's call goes through an extra
     vtable slot to the real method (the app gets the real answer) and leaves an UNSUPPORTED record."""
     from conftest import BUILD
+
     lib, env = drop_in_dir(tmp)
     (lib / "libtensorrt_rtx.so.1").unlink()
     shutil.copy(BUILD / "lib" / "libtensorrt_shim_minus_one.so", lib / "libtensorrt_rtx.so.1")
@@ -230,13 +255,17 @@ def test_method_outside_the_spec_passes_through_and_is_recorded_unsupported(tmp)
 def test_check_costs_one_rebuild_by_default_and_up_to_12_when_thorough(tmp):
     """An engine that really differs (stripped weights): --check confirms it with one rebuild at
     another heap layout, --check=thorough with twelve; both exit 4. --help says what each costs."""
-    run_app("build_cnn.py", "--out", tmp / "app.engine", env={"LD_PRELOAD": str(SHIM),
-                                                               "TRT_SHIM_OUTPUT_FILE": str(tmp / "c.trtrace")})
+    run_app(
+        "build_cnn.py",
+        "--out",
+        tmp / "app.engine",
+        env={"LD_PRELOAD": str(SHIM), "TRT_SHIM_OUTPUT_FILE": str(tmp / "c.trtrace")},
+    )
     trtrace("strip", tmp / "c.trtrace", "-o", tmp / "s.trtrace")
     quick = play(tmp / "s.trtrace", tmp / "q.engine", "-q", "--check", check=False)
     assert quick.returncode == 4, quick.stderr
     assert "differs: 1 rebuild at another heap layout gave the first replay's engine" in quick.stderr
-    assert "--check=thorough" in quick.stderr                 # says what more it could do
+    assert "--check=thorough" in quick.stderr  # says what more it could do
     thorough = play(tmp / "s.trtrace", tmp / "t.engine", "-q", "--check=thorough", check=False)
     assert thorough.returncode == 4, thorough.stderr
     assert "differs: 12 rebuilds at other heap layouts gave the first replay's engine" in thorough.stderr
@@ -245,7 +274,9 @@ def test_check_costs_one_rebuild_by_default_and_up_to_12_when_thorough(tmp):
     assert bad.returncode == 64 and len(bad.stderr.splitlines()) == 1 and "--check" in bad.stderr
     usage = " ".join(subprocess.run([str(PLAYER), "--help"], capture_output=True, text=True).stdout.split())
     assert "rebuilt once at another heap layout" in usage and "(one more build of that network)" in usage
-    assert "--check=thorough: up to 12 rebuilds" in usage and "(up to 12 more builds of each differing network)" in usage
+    assert (
+        "--check=thorough: up to 12 rebuilds" in usage and "(up to 12 more builds of each differing network)" in usage
+    )
 
 
 # The recheck varies the layout through glibc's allocator (GLIBC_TUNABLES, early blocks of other
@@ -261,6 +292,7 @@ def test_heap_layout_dependent_network_replays_the_captured_engine(tmp):
     exit 0 and the captured bytes."""
     sys.path.insert(0, str(ROOT / "tests" / "corpus"))
     import exports
+
     model = tmp / "bert_tiny.onnx"
     model.write_bytes(exports.bert().SerializeToString())
     trace = tmp / "t.trtrace"
@@ -279,9 +311,24 @@ def test_heap_layout_dependent_network_replays_the_captured_engine(tmp):
     for pad, shift, tunable in layouts:
         out = tmp / f"p{pad}_{shift}_{len(tunable)}.engine"
         path = "/" + "./" * pad + str(trace).lstrip("/")
-        proc = subprocess.run([str(PLAYER), "-j", path, "-o", str(out), "--lib", str(trt_lib()), "-q",
-                               "--check=thorough", "--heap-shift", str(shift)], capture_output=True, text=True,
-                              env=dict(env, GLIBC_TUNABLES=tunable) if tunable else env)
+        proc = subprocess.run(
+            [
+                str(PLAYER),
+                "-j",
+                path,
+                "-o",
+                str(out),
+                "--lib",
+                str(trt_lib()),
+                "-q",
+                "--check=thorough",
+                "--heap-shift",
+                str(shift),
+            ],
+            capture_output=True,
+            text=True,
+            env=dict(env, GLIBC_TUNABLES=tunable) if tunable else env,
+        )
         where = f"pad {pad}, shift {shift}, tunables '{tunable}'"
         assert proc.returncode == 0, f"{where}: exit {proc.returncode}\n{proc.stdout}{proc.stderr}"
         assert out.read_bytes() == want, f"{where}: not the captured engine"

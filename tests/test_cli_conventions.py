@@ -9,6 +9,7 @@
 - a command line that does not parse: one line with the tool's prefix, exit 64 (docs/errors.md);
 - the player given `-o` and a capture without a build says it wrote nothing, exit 6.
 """
+
 import json
 import os
 import re
@@ -23,12 +24,20 @@ from conftest import BIN, PLAYER, TRTRACE, cpp_app, drop_in_dir, trt_lib
 # -o/--output) and "json" (it reports: --json). A subcommand --help lists that is not here fails
 # test_the_table_names_every_subcommand: a new one is classified when it is added.
 KINDS = {
-    "info": {"json"}, "dump": {"json"}, "verify": {"json"}, "diff": {"json"}, "cache": {"json"},
-    "rewrite": {"output", "json"}, "convert": {"output", "json"}, "strip": {"output", "json"},
-    "extract": {"output", "json"}, "reduce": {"output", "json"}, "export": {"output", "json"},
+    "info": {"json"},
+    "dump": {"json"},
+    "verify": {"json"},
+    "diff": {"json"},
+    "cache": {"json"},
+    "rewrite": {"output", "json"},
+    "convert": {"output", "json"},
+    "strip": {"output", "json"},
+    "extract": {"output", "json"},
+    "reduce": {"output", "json"},
+    "export": {"output", "json"},
     "bench": {"output", "json"},
-    "capture": {"output"},   # runs a command; its summary is the capture's own line
-    "push": set(),           # prints the manifest digest, nothing else
+    "capture": {"output"},  # runs a command; its summary is the capture's own line
+    "push": set(),  # prints the manifest digest, nothing else
     "pull": {"output"},
 }
 
@@ -78,7 +87,7 @@ def test_the_table_names_every_subcommand():
 def test_help_documents_the_conventions(path, h):
     assert h.returncode == 0 and h.stderr == "" and "--help" in h.stdout, (path, h.returncode, h.stderr)
     kinds = KINDS[path[0]]
-    parent = run(TRTRACE, path[0], "--help").stdout   # a nested subcommand takes its parent's options
+    parent = run(TRTRACE, path[0], "--help").stdout  # a nested subcommand takes its parent's options
     text = h.stdout + (parent if len(path) > 1 else "")
     if "output" in kinds:
         assert re.search(r"-o( \S+)?,( ?)--output", text), (path, text)
@@ -138,11 +147,11 @@ def test_output_is_o_and_the_older_form_is_its_alias(good, tmp_path, sub):
     assert sorted(x.name for x in a.iterdir()) == sorted(x.name for x in b.iterdir())
     c = tmp_path / "c"
     c.mkdir()
-    p = run(TRTRACE, sub, good, *before, "-o", c / name, *older(c / name))   # the same path twice: that path
+    p = run(TRTRACE, sub, good, *before, "-o", c / name, *older(c / name))  # the same path twice: that path
     assert p.returncode == 0 and (c / name).exists(), p.stderr
     d = tmp_path / "d"
     d.mkdir()
-    for args in (["-o", d / name, *older(d / "other")], []):   # two different outputs; none
+    for args in (["-o", d / name, *older(d / "other")], []):  # two different outputs; none
         p = run(TRTRACE, sub, good, *before, *args)
         err = p.stderr.splitlines()
         assert p.returncode == 64 and len(err) == 1 and err[0].startswith(f"trtrace: {sub}: "), (args, p.stderr)
@@ -202,5 +211,5 @@ def test_dump_json_keeps_one_call_a_line_whatever_the_names(tmp_path):
     text = subprocess.run([str(TRTRACE), "dump", str(trace)], capture_output=True).stdout.splitlines()
     assert d.returncode == 0 and len(lines) == len(text) == 4, d.stderr
     calls = [json.loads(line.decode("utf-8")) for line in lines]
-    name = calls[2]["args"][0]["value"]   # addInput(name, ...): as the text line shows it, quoted
+    name = calls[2]["args"][0]["value"]  # addInput(name, ...): as the text line shows it, quoted
     assert "\n" in name and "\x1b" in name and calls[2]["network"] == 0

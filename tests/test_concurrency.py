@@ -6,6 +6,7 @@ Already covered elsewhere and not repeated here: 4 native builder threads and 3 
 with the default policy (test_capture_replay.py), a Python fork after the builder was created
 (test_env_vars.py).
 """
+
 import json
 import os
 import re
@@ -102,18 +103,21 @@ def start_together(n, make_cmd, env):
     procs = []
     for i in range(n):
         cmd = make_cmd(i) + ["--ready-fd", str(ready_w), "--go-fd", str(go_r)]
-        procs.append(subprocess.Popen(cmd, env=env, pass_fds=(ready_w, go_r), stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True))
+        procs.append(
+            subprocess.Popen(
+                cmd, env=env, pass_fds=(ready_w, go_r), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+        )
     os.close(ready_w)
     os.close(go_r)
     got = b""
     while len(got) < n:
         chunk = os.read(ready_r, n)
         if not chunk:
-            break                     # a process died before the barrier: reported below
+            break  # a process died before the barrier: reported below
         got += chunk
     os.close(ready_r)
-    os.close(go_w)                    # EOF on every go pipe: all proceed
+    os.close(go_w)  # EOF on every go pipe: all proceed
     for p in procs:
         p.out, p.err = p.communicate()
     assert len(got) == n, [p.err for p in procs]

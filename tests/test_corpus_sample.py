@@ -5,6 +5,7 @@ extract, diff, the Python API, reduce; tests/corpus/corpus_tools.py) on the hand
 tests/corpus/tools-sample.txt lists. Runs with each library version's Python (CTest corpus_sample
 and corpus_sample_1.7). Fails on any defect outcome (run_corpus.ok_outcomes are not defects);
 `make corpus` runs the whole corpus."""
+
 import os
 import pathlib
 import sys
@@ -31,21 +32,29 @@ def test_tools_sample_is_part_of_the_sample():
 
 def test_export_md_list_needs_a_call_and_a_reason(tmp_path):
     md = tmp_path / "export.md"
-    md.write_text("| call | reason |\n|---|---|\n| `Builder::foo` | the bindings lack it |\n| `Builder::bar` |  |\n"
-                  "| Builder::baz | no backticks |\n")
+    md.write_text(
+        "| call | reason |\n|---|---|\n| `Builder::foo` | the bindings lack it |\n| `Builder::bar` |  |\n"
+        "| Builder::baz | no backticks |\n"
+    )
     assert corpus_tools.listed_cannot_express(md) == {"Builder::foo": "the bindings lack it"}
     assert corpus_tools.listed_cannot_express(tmp_path / "missing.md") == {}
 
 
 def test_tables_per_tool_count_defects():
     def res(export):
-        return {"source": "node", "name": "x", "model": "m", "ours": {"outcome": "replay-identical"},
-                "export": {"outcome": export, "reason": "call #3 (A::b): cannot be written"}}
+        return {
+            "source": "node",
+            "name": "x",
+            "model": "m",
+            "ours": {"outcome": "replay-identical"},
+            "export": {"outcome": export, "reason": "call #3 (A::b): cannot be written"},
+        }
+
     results = [res("identical"), res("cannot-express"), res("cannot-express-listed")]
     meta = {"networks": 3, "jobs": 1, "seconds": 1.0, "commit": "c", "build": "b", "library": "l", "date": "d"}
     md = rc.markdown(results, ("ours", "export"), meta)
     assert "Defects: ours 0, export 1." in md and "## Tool `export`" in md and "## Path `ours`" in md
-    assert "| **all** | 1 | 1 | 1 | 3 | 1 |" in md   # cannot-express-listed, identical, cannot-express; total; defects
+    assert "| **all** | 1 | 1 | 1 | 3 | 1 |" in md  # cannot-express-listed, identical, cannot-express; total; defects
     assert [rc.is_defect(r, "export") for r in results] == [False, True, False]
 
 
@@ -59,13 +68,24 @@ def test_sample_replays_on_both_paths_and_every_tool_holds(tmp_path):
         sample = [n for n in sample if n[1] != "bert_tiny"]
     paths = ("ours", "nvidia") if rc.nv.available() else ("ours",)
     lines = []
-    results = rc.run(sample, tmp_path, os.cpu_count() or 2, paths, progress=lines.append, tools=corpus_tools.TOOLS,
-                     tools_on={(s, n) for s, n, _ in with_tools})
+    results = rc.run(
+        sample,
+        tmp_path,
+        os.cpu_count() or 2,
+        paths,
+        progress=lines.append,
+        tools=corpus_tools.TOOLS,
+        tools_on={(s, n) for s, n, _ in with_tools},
+    )
     columns = paths + corpus_tools.TOOLS
     ran = {c for r in results for c in columns if c in r}
     assert ran == set(columns), f"never ran: {set(columns) - ran}"
-    defects = [f"{r['source']}/{r['name']} [{c}] {r[c]['outcome']}: {r[c].get('reason', '')}\n    repro: {rc.repro(r, c, tmp_path)}"
-               for r in results for c in columns if c in r and rc.is_defect(r, c)]
+    defects = [
+        f"{r['source']}/{r['name']} [{c}] {r[c]['outcome']}: {r[c].get('reason', '')}\n    repro: {rc.repro(r, c, tmp_path)}"
+        for r in results
+        for c in columns
+        if c in r and rc.is_defect(r, c)
+    ]
     assert not defects, f"{len(defects)} defect outcomes in {len(sample)} networks:\n" + "\n".join(defects)
 
 
@@ -75,14 +95,18 @@ def test_a_failure_is_reproduced_when_the_recorded_build_error_is_among_the_outp
     recorded must appear, the rest does not count."""
     step = object.__new__(steps.Step)
     step.rc, step.out = 1, ""
-    step.err = ("[E] ITensor::getDimensions: Error Code 4: API Usage Error (shape)\n"
-                "[E] IBuilder::buildSerializedNetwork: Error Code 4: API Usage Error (no output)\n"
-                "[E] [checkMacros.cpp::catchCudaError::247] Error Code 1: Cuda Runtime (cudaError 35)\n")
+    step.err = (
+        "[E] ITensor::getDimensions: Error Code 4: API Usage Error (shape)\n"
+        "[E] IBuilder::buildSerializedNetwork: Error Code 4: API Usage Error (no output)\n"
+        "[E] [checkMacros.cpp::catchCudaError::247] Error Code 1: Cuda Runtime (cudaError 35)\n"
+    )
     assert step.build_error() == "Error Code 4: API Usage Error (no output)"
     checks = object.__new__(corpus_tools.ToolChecks)
-    for recorded, outcome in (("Error Code 4: API Usage Error (shape)", "failure-reproduced"),
-                              ("Error Code 4: API Usage Error (no output)", "failure-reproduced"),
-                              ("Error Code 2: Internal Error (Assertion failed)", "failure-differs")):
+    for recorded, outcome in (
+        ("Error Code 4: API Usage Error (shape)", "failure-reproduced"),
+        ("Error Code 4: API Usage Error (no output)", "failure-reproduced"),
+        ("Error Code 2: Internal Error (Assertion failed)", "failure-differs"),
+    ):
         checks._failure = recorded
         assert checks.judge_failure(step, "build.py")["outcome"] == outcome, recorded
     step.err += "Traceback (most recent call last):\nTypeError: add_concatenation(): incompatible function arguments\n"

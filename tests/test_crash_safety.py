@@ -12,6 +12,7 @@ starts being recorded). For each kill point and each flush policy:
 abort() and an unhandled C++ exception (std::terminate) flush every call through the shim's
 signal handler, without any flush flag.
 """
+
 import json
 import os
 import random
@@ -29,8 +30,8 @@ POLICIES = {
     "every_call": {"TRT_SHIM_FLUSH_AFTER_EVERY_CALL": "1"},
     "on_build": {"TRT_SHIM_FLUSH_ON_BUILD": "1"},
 }
-CPP_POINTS_PER_POLICY = 36     # the native app: 38 calls (2 networks, a builder each)
-PY_POINTS_PER_POLICY = 4       # the Python app: same checks through the Python bindings
+CPP_POINTS_PER_POLICY = 36  # the native app: 38 calls (2 networks, a builder each)
+PY_POINTS_PER_POLICY = 4  # the Python app: same checks through the Python bindings
 BUILD = "Builder::buildSerializedNetwork"
 
 
@@ -79,9 +80,10 @@ def check_killed(workdir, policy, n, reference, app_engines, run):
         return want, 0
     builds = sum(BUILD in line for line in reference[:want])
     # A prefix without a build replays, and -o gets nothing: said in one more line, exit 6.
-    assert p.returncode == (0 if builds else 6), \
+    assert p.returncode == (0 if builds else 6), (
         f"{policy} kill at {n}: player exit {p.returncode}\n{p.stdout}{p.stderr}"
-    assert p.stderr.count("\n") <= 2 and "warning:" in p.stderr, p.stderr   # one line says it is a prefix
+    )
+    assert p.stderr.count("\n") <= 2 and "warning:" in p.stderr, p.stderr  # one line says it is a prefix
     assert ("nothing written to" in p.stderr) == (builds == 0), p.stderr
     summary = json.loads(p.stdout)
     assert summary["calls"] == want
@@ -99,8 +101,12 @@ def check_killed(workdir, policy, n, reference, app_engines, run):
 
 def PLAYER_RUN(trace, out):
     import subprocess
-    return subprocess.run([str(PLAYER), "-j", str(trace), "-o", str(out), "--lib", str(trt_lib()), "--json", "-q"],
-                          capture_output=True, text=True)
+
+    return subprocess.run(
+        [str(PLAYER), "-j", str(trace), "-o", str(out), "--lib", str(trt_lib()), "--json", "-q"],
+        capture_output=True,
+        text=True,
+    )
 
 
 def kill_points(rng, count, k):
@@ -124,8 +130,11 @@ def test_sigkill_at_random_calls_native_app(tmp):
         return cpp_app(d / "app.engine", "--networks", 2, env=dict(env, TRT_SHIM_OUTPUT_FILE=str(trace), **extra))
 
     rng = random.Random(SEED)
-    cases = [(tmp, policy, n, reference, engines, run)
-             for policy in POLICIES for n in kill_points(rng, len(reference), CPP_POINTS_PER_POLICY)]
+    cases = [
+        (tmp, policy, n, reference, engines, run)
+        for policy in POLICIES
+        for n in kill_points(rng, len(reference), CPP_POINTS_PER_POLICY)
+    ]
     results = run_cases(cases)
     assert len(results) >= 100
     # The draw reaches the interesting places: no build, one build, both builds flushed.
@@ -134,8 +143,14 @@ def test_sigkill_at_random_calls_native_app(tmp):
 
 def test_sigkill_at_random_calls_python_app(tmp):
     ref_trace = tmp / "ref.trtrace"
-    run_app("build_cnn.py", "--out", tmp / "ref", "--networks", 2,
-            env={"LD_PRELOAD": str(SHIM), "TRT_SHIM_OUTPUT_FILE": str(ref_trace)})
+    run_app(
+        "build_cnn.py",
+        "--out",
+        tmp / "ref",
+        "--networks",
+        2,
+        env={"LD_PRELOAD": str(SHIM), "TRT_SHIM_OUTPUT_FILE": str(ref_trace)},
+    )
     reference = calls_of(ref_trace)
     engines = [tmp / "ref0", tmp / "ref1"]
 
@@ -144,8 +159,11 @@ def test_sigkill_at_random_calls_python_app(tmp):
         return run_app("build_cnn.py", "--out", d / "app", "--networks", 2, env=env, check=False)
 
     rng = random.Random(SEED + 1)
-    cases = [(tmp, policy, n, reference, engines, run)
-             for policy in POLICIES for n in kill_points(rng, len(reference), PY_POINTS_PER_POLICY)]
+    cases = [
+        (tmp, policy, n, reference, engines, run)
+        for policy in POLICIES
+        for n in kill_points(rng, len(reference), PY_POINTS_PER_POLICY)
+    ]
     run_cases(cases)
 
 
@@ -158,13 +176,19 @@ def test_abort_and_unhandled_exception_still_flush(tmp, how, policy):
     reference = calls_of(tmp / "ref.trtrace")
     # --<how>-at 1: dies once network 0 is built, with network 1 populated (before its config).
     trace = tmp / "d.trtrace"
-    proc = cpp_app(tmp / "app.engine", "--networks", 2, f"--{how}-at", 1,
-                   env=dict(env, TRT_SHIM_OUTPUT_FILE=str(trace), **POLICIES[policy]))
+    proc = cpp_app(
+        tmp / "app.engine",
+        "--networks",
+        2,
+        f"--{how}-at",
+        1,
+        env=dict(env, TRT_SHIM_OUTPUT_FILE=str(trace), **POLICIES[policy]),
+    )
     assert proc.returncode == -signal.SIGABRT, proc.stderr
     if how == "throw":
-        assert "exception thrown on purpose" in proc.stderr      # std::terminate's own message
+        assert "exception thrown on purpose" in proc.stderr  # std::terminate's own message
     configs = [i for i, line in enumerate(reference) if "Builder::createBuilderConfig" in line]
-    want = configs[1]                                           # every call before network 1's config
+    want = configs[1]  # every call before network 1's config
     v = trtrace("verify", trace, check=False)
     assert v.returncode == 3 and f", {want} calls," in v.stdout, v.stdout + v.stderr
     assert calls_of(trace) == reference[:want]
@@ -176,7 +200,9 @@ def test_abort_and_unhandled_exception_still_flush(tmp, how, policy):
 
 def test_fault_injector_is_inert_when_unset_or_past_the_end(tmp):
     lib, env = drop_in_dir(tmp)
-    proc = cpp_app(tmp / "a.engine", env=dict(env, TRT_SHIM_OUTPUT_FILE=str(tmp / "a.trtrace"),
-                                                TRTRACE_FAULT_KILL_AT_CALL="100000"))
+    proc = cpp_app(
+        tmp / "a.engine",
+        env=dict(env, TRT_SHIM_OUTPUT_FILE=str(tmp / "a.trtrace"), TRTRACE_FAULT_KILL_AT_CALL="100000"),
+    )
     assert proc.returncode == 0, proc.stderr
     assert trtrace("verify", tmp / "a.trtrace").returncode == 0

@@ -7,6 +7,7 @@ holds no 16-byte window of any original (floating) weight; real ONNX networks wh
 integer constants still replay, those being kept. extract: each network of a two-network capture
 replays alone to the app's engine of that network, with only what it needs.
 """
+
 import json
 import os
 import pathlib
@@ -66,8 +67,11 @@ def test_diff_names_the_one_changed_attribute(tmp_path):
     app.write_text(ALPHA_APP)
     for name, alpha in (("a", "0.25"), ("b", "0.5")):
         e = {"LD_PRELOAD": str(SHIM), "TRT_SHIM_OUTPUT_FILE": str(tmp_path / f"{name}.trtrace")}
-        subprocess.run([sys.executable, str(app), str(tmp_path / f"{name}.engine"), alpha], check=True,
-                       env={**__import__("os").environ, **e})
+        subprocess.run(
+            [sys.executable, str(app), str(tmp_path / f"{name}.engine"), alpha],
+            check=True,
+            env={**__import__("os").environ, **e},
+        )
     p = diff(tmp_path / "a.trtrace", tmp_path / "b.trtrace")
     assert p.returncode == 1, p.stdout + p.stderr
     first = next(line for line in p.stdout.splitlines() if line.startswith("first divergent call: "))
@@ -91,7 +95,16 @@ def test_diff_reports_changed_weights_and_added_layers(two_nets, tmp_path):
         assert net["added"] == net["removed"] == []
         assert {c["type"] for c in net["changed"]} == {"ConvolutionLayer", "ConstantLayer"}
         assert all(c["weights_changed"] for c in net["changed"])
-    capture("build_cnn.py", tmp_path / "fail.trtrace", "--out", tmp_path / "f.engine", "--networks", 2, "--fail", check=False)
+    capture(
+        "build_cnn.py",
+        tmp_path / "fail.trtrace",
+        "--out",
+        tmp_path / "f.engine",
+        "--networks",
+        2,
+        "--fail",
+        check=False,
+    )
     p = diff(t, tmp_path / "fail.trtrace")
     assert p.returncode == 1
     assert p.stdout.count("2 added, 0 removed") == 2, p.stdout
@@ -101,16 +114,19 @@ def test_diff_reports_changed_weights_and_added_layers(two_nets, tmp_path):
 def test_diff_cannot_compare_is_exit_2(two_nets, tmp_path):
     d, t = two_nets
     p = diff(t, tmp_path / "missing.trtrace")
-    assert p.returncode == 2 and p.stderr.strip() == f"trtrace: {tmp_path / 'missing.trtrace'}: cannot open (No such file or directory)"
+    assert (
+        p.returncode == 2
+        and p.stderr.strip() == f"trtrace: {tmp_path / 'missing.trtrace'}: cannot open (No such file or directory)"
+    )
 
 
 def windows(data, n=16):
     """Hashes of every n-byte window of data that is not one repeated byte (those say nothing)."""
-    return {hash(data[i:i + n]) for i in range(len(data) - n + 1) if data[i:i + n].count(data[i]) != n}
+    return {hash(data[i : i + n]) for i in range(len(data) - n + 1) if data[i : i + n].count(data[i]) != n}
 
 
 def found(windows_of_weights, data, n=16):
-    return sum(1 for i in range(len(data) - n + 1) if hash(data[i:i + n]) in windows_of_weights)
+    return sum(1 for i in range(len(data) - n + 1) if hash(data[i : i + n]) in windows_of_weights)
 
 
 @pytest.mark.parametrize("app,args", [("build_cnn.py", ["--networks", "2"]), ("build_aliased_weights.py", [])])
@@ -118,7 +134,7 @@ def test_strip_replays_keeps_aliasing_and_no_weight_survives(tmp_path, app, args
     t, out = tmp_path / "t.trtrace", tmp_path / "s.trtrace"
     # Every weight a blob, so NVIDIA's BIN (trtrace convert) holds all original weight bytes.
     capture(app, t, "--out", tmp_path / "app.engine", *args, env={"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN": "0"})
-    t2 = tmp_path / "t2.trtrace"   # and the same capture with inline weights, for the call log path
+    t2 = tmp_path / "t2.trtrace"  # and the same capture with inline weights, for the call log path
     capture(app, t2, "--out", tmp_path / "app2.engine", *args)
     trtrace("convert", "--all-calls", t, tmp_path / "w.json")
     weights = windows((tmp_path / "w.bin").read_bytes())
@@ -156,8 +172,11 @@ def test_strip_keep_below_and_zeros(two_nets, tmp_path):
 
 # Real ONNX networks (the corpus's onnx 1.17 data) whose builds compute shapes from INT32/INT64
 # constants: the reshape targets of a Conv1d, of a BatchNorm1d and of squeezenet's flatten.
-STRIP_NETWORKS = ("pytorch-converted/test_Conv1d/model.onnx",
-                  "pytorch-converted/test_BatchNorm1d_3d_input_eval/model.onnx", "light/light_squeezenet.onnx")
+STRIP_NETWORKS = (
+    "pytorch-converted/test_Conv1d/model.onnx",
+    "pytorch-converted/test_BatchNorm1d_3d_input_eval/model.onnx",
+    "light/light_squeezenet.onnx",
+)
 LEARNED_TYPES = {0, 1, 2, 6, 7, 9, 10, 11}  # DataType: FLOAT HALF INT8 FP8 BF16 INT4 FP4 E8M0
 WEIGHTS_TYPE = re.compile(r"^Weights\w+ weights\[type (\d+) ")
 
@@ -201,6 +220,7 @@ def test_extract_each_network_replays_to_its_engine(two_nets, tmp_path, network)
     dump = trtrace("dump", out).stdout
     assert dump.count("Builder::createBuilderConfig") == 1 and dump.count("buildSerializedNetwork") == 1
     assert r["blobs"] == 3 and r["blobs"] < orig["weights"]["unique_blobs"], (r, orig["weights"])
+
 
 def test_extract_of_a_network_it_does_not_have(two_nets, tmp_path):
     d, t = two_nets

@@ -1,6 +1,7 @@
 """The player's decode cache (docs/design.md, "Decode cache"; issue 16): compressed weights are
 decoded once into a file that is mapped read-only, reused by later replays after a hash check,
 rebuilt when damaged, bounded in size; every way gives the capture's engine."""
+
 import json
 import os
 import subprocess
@@ -99,8 +100,13 @@ def test_folder_is_bounded_least_recently_used_first(tmp):
 
 def test_weights_over_the_bound_go_to_a_temporary_file(tmp):
     trace, folder = compressed_capture(tmp), tmp / "cache"
-    out, err = replay(trace, tmp / "a.engine", "--decode-cache", folder,
-                      env={"TRTRACE_DECODE_CACHE_MB": "1", "TRTRACE_DECODE_CACHE": "unused"})
+    out, err = replay(
+        trace,
+        tmp / "a.engine",
+        "--decode-cache",
+        folder,
+        env={"TRTRACE_DECODE_CACHE_MB": "1", "TRTRACE_DECODE_CACHE": "unused"},
+    )
     assert out["decode_cache"]["how"] == "temp" and "TRTRACE_DECODE_CACHE_MB" in err and cache_files(folder) == []
 
 

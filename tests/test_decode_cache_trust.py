@@ -7,6 +7,7 @@ builds from bytes another user changed.
 
 The suite runs as root, so "another user" is uid 65534 (nobody): files and folders are chowned to
 it, and its changes are made by a process running as it."""
+
 import itertools
 import json
 import os
@@ -37,8 +38,10 @@ def play(trace, *args, env=None, limit_file_bytes=None):
     cmd = [str(PLAYER), "-j", str(trace), "--lib", str(trt_lib()), "--json", "-q", "--check", *map(str, args)]
     pre = None
     if limit_file_bytes is not None:
+
         def pre():
             resource.setrlimit(resource.RLIMIT_FSIZE, (limit_file_bytes, limit_file_bytes))
+
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=HANG, preexec_fn=pre)
     lines = p.stdout.strip().splitlines()
     return p.returncode, json.loads(lines[-1]) if p.returncode == 0 and lines else None, p.stderr.splitlines()
@@ -87,8 +90,10 @@ def test_default_folder_is_created_private_and_refused_when_open(tmp, base):
     rc, out, err = play(base.trace, env=env)
     assert_right_engine(rc, out, err)
     assert out["decode_cache"]["how"] == "temp" and len(err) == 1, err
-    assert err[0].startswith(f"tensorrt_player: decode cache: {folder}: mode 0755 lets other users in: "
-                             "a cache folder must be private (yours, mode 0700); decoding into a temporary file"), err
+    assert err[0].startswith(
+        f"tensorrt_player: decode cache: {folder}: mode 0755 lets other users in: "
+        "a cache folder must be private (yours, mode 0700); decoding into a temporary file"
+    ), err
 
 
 def who(cases):
@@ -112,8 +117,10 @@ def test_folder_others_can_enter_is_not_used(tmp, base, owner, mode):
     assert_right_engine(rc, out, err)
     assert out["decode_cache"]["how"] == "temp" and len(err) == 1, (out["decode_cache"], err)
     why = f"owned by uid {owner}, not by you (uid 0)" if owner else f"mode {mode:04o} lets other users in"
-    assert err[0] == (f"tensorrt_player: decode cache: {folder}: {why}: a cache folder must be private (yours, "
-                      "mode 0700); decoding into a temporary file"), err
+    assert err[0] == (
+        f"tensorrt_player: decode cache: {folder}: {why}: a cache folder must be private (yours, "
+        "mode 0700); decoding into a temporary file"
+    ), err
     assert sorted(os.listdir(folder)) == [base.name]  # nothing written there
 
 
@@ -139,7 +146,8 @@ def test_fifo_at_the_cache_name_is_not_waited_on(tmp, base):
     rc, out, err = play(base.trace, "--decode-cache", folder)  # raises TimeoutExpired where it blocks
     assert_right_engine(rc, out, err)
     assert out["decode_cache"]["how"] == "rebuilt" and err == [
-        f"tensorrt_player: decode cache: {folder / base.name}: not a regular file (a FIFO): not used; rebuilt"], err
+        f"tensorrt_player: decode cache: {folder / base.name}: not a regular file (a FIFO): not used; rebuilt"
+    ], err
     assert stat.S_ISREG((folder / base.name).lstat().st_mode)
 
 
@@ -147,11 +155,18 @@ def test_python_replay_does_not_wait_on_a_fifo(tmp, base):
     """trtrace.replay runs the player: a FIFO at the cache's name does not hang it either."""
     folder = private_folder(tmp / "cache")
     os.mkfifo(folder / base.name)
-    code = ("import json, sys, trtrace; r = trtrace.replay(sys.argv[1], check=True, lib=sys.argv[2], "
-            "extra=('--decode-cache', sys.argv[3])); print(json.dumps(r['decode_cache']))")
+    code = (
+        "import json, sys, trtrace; r = trtrace.replay(sys.argv[1], check=True, lib=sys.argv[2], "
+        "extra=('--decode-cache', sys.argv[3])); print(json.dumps(r['decode_cache']))"
+    )
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), PATH=f"{PLAYER.parent}:{os.environ['PATH']}")
-    p = subprocess.run([sys.executable, "-c", code, str(base.trace), str(trt_lib()), str(folder)],
-                       capture_output=True, text=True, env=env, timeout=HANG)
+    p = subprocess.run(
+        [sys.executable, "-c", code, str(base.trace), str(trt_lib()), str(folder)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=HANG,
+    )
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["how"] == "rebuilt"
 
@@ -162,8 +177,10 @@ def test_file_size_limit_falls_back_to_memory_and_leaves_no_file(tmp, base):
     rc, out, err = play(base.trace, "--decode-cache", folder, limit_file_bytes=1 << 20)
     assert_right_engine(rc, out, err)
     assert out["decode_cache"]["how"] == "off" and len(err) == 1, (out["decode_cache"], err)
-    assert err[0] == ("tensorrt_player: decode cache: the decoded weights (3.01 MiB) exceed the file size limit of "
-                      "1.00 MiB (ulimit -f); decoding into memory"), err
+    assert err[0] == (
+        "tensorrt_player: decode cache: the decoded weights (3.01 MiB) exceed the file size limit of "
+        "1.00 MiB (ulimit -f); decoding into memory"
+    ), err
     assert os.listdir(folder) == []
 
 
@@ -171,13 +188,31 @@ def test_file_size_limit_falls_back_to_memory_and_leaves_no_file(tmp, base):
 # name either is refused in one line or is not used; the engine is the capture's; the player lives.
 
 FOLDERS = {  # name -> (owner, mode, reached through a symbolic link); private ones are used
-    "private": (0, 0o700, False), "group_read": (0, 0o750, False), "world_read": (0, 0o755, False),
-    "group_write": (0, 0o770, False), "world_write": (0, 0o777, False), "sticky": (0, 0o1777, False),
-    "nobody_private": (NOBODY, 0o700, False), "nobody_open": (NOBODY, 0o777, False),
-    "link_to_private": (0, 0o700, True), "link_to_open": (0, 0o777, True),
+    "private": (0, 0o700, False),
+    "group_read": (0, 0o750, False),
+    "world_read": (0, 0o755, False),
+    "group_write": (0, 0o770, False),
+    "world_write": (0, 0o777, False),
+    "sticky": (0, 0o1777, False),
+    "nobody_private": (NOBODY, 0o700, False),
+    "nobody_open": (NOBODY, 0o777, False),
+    "link_to_private": (0, 0o700, True),
+    "link_to_open": (0, 0o777, True),
 }
-FILES = ["none", "good", "good_0644", "good_0666", "good_nobody", "rewritten", "rewritten_0666", "cut", "fifo",
-         "link_to_good", "folder", "socket"]
+FILES = [
+    "none",
+    "good",
+    "good_0644",
+    "good_0666",
+    "good_nobody",
+    "rewritten",
+    "rewritten_0666",
+    "cut",
+    "fifo",
+    "link_to_good",
+    "folder",
+    "socket",
+]
 # What another user (nobody) can write, given an open descriptor: what is planted there.
 CHANGEABLE = {"good_0644", "good_0666", "good_nobody", "rewritten_0666"}
 
@@ -210,7 +245,9 @@ def plant(base, folder, kind):
         return None
     if kind.startswith("good") or kind.startswith("rewritten") or kind == "cut":
         data = base.good.read_bytes()
-        p.write_bytes(rewritten(base.good) if kind.startswith("rewritten") else data[: len(data) // 2] if kind == "cut" else data)
+        p.write_bytes(
+            rewritten(base.good) if kind.startswith("rewritten") else data[: len(data) // 2] if kind == "cut" else data
+        )
         os.chmod(p, 0o666 if kind.endswith("0666") else 0o644 if kind.endswith("0644") else 0o600)
         if kind.endswith("nobody"):
             os.chown(p, NOBODY, -1)
@@ -274,7 +311,11 @@ def test_cache_folder_property(tmp, base, folder_kind, file_kind):
     elif file_kind in ("none", "good"):
         assert how == ("reused" if file_kind == "good" else "built") and err == [], (how, err)
     else:
-        assert how in ("rebuilt", "temp") and len(err) == 1 and str(real / base.name) in err[0].replace(str(folder), str(real)), (how, err)
+        assert (
+            how in ("rebuilt", "temp")
+            and len(err) == 1
+            and str(real / base.name) in err[0].replace(str(folder), str(real))
+        ), (how, err)
     if trusted_folder and how in ("built", "rebuilt", "reused"):
         st = os.lstat(real / base.name)
         assert stat.S_ISREG(st.st_mode) and st.st_uid == 0 and stat.S_IMODE(st.st_mode) == 0o600

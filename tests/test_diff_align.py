@@ -6,6 +6,7 @@ later call, shifted); a dropped layer is its calls deleted plus the one call who
 changed kernel is one changed call, its weights; the same network with its calls in another order,
 where order cannot matter, is equivalent; a trace is equivalent to itself.
 """
+
 import json
 import subprocess
 
@@ -70,10 +71,15 @@ def test_a_deleted_layer_is_its_calls_and_the_input_that_changed(traces):
     assert rc == 1
     assert (j["inserted"], j["deleted"], j["changed"]) == (0, 3, 1), j
     deleted = [x["a"] for x in j["differences"] if x["kind"] == "deleted"]
-    assert deleted == ["network.addActivation(L3.getOutput(0), enum27:1)", 'L4.setName("chain3")', "L4.getOutput(0)"], deleted
+    assert deleted == ["network.addActivation(L3.getOutput(0), enum27:1)", 'L4.setName("chain3")', "L4.getOutput(0)"], (
+        deleted
+    )
     changed = [x for x in j["differences"] if x["kind"] == "changed"]
     assert len(changed) == 1 and changed[0]["api"] == "NetworkDefinition::addActivation"
-    assert changed[0]["argument"] == "input" and (changed[0]["a"], changed[0]["b"]) == ("Handle L4.getOutput(0)", "Handle L3.getOutput(0)")
+    assert changed[0]["argument"] == "input" and (changed[0]["a"], changed[0]["b"]) == (
+        "Handle L4.getOutput(0)",
+        "Handle L3.getOutput(0)",
+    )
     net = network(j)
     assert net["removed"] == ["L4 ActivationLayer"] and net["added"] == []
     assert [(c["layer"], c["name"], c["weights_changed"]) for c in net["changed"]] == [([5, 4], "chain4", False)]

@@ -3,6 +3,7 @@ capture_entries.inc), like methods do (issue 24): every function symbol of each 
 libtensorrt_rtx.so.1 is declared in the spec and exported by the shim, save the spec's `unexported`
 ones (each with its reason); an application that calls one runs in the drop-in layout and under
 LD_PRELOAD, gets the real library's answer, and the call is recorded as the spec says."""
+
 import json
 import shutil
 import subprocess
@@ -32,8 +33,12 @@ def function_symbols(lib):
 
 
 def spec_entries():
-    proc = subprocess.run([sys.executable, str(GEN), "--spec", str(ROOT / "schema" / "api"), "--entries"],
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, str(GEN), "--spec", str(ROOT / "schema" / "api"), "--entries"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(proc.stdout)
 
 
@@ -86,7 +91,7 @@ def test_set_internal_library_path_is_answered_and_recorded(tmp, layout):
         env = drop_in_env(tmp, trace) if layout == "drop_in" else preload_env(trace)
         proc = entry_app("library-path", path, env=env)
         assert proc.returncode == 0, proc.stderr
-        assert proc.stdout == ref.stdout                  # the real library's answer (1, then 0)
+        assert proc.stdout == ref.stdout  # the real library's answer (1, then 0)
         calls = [c for c in recorded(trace) if "setInternalLibraryPath" in c]
         answer = "true" if ref.stdout.strip().endswith("1") else "false"
         assert len(calls) == 1 and f'"{path}"' in calls[0] and f"-> {answer}" in calls[0], calls
@@ -114,7 +119,9 @@ def test_pass_through_entry_points_answer_as_the_library(tmp):
     assert proc.returncode == 0 and proc.stdout == ref.stdout, proc.stderr
 
 
-@pytest.mark.skipif(bool(ASAN_RUNTIME), reason="a link check of the shim's own sources: the compiler runs under ASan's preload")
+@pytest.mark.skipif(
+    bool(ASAN_RUNTIME), reason="a link check of the shim's own sources: the compiler runs under ASan's preload"
+)
 def test_hand_written_entry_point_missing_fails_the_link(tmp):
     """`override capture entry.NAME` without its code in capture/overrides.cpp: an undefined symbol
     of the shim, which links with -z defs (capture/CMakeLists.txt)."""
@@ -123,18 +130,34 @@ def test_hand_written_entry_point_missing_fails_the_link(tmp):
     with open(spec / "90-overrides.api", "a") as f:
         f.write("override capture entry.setInternalLibraryPath\n")
     out = tmp / "gen"
-    gen = subprocess.run([sys.executable, str(GEN), "--spec", str(spec), "--out", str(out)],
-                         capture_output=True, text=True)
+    gen = subprocess.run(
+        [sys.executable, str(GEN), "--spec", str(spec), "--out", str(out)], capture_output=True, text=True
+    )
     assert gen.returncode == 0, gen.stderr
     text = (out / "capture_entries.inc").read_text()
     assert "setInternalLibraryPath(char const* path);  // capture/overrides.cpp" in text
     # The generated declarations and references alone, in a shared library linked as the shim is.
     hand = [ln for ln in text.splitlines() if ln.endswith("// capture/overrides.cpp") or "kHandWrittenEntries" in ln]
     src = tmp / "entries.cpp"
-    src.write_text("#include <cstdint>\n#define TRTRACE_EXPORT __attribute__((visibility(\"default\")))\n"
-                   + "\n".join(hand) + "\n")
-    link = subprocess.run(["c++", "-std=c++17", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-Wl,-z,defs",
-                           str(src), "-o", str(tmp / "entries.so")], capture_output=True, text=True)
+    src.write_text(
+        '#include <cstdint>\n#define TRTRACE_EXPORT __attribute__((visibility("default")))\n' + "\n".join(hand) + "\n"
+    )
+    link = subprocess.run(
+        [
+            "c++",
+            "-std=c++17",
+            "-O2",
+            "-fPIC",
+            "-shared",
+            "-fvisibility=hidden",
+            "-Wl,-z,defs",
+            str(src),
+            "-o",
+            str(tmp / "entries.so"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert link.returncode != 0
     assert "undefined reference to `setInternalLibraryPath'" in link.stderr
     assert "undefined reference to `createInferBuilder_INTERNAL'" in link.stderr

@@ -1,4 +1,5 @@
 """Each documented TRT_SHIM_* variable (shared/reference/capture-replay-trt-rtx.txt) has its effect."""
+
 import json
 import os
 import signal
@@ -20,6 +21,7 @@ def test_output_file_names_the_trace(tmp):
 
 def test_default_output_is_capture_trtrace_in_the_working_directory(tmp):
     from conftest import SHIM
+
     proc = run_app("build_cnn.py", "--out", tmp / "e", env={"LD_PRELOAD": str(SHIM), "PWD": str(tmp)}, cwd=tmp)
     assert (tmp / "capture.trtrace").exists(), proc.stderr
 
@@ -43,9 +45,16 @@ def test_print_welcome(tmp):
 def test_inline_threshold(tmp):
     # Default 8: the 8-element conv bias is inline; 0: nothing inline; huge: everything inline.
     capture("build_cnn.py", tmp / "d.trtrace", "--out", tmp / "e")
-    capture("build_cnn.py", tmp / "z.trtrace", "--out", tmp / "e", env={"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN": "0"})
-    capture("build_cnn.py", tmp / "h.trtrace", "--out", tmp / "e",
-            env={"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN": "100000"})
+    capture(
+        "build_cnn.py", tmp / "z.trtrace", "--out", tmp / "e", env={"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN": "0"}
+    )
+    capture(
+        "build_cnn.py",
+        tmp / "h.trtrace",
+        "--out",
+        tmp / "e",
+        env={"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN": "100000"},
+    )
     d, z, h = (info(tmp / f"{x}.trtrace")["weights"] for x in "dzh")
     assert d["inline_bytes"] == 8 * 4 and z["inline_bytes"] == 0
     assert z["unique_blobs"] == d["unique_blobs"] + 1
@@ -55,8 +64,13 @@ def test_inline_threshold(tmp):
 
 
 def test_mark_as_random_threshold(tmp):
-    capture("build_cnn.py", tmp / "r.trtrace", "--out", tmp / "e",
-            env={"TRT_SHIM_MARK_AS_RANDOM_WEIGHTS_GREATER_EQUAL_THAN": "200"})
+    capture(
+        "build_cnn.py",
+        tmp / "r.trtrace",
+        "--out",
+        tmp / "e",
+        env={"TRT_SHIM_MARK_AS_RANDOM_WEIGHTS_GREATER_EQUAL_THAN": "200"},
+    )
     w = info(tmp / "r.trtrace")["weights"]
     # Stored: the 10-element bias only; the 216-element kernel and the fp16 matrix are random.
     assert w["unique_blobs"] == 1 and w["logical_bytes"] == 40
@@ -67,7 +81,7 @@ def test_bad_values_warn_and_keep_defaults(tmp):
     proc = capture("build_cnn.py", tmp / "b.trtrace", "--out", tmp / "e", env=env)
     assert "TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN='abc' is not an integer" in proc.stderr
     assert "TRT_SHIM_DUMP_API='maybe' is not a boolean" in proc.stderr
-    assert info(tmp / "b.trtrace")["weights"]["inline_bytes"] == 8 * 4   # default 8 kept
+    assert info(tmp / "b.trtrace")["weights"]["inline_bytes"] == 8 * 4  # default 8 kept
 
 
 def test_unwritable_output_disables_capture_but_not_the_app(tmp):
@@ -77,15 +91,31 @@ def test_unwritable_output_disables_capture_but_not_the_app(tmp):
 
 
 def test_nvinfer_lib_name_wrong_path_is_one_clear_error(tmp):
-    proc = capture("build_cnn.py", tmp / "x.trtrace", "--out", tmp / "e",
-                   env={"TRT_SHIM_NVINFER_LIB_NAME": str(tmp / "missing.so")}, check=False)
-    assert proc.returncode != 0 and proc.returncode > 0          # the app fails, it does not crash
+    proc = capture(
+        "build_cnn.py",
+        tmp / "x.trtrace",
+        "--out",
+        tmp / "e",
+        env={"TRT_SHIM_NVINFER_LIB_NAME": str(tmp / "missing.so")},
+        check=False,
+    )
+    assert proc.returncode != 0 and proc.returncode > 0  # the app fails, it does not crash
     assert "cannot load the real TensorRT-RTX library" in proc.stderr
 
 
 def killed_capture(tmp, name, env, kill_after_builds, networks=2):
-    proc = capture("build_cnn.py", tmp / f"{name}.trtrace", "--out", tmp / name, "--networks", networks,
-                   "--kill-after-builds", kill_after_builds, env=env, check=False)
+    proc = capture(
+        "build_cnn.py",
+        tmp / f"{name}.trtrace",
+        "--out",
+        tmp / name,
+        "--networks",
+        networks,
+        "--kill-after-builds",
+        kill_after_builds,
+        env=env,
+        check=False,
+    )
     assert proc.returncode == -signal.SIGKILL
     return tmp / f"{name}.trtrace"
 
@@ -99,9 +129,9 @@ def test_flush_after_every_call_keeps_every_call_of_a_killed_app(tmp):
     trace = killed_capture(tmp, "every", {"TRT_SHIM_FLUSH_AFTER_EVERY_CALL": "1"}, 0)
     summary = info(trace)
     assert summary["closed"] is False
-    assert summary["apis"]["NetworkDefinition::markOutput"] == 2      # both networks fully recorded
+    assert summary["apis"]["NetworkDefinition::markOutput"] == 2  # both networks fully recorded
     assert "Builder::buildSerializedNetwork" not in summary["apis"]
-    assert trtrace("verify", trace, check=False).returncode != 0      # truncated: not closed
+    assert trtrace("verify", trace, check=False).returncode != 0  # truncated: not closed
 
 
 def test_flush_on_build_keeps_each_finished_build(tmp):
@@ -129,6 +159,7 @@ def test_forked_child_writes_its_own_file(tmp):
 def test_output_json_file_alone_yields_the_documented_json_bin_pair(tmp):
     """Existing scripts set only TRT_SHIM_OUTPUT_JSON_FILE: they get NVIDIA's JSON+BIN layout."""
     from conftest import SHIM
+
     env = {"LD_PRELOAD": str(SHIM), "TRT_SHIM_OUTPUT_JSON_FILE": str(tmp / "cap.json")}
     run_app("build_cnn.py", "--out", tmp / "e", env=env)
     doc = json.loads((tmp / "cap.json").read_text())
@@ -158,15 +189,18 @@ def test_json_export_encodes_each_call_once_and_writes_linearly(tmp):
     calls skipped == the trace's calls, not their square) and the JSON updated in place: bytes written =
     its size + one closing part per later flush, not its whole text at every flush; the BIN appended.
     The files equal `trtrace convert` of the trace, byte for byte."""
-    env = {"TRT_SHIM_OUTPUT_JSON_FILE": str(tmp / "cap.json"), "TRT_SHIM_FLUSH_AFTER_EVERY_CALL": "1",
-           "TRTRACE_TEST_JSON_COUNTS": "1"}
+    env = {
+        "TRT_SHIM_OUTPUT_JSON_FILE": str(tmp / "cap.json"),
+        "TRT_SHIM_FLUSH_AFTER_EVERY_CALL": "1",
+        "TRTRACE_TEST_JSON_COUNTS": "1",
+    }
     proc = capture("build_cnn.py", tmp / "t.trtrace", "--out", tmp / "e", "--networks", 2, env=env)
     n = json_export_counts(proc.stderr)
     text = (tmp / "cap.json").read_text()
     records = len(json.loads(text)["api_calls"])
     calls = info(tmp / "t.trtrace")["calls"]
     assert n["records encoded"] == records and n["records encoded"] + n["calls skipped"] == calls
-    assert n["flushes"] == calls + 1                                   # after each call, and at exit
+    assert n["flushes"] == calls + 1  # after each call, and at exit
     closing = len(text.encode()) - text.rindex("\n    ],\n")
     assert n["JSON bytes written"] == len(text.encode()) + (n["flushes"] - 1) * closing
     assert n["BIN bytes written"] == (tmp / "cap.bin").stat().st_size
@@ -180,11 +214,23 @@ def test_json_at_each_flush_point_equals_convert_of_the_trace(tmp):
     """The JSON+BIN the shim leaves at a flush point (the app killed right after it) is `trtrace
     convert` of the trace at that point, byte for byte: after the first build (TRT_SHIM_FLUSH_ON_BUILD,
     the JSON then updated in place), and after call 7 (TRT_SHIM_FLUSH_AFTER_EVERY_CALL)."""
-    for name, env in (("build", {"TRT_SHIM_FLUSH_ON_BUILD": "1"}),
-                      ("every", {"TRT_SHIM_FLUSH_AFTER_EVERY_CALL": "1", "TRTRACE_FAULT_KILL_AT_CALL": "7"})):
+    for name, env in (
+        ("build", {"TRT_SHIM_FLUSH_ON_BUILD": "1"}),
+        ("every", {"TRT_SHIM_FLUSH_AFTER_EVERY_CALL": "1", "TRTRACE_FAULT_KILL_AT_CALL": "7"}),
+    ):
         env = dict(env, TRT_SHIM_OUTPUT_JSON_FILE=str(tmp / f"{name}.json"))
-        proc = capture("build_cnn.py", tmp / f"{name}.trtrace", "--out", tmp / name, "--networks", 3,
-                       "--kill-after-builds", 2, env=env, check=False)
+        proc = capture(
+            "build_cnn.py",
+            tmp / f"{name}.trtrace",
+            "--out",
+            tmp / name,
+            "--networks",
+            3,
+            "--kill-after-builds",
+            2,
+            env=env,
+            check=False,
+        )
         assert proc.returncode == -signal.SIGKILL, proc.stderr
         # The killed trace's prefix, closed (`trtrace convert` takes only a closed trace).
         trtrace("rewrite", "--raw", "--salvage", tmp / f"{name}.trtrace", tmp / f"{name}.closed.trtrace")
@@ -212,9 +258,16 @@ def test_json_export_spools_weights_past_memory_between_flushes(tmp):
     in memory (1 MiB) into its temporary file, twice (capture/json_export.h); the JSON and BIN equal
     `trtrace convert` of the trace, and no temporary file is left."""
     from conftest import SHIM
-    env = dict(os.environ, LD_PRELOAD=str(SHIM), TRT_SHIM_OUTPUT_FILE=str(tmp / "t.trtrace"), TMPDIR=str(tmp),
-               TRT_SHIM_OUTPUT_JSON_FILE=str(tmp / "big.json"), TRT_SHIM_FLUSH_ON_BUILD="1",
-               TRTRACE_TEST_JSON_COUNTS="1")
+
+    env = dict(
+        os.environ,
+        LD_PRELOAD=str(SHIM),
+        TRT_SHIM_OUTPUT_FILE=str(tmp / "t.trtrace"),
+        TMPDIR=str(tmp),
+        TRT_SHIM_OUTPUT_JSON_FILE=str(tmp / "big.json"),
+        TRT_SHIM_FLUSH_ON_BUILD="1",
+        TRTRACE_TEST_JSON_COUNTS="1",
+    )
     proc = subprocess.run([sys.executable, "-c", BIG_WEIGHTS_APP], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert json_export_counts(proc.stderr)["BIN bytes written"] == 2 * 600000 * 4
@@ -227,6 +280,7 @@ def test_json_export_spools_weights_past_memory_between_flushes(tmp):
 
 def test_json_mode_flush_on_build_survives_a_kill(tmp):
     from conftest import SHIM
+
     env = {"LD_PRELOAD": str(SHIM), "TRT_SHIM_OUTPUT_JSON_FILE": str(tmp / "k.json"), "TRT_SHIM_FLUSH_ON_BUILD": "1"}
     proc = run_app("build_cnn.py", "--out", tmp / "e", "--networks", 2, "--kill-after-builds", 1, env=env, check=False)
     assert proc.returncode == -signal.SIGKILL

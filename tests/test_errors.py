@@ -4,6 +4,7 @@ The table is read from the document itself, so the two cannot drift: a row witho
 fails, and a case here without a row fails. Beyond the row: a failing tool prints one line (verify:
 one line per problem) and leaves no output behind.
 """
+
 import json
 import os
 import pathlib
@@ -20,20 +21,51 @@ from conftest import ASAN_RUNTIME, BIN, PLAYER, ROOT, TRTRACE, cpp_app, drop_in_
 from test_versions import VENVS, capture as capture_on, libfile
 
 DOC = ROOT / "docs" / "errors.md"
-TOOLS = {"tensorrt_player", "trtrace verify", "trtrace info", "trtrace dump", "trtrace convert", "trtrace rewrite",
-         "trtrace rewrite --salvage", "trtrace diff", "trtrace strip", "trtrace extract", "trtrace reduce", "trtrace export",
-         "capture", "trtrace capture", "trtrace cache", "trtrace push", "trtrace pull"}
+TOOLS = {
+    "tensorrt_player",
+    "trtrace verify",
+    "trtrace info",
+    "trtrace dump",
+    "trtrace convert",
+    "trtrace rewrite",
+    "trtrace rewrite --salvage",
+    "trtrace diff",
+    "trtrace strip",
+    "trtrace extract",
+    "trtrace reduce",
+    "trtrace export",
+    "capture",
+    "trtrace capture",
+    "trtrace cache",
+    "trtrace push",
+    "trtrace pull",
+}
 # Inputs that claim huge sizes: their rows run with the address space capped at 1 GiB, so a tool that
 # allocated by the claim would fail (or be killed) instead of printing the documented line.
 MEMORY_CAPPED = {"random_count", "huge_json_ids"}
-SIX = ["tensorrt_player", "trtrace verify", "trtrace info", "trtrace dump", "trtrace convert", "trtrace rewrite",
-       "trtrace diff", "trtrace strip", "trtrace extract", "trtrace reduce",
-       "trtrace export"]   # every tool that reads a trace
+SIX = [
+    "tensorrt_player",
+    "trtrace verify",
+    "trtrace info",
+    "trtrace dump",
+    "trtrace convert",
+    "trtrace rewrite",
+    "trtrace diff",
+    "trtrace strip",
+    "trtrace extract",
+    "trtrace reduce",
+    "trtrace export",
+]  # every tool that reads a trace
 # Cases whose command adds arguments to the tool's usual one (the player and dump take --network).
-EXTRA = {"network_missing": ["--network", "7"], "network_negative": ["--network", "-1"],
-         "network_wraps": ["--network", "4294967296"],   # 2^32: must not wrap onto network 0
-         "bad_option": ["--no-such-option"], "timeout_nan": ["--timeout", "nan"], "timeout_huge": ["--timeout", "1e30"],
-         "no_counterpart": ["--ignore-version"]}
+EXTRA = {
+    "network_missing": ["--network", "7"],
+    "network_negative": ["--network", "-1"],
+    "network_wraps": ["--network", "4294967296"],  # 2^32: must not wrap onto network 0
+    "bad_option": ["--no-such-option"],
+    "timeout_nan": ["--timeout", "nan"],
+    "timeout_huge": ["--timeout", "1e30"],
+    "no_counterpart": ["--ignore-version"],
+}
 # Cases whose documented output is a report, one line per item, then one divergence line.
 REPORTS = {"no_counterpart"}
 # Cases that need both library versions (tools/setup.sh); skipped without TensorRT-RTX 1.7.
@@ -91,23 +123,33 @@ def inputs(tmp_path_factory):
         subprocess.run([str(BIN / "trace_craft"), *map(str, args)], check=True)
         return pathlib.Path(args[1])
 
-    c = {"missing": d / "missing.trtrace", "empty": put("empty.trtrace", b""),
-         "wrong_magic": put("magic.trtrace", b"GARBAGE!" + bytes(100)),
-         "truncated": put("cut.trtrace", data[: len(data) // 2])}
+    c = {
+        "missing": d / "missing.trtrace",
+        "empty": put("empty.trtrace", b""),
+        "wrong_magic": put("magic.trtrace", b"GARBAGE!" + bytes(100)),
+        "truncated": put("cut.trtrace", data[: len(data) // 2]),
+    }
     subprocess.run([str(BIN / "trace_craft"), "major", str(good), str(d / "major.trtrace"), "3"], check=True)
     c["newer_major"] = d / "major.trtrace"
     x = bytearray(data)
     x[seg[1] + 32 + seg[2] // 2] ^= 0xFF
     c["corrupt_log"] = put("corrupt.trtrace", bytes(x))
-    data_offset = struct.unpack_from("<Q", data, blob[1] + 32 + 32)[0]   # BlobRecord.dataOffset
+    data_offset = struct.unpack_from("<Q", data, blob[1] + 32 + 32)[0]  # BlobRecord.dataOffset
     x = bytearray(data)
     x[blob[1] + 32 + data_offset] ^= 0xFF
     c["hash_mismatch"] = put("hash.trtrace", bytes(x))
-    killed = cpp_app(d / "k.engine", env=dict(env, TRT_SHIM_OUTPUT_FILE=str(d / "unclosed.trtrace"),
-                                              TRT_SHIM_FLUSH_AFTER_EVERY_CALL="1", TRTRACE_FAULT_KILL_AT_CALL="5"))
+    killed = cpp_app(
+        d / "k.engine",
+        env=dict(
+            env,
+            TRT_SHIM_OUTPUT_FILE=str(d / "unclosed.trtrace"),
+            TRT_SHIM_FLUSH_AFTER_EVERY_CALL="1",
+            TRTRACE_FAULT_KILL_AT_CALL="5",
+        ),
+    )
     assert killed.returncode == -9
     c["unclosed"] = d / "unclosed.trtrace"
-    c["no_build"] = craft("names", d / "no_build.trtrace", "in", "in")   # -o given, no build: exit 6
+    c["no_build"] = craft("names", d / "no_build.trtrace", "in", "in")  # -o given, no build: exit 6
     subprocess.run([str(TRTRACE), "convert", good, d / "good.json"], check=True, capture_output=True)
     js, bn = (d / "good.json").read_text(), (d / "good.bin").read_bytes()
     put("mal.json", js[: len(js) // 2].encode())
@@ -123,21 +165,24 @@ def inputs(tmp_path_factory):
     c["library_abi"] = c["library_missing"] = c["library_fifo"] = c["unwritable_output"] = good
     c["not_failing"] = c["fail_regex_invalid"] = c["artifacts_not_empty"] = c["export_dir_not_empty"] = good
     c["bad_option"] = c["timeout_nan"] = c["timeout_huge"] = good
-    (d / "open_cache").mkdir()   # trtrace cache: a folder others may write in; a file; no folder
+    (d / "open_cache").mkdir()  # trtrace cache: a folder others may write in; a file; no folder
     os.chmod(d / "open_cache", 0o777)
     c["cache_folder_open"], c["cache_not_a_folder"], c["cache_no_folder"] = d / "open_cache", good, pathlib.Path("temp")
     os.mkfifo(d / "lib.fifo")
     c["unwritable_output_json"] = d / "good.json"
     c.update(hardening_inputs(d, env, good, data, bl, js, bn, put))
     c["random_count"] = craft("random-count", d / "random.trtrace", 1 << 33)
-    for case, how in (("object_type", "tensor-as-layer"), ("null_reference", "null-reference"),
-                      ("delete_owned", "delete-tensor")):
+    for case, how in (
+        ("object_type", "tensor-as-layer"),
+        ("null_reference", "null-reference"),
+        ("delete_owned", "delete-tensor"),
+    ):
         c[case] = craft("misuse", d / f"{case}.trtrace", how)
     c["random_count_invalid"] = craft("random-count", d / "random_invalid.trtrace", (1 << 64) - 1)
     c["export_null_receiver"] = craft("null-receiver", d / "null_receiver.trtrace")
     c["export_not_utf8"] = craft("names", d / "not_utf8.trtrace", os.fsdecode(b"in\xffput"), "x")
     for case, how, n in (("footer_calls", "footer-calls", 1 << 62), ("footer_segment", "footer-segment", 7)):
-        c[case] = d / f"{case}.trtrace"   # footers that lie (tests/tools/trace_lies)
+        c[case] = d / f"{case}.trtrace"  # footers that lie (tests/tools/trace_lies)
         subprocess.run([str(BIN / "trace_lies"), how, str(c[case]), str(good), str(n)], check=True)
     c["array_count"] = craft("array-count", d / "array_count.trtrace", 5)
     c["api_descriptor"] = craft("api-descriptor", d / "api_descriptor.trtrace")
@@ -147,12 +192,12 @@ def inputs(tmp_path_factory):
     put("bigids.json", big.replace('"good.bin"', '"bigids.bin"').encode())
     put("bigids.bin", bn)
     c["huge_json_ids"] = d / "bigids.json"
-    c["disk_full"] = d / "disk_full.trtrace"   # the capture's output
+    c["disk_full"] = d / "disk_full.trtrace"  # the capture's output
     # trtrace capture: no command; a command that is not there; an output that is the command's input.
     c["capture_no_command"] = good
     c["capture_not_found"] = d / "no_such_program"
     c["capture_output_is_input"] = put("capture_app.py", b"print('an application')\n")
-    c["capture_no_library"] = pathlib.Path("/bin/true")   # run where no TensorRT-RTX can be found
+    c["capture_no_library"] = pathlib.Path("/bin/true")  # run where no TensorRT-RTX can be found
     # The player asked for one default capture name (NVIDIA's capture.json, our capture.trtrace)
     # that is absent, the other beside it.
     (d / "names").mkdir()
@@ -161,28 +206,40 @@ def inputs(tmp_path_factory):
     (d / "names2").mkdir()
     shutil.copy(d / "good.json", d / "names2" / "capture.json")
     c["trace_missing_json_beside"] = d / "names2" / "capture.trtrace"
-    libs = {"library_abi": next(p for p in map(pathlib.Path, ["/lib/x86_64-linux-gnu/libz.so.1",
-                                                              "/usr/lib/x86_64-linux-gnu/libz.so.1"]) if p.exists()),
-            "library_missing": d / "nope.so", "library_fifo": d / "lib.fifo"}
+    libs = {
+        "library_abi": next(
+            p
+            for p in map(pathlib.Path, ["/lib/x86_64-linux-gnu/libz.so.1", "/usr/lib/x86_64-linux-gnu/libz.so.1"])
+            if p.exists()
+        ),
+        "library_missing": d / "nope.so",
+        "library_fifo": d / "lib.fifo",
+    }
     if all((v / "bin" / "python").exists() for v in VENVS.values()):
         c["version_newer_trace"] = c["no_counterpart"] = capture_on("1.7", d)[0]
         c["version_older_trace"] = capture_on("1.6", d)[0]
-        libs.update(version_newer_trace=libfile("1.6"), no_counterpart=libfile("1.6"),
-                    version_older_trace=libfile("1.7"))
+        libs.update(
+            version_newer_trace=libfile("1.6"), no_counterpart=libfile("1.6"), version_older_trace=libfile("1.7")
+        )
     return d, c, libs
 
 
 def concat_json(nb_inputs, bin_name):
     """NVIDIA JSON of 5 calls: a builder, a network, two inputs, then addConcatenation of both with
     `nb_inputs` written out (NVIDIA omits it; a hostile JSON may not)."""
+
     def call(i, cls, fn, obj, ret, **args):
         return dict(api_index=i, **{"class": cls, "function": fn, "object": obj, "return": {"object": ret}}, **args)
-    calls = [call(0, "", "createInferBuilder_INTERNAL", -1, 0, version=10601),
-             call(1, "Builder", "createNetworkV2", 0, 1, flags=0),
-             call(2, "NetworkDefinition", "addInput", 1, 2, name="a", type=0, dimensions=[1, 4]),
-             call(3, "NetworkDefinition", "addInput", 1, 3, name="b", type=0, dimensions=[1, 4]),
-             call(4, "NetworkDefinition", "addConcatenation", 1, 4, inputs=[{"object": 2}, {"object": 3}],
-                  nbInputs=nb_inputs)]
+
+    calls = [
+        call(0, "", "createInferBuilder_INTERNAL", -1, 0, version=10601),
+        call(1, "Builder", "createNetworkV2", 0, 1, flags=0),
+        call(2, "NetworkDefinition", "addInput", 1, 2, name="a", type=0, dimensions=[1, 4]),
+        call(3, "NetworkDefinition", "addInput", 1, 3, name="b", type=0, dimensions=[1, 4]),
+        call(
+            4, "NetworkDefinition", "addConcatenation", 1, 4, inputs=[{"object": 2}, {"object": 3}], nbInputs=nb_inputs
+        ),
+    ]
     return json.dumps({"api_calls": calls, "output_bin": bin_name, "trt_version": 10601}, indent=4)
 
 
@@ -200,12 +257,16 @@ def hardening_inputs(d, env, good, data, bl, js, bn, put):
     c["folder"] = d / "folder.trtrace"
     c["proc_file"] = pathlib.Path("/proc/self/status")
     c["trailing_garbage"] = put("garbage.trtrace", data + b"garbage!")
-    c["no_calls"] = put("nocalls.trtrace", data[: bl[1][1]])          # the header block only: a cut, no call
-    put("noapi.json", re.sub(r'"api_calls": \[.*\n    \]', '"api_calls": []', js, flags=re.S)
-        .replace('"good.bin"', '"noapi.bin"').encode())
+    c["no_calls"] = put("nocalls.trtrace", data[: bl[1][1]])  # the header block only: a cut, no call
+    put(
+        "noapi.json",
+        re.sub(r'"api_calls": \[.*\n    \]', '"api_calls": []', js, flags=re.S)
+        .replace('"good.bin"', '"noapi.bin"')
+        .encode(),
+    )
     put("noapi.bin", bn)
     c["empty_api_calls"] = d / "noapi.json"
-    c["cut_json_no_bin"] = put("cutnobin.json", js[: len(js) // 2].encode())   # output_bin is in the lost half
+    c["cut_json_no_bin"] = put("cutnobin.json", js[: len(js) // 2].encode())  # output_bin is in the lost half
     wide = js.replace('"index": 0', '"index": 4294967297', 1).replace('"good.bin"', '"wide.bin"')
     put("wide.json", wide.encode())
     put("wide.bin", bn)
@@ -223,9 +284,9 @@ def command(case, tool, src, out_dir, lib):
     binp = src.with_suffix(".bin")
     if tool == "capture":
         return [BIN / "cpp_app", out_dir / "app.engine"], None
-    if tool == "trtrace cache":                   # src: the cache folder
+    if tool == "trtrace cache":  # src: the cache folder
         return [TRTRACE, "cache", "list", "--decode-cache", src], None
-    if tool == "trtrace capture":                 # the command: src, run by path (none for no_command)
+    if tool == "trtrace capture":  # the command: src, run by path (none for no_command)
         out = src if case == "capture_output_is_input" else out_dir / "c.trtrace"
         program = {"capture_no_command": [], "capture_output_is_input": [sys.executable, src]}.get(case, [src])
         return [TRTRACE, "capture", "-o", out, "--", *program], out
@@ -242,17 +303,21 @@ def command(case, tool, src, out_dir, lib):
     if tool == "trtrace convert":
         out = out or out_dir / ("c.json" if src.suffix == ".trtrace" else "c.trtrace")
         return [TRTRACE, "convert", src, out, *(["--bin", src] if case == "bin_output_is_input" else [])], out
-    if tool == "trtrace diff":                      # the input against itself
+    if tool == "trtrace diff":  # the input against itself
         return [TRTRACE, "diff", src, src], None
     if tool in ("trtrace strip", "trtrace extract"):
         out = out or out_dir / "s.trtrace"
         network = EXTRA.get(case, ["--network", "0"]) if tool == "trtrace extract" else []
         return [TRTRACE, tool.split()[1], src, *network, "-o", out], out
-    if tool == "trtrace reduce":                    # the default check: the player, on `lib`
+    if tool == "trtrace reduce":  # the default check: the player, on `lib`
         out = out or out_dir / "min.trtrace"
-        extra = {"fail_regex_invalid": ["--fail-regex", "("], "artifacts_not_empty": ["--artifacts", src.parent], **EXTRA}
+        extra = {
+            "fail_regex_invalid": ["--fail-regex", "("],
+            "artifacts_not_empty": ["--artifacts", src.parent],
+            **EXTRA,
+        }
         return [TRTRACE, "reduce", src, "-o", out, "--lib", lib, *extra.get(case, [])], out
-    if tool == "trtrace export":                    # the output is a folder (new or empty)
+    if tool == "trtrace export":  # the output is a folder (new or empty)
         out = src.parent if case == "export_dir_not_empty" else out_dir / "py"
         return [TRTRACE, "export", src, "--python", out], out
     if tool.startswith("trtrace rewrite"):
@@ -266,8 +331,15 @@ def pattern(message, file, out, lib, binp):
         return None
     text = message.strip("`")
     rx = ""
-    tokens = {"<file>": re.escape(str(file)), "<out>": re.escape(str(out)), "<lib>": re.escape(str(lib)),
-              "<bin>": re.escape(str(binp)), "<n>": r"\d+", "<hex>": "[0-9a-f]+", "…": ".*"}
+    tokens = {
+        "<file>": re.escape(str(file)),
+        "<out>": re.escape(str(out)),
+        "<lib>": re.escape(str(lib)),
+        "<bin>": re.escape(str(binp)),
+        "<n>": r"\d+",
+        "<hex>": "[0-9a-f]+",
+        "…": ".*",
+    }
     for part in re.split(r"(<file>|<out>|<lib>|<bin>|<n>|<hex>|…)", text):
         rx += tokens.get(part, re.escape(part))
     return re.compile(rx)
@@ -275,22 +347,77 @@ def pattern(message, file, out, lib, binp):
 
 def test_every_case_has_rows_for_what_it_claims():
     cases = {r[0] for r in ROWS}
-    traces = {"missing", "empty", "wrong_magic", "newer_major", "truncated", "unclosed", "no_build", "corrupt_log",
-              "hash_mismatch",
-              "library_version", "unknown_api", "trailing_garbage", "no_calls", "random_count",
-              "object_type", "null_reference", "delete_owned", "version_newer_trace", "version_older_trace",
-              "array_count", "api_descriptor", "footer_calls", "footer_segment"}
-    others = {"malformed_json", "missing_bin", "short_bin", "library_abi", "library_missing", "library_fifo",
-              "unwritable_output",
-              "unwritable_output_json", "output_is_input", "bin_output_is_input", "output_is_bin", "output_folder",
-              "fifo", "folder", "proc_file", "empty_api_calls", "cut_json_no_bin", "int32_overflow",
-              "network_missing", "network_negative", "network_wraps", "random_count_invalid", "huge_json_ids",
-              "array_count_json",
-              "disk_full", "no_counterpart", "not_failing", "fail_regex_invalid", "artifacts_not_empty",
-              "export_dir_not_empty", "export_null_receiver", "export_not_utf8",
-              "capture_no_command", "capture_not_found", "capture_output_is_input",
-              "capture_no_library", "json_missing_trace_beside", "trace_missing_json_beside",
-              "bad_option", "timeout_nan", "timeout_huge", "cache_folder_open", "cache_not_a_folder", "cache_no_folder"}
+    traces = {
+        "missing",
+        "empty",
+        "wrong_magic",
+        "newer_major",
+        "truncated",
+        "unclosed",
+        "no_build",
+        "corrupt_log",
+        "hash_mismatch",
+        "library_version",
+        "unknown_api",
+        "trailing_garbage",
+        "no_calls",
+        "random_count",
+        "object_type",
+        "null_reference",
+        "delete_owned",
+        "version_newer_trace",
+        "version_older_trace",
+        "array_count",
+        "api_descriptor",
+        "footer_calls",
+        "footer_segment",
+    }
+    others = {
+        "malformed_json",
+        "missing_bin",
+        "short_bin",
+        "library_abi",
+        "library_missing",
+        "library_fifo",
+        "unwritable_output",
+        "unwritable_output_json",
+        "output_is_input",
+        "bin_output_is_input",
+        "output_is_bin",
+        "output_folder",
+        "fifo",
+        "folder",
+        "proc_file",
+        "empty_api_calls",
+        "cut_json_no_bin",
+        "int32_overflow",
+        "network_missing",
+        "network_negative",
+        "network_wraps",
+        "random_count_invalid",
+        "huge_json_ids",
+        "array_count_json",
+        "disk_full",
+        "no_counterpart",
+        "not_failing",
+        "fail_regex_invalid",
+        "artifacts_not_empty",
+        "export_dir_not_empty",
+        "export_null_receiver",
+        "export_not_utf8",
+        "capture_no_command",
+        "capture_not_found",
+        "capture_output_is_input",
+        "capture_no_library",
+        "json_missing_trace_beside",
+        "trace_missing_json_beside",
+        "bad_option",
+        "timeout_nan",
+        "timeout_huge",
+        "cache_folder_open",
+        "cache_not_a_folder",
+        "cache_no_folder",
+    }
     assert cases == traces | others
     # Every trace input is documented for the player and verify at least.
     for case in traces:
@@ -320,11 +447,16 @@ def test_documented_row(inputs, tmp_path, case, tool, code, message):
     binp = src.with_suffix(".bin")
     before = snapshot(d, src, binp)
     env = None
-    if tool == "capture":   # the native app under the shim (drop-in layout), its trace the output
+    if tool == "capture":  # the native app under the shim (drop-in layout), its trace the output
         _, env = drop_in_dir(d)
-        env = dict(os.environ, **env, TRT_SHIM_OUTPUT_FILE=str(src), TRT_SHIM_FLUSH_AFTER_EVERY_CALL="1",
-                   TRTRACE_FAULT_WRITE_FAIL="1:ENOSPC")
-    if case == "capture_no_library":   # no environment active, none on PATH, no loader path to one
+        env = dict(
+            os.environ,
+            **env,
+            TRT_SHIM_OUTPUT_FILE=str(src),
+            TRT_SHIM_FLUSH_AFTER_EVERY_CALL="1",
+            TRTRACE_FAULT_WRITE_FAIL="1:ENOSPC",
+        )
+    if case == "capture_no_library":  # no environment active, none on PATH, no loader path to one
         env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "LD_LIBRARY_PATH", "PATH")}
         env["PATH"] = "/usr/bin:/bin"
     cap = None
@@ -346,13 +478,16 @@ def test_documented_row(inputs, tmp_path, case, tool, code, message):
         assert err and rx.fullmatch(err[0]), f"expected /{rx.pattern}/, got:\n{proc.stderr}"
         if case in REPORTS:
             assert "divergence at call #" in err[-1] and all(" does not have" in l for l in err[:-1]), proc.stderr
-        elif case == "unclosed" and tool == "tensorrt_player":   # the warning, then what came of it
-            assert len(err) == 2 and re.fullmatch(r"tensorrt_player: .*: nothing written to .*: no build among the 5 "
-                                                  r"calls replayed", err[1]), proc.stderr
+        elif case == "unclosed" and tool == "tensorrt_player":  # the warning, then what came of it
+            assert len(err) == 2 and re.fullmatch(
+                r"tensorrt_player: .*: nothing written to .*: no build among the 5 "
+                r"calls replayed",
+                err[1],
+            ), proc.stderr
         elif tool != "trtrace verify":
             assert len(err) == 1, proc.stderr
     assert proc.returncode >= 0
-    if tool == "capture":                            # the app's build went on; the trace is a prefix
+    if tool == "capture":  # the app's build went on; the trace is a prefix
         assert (out_dir / "app.engine").read_bytes() == (d / "app.engine").read_bytes()
         assert subprocess.run([str(TRTRACE), "verify", str(src)], capture_output=True).returncode == 3
         return
@@ -360,7 +495,7 @@ def test_documented_row(inputs, tmp_path, case, tool, code, message):
     if code != 0 and out is not None and out_dir.exists():
         assert list(out_dir.iterdir()) == [], "output left behind"
     if case == "truncated" and tool == "tensorrt_player":
-        assert not any(out_dir.iterdir())            # the prefix holds no build: no engine
+        assert not any(out_dir.iterdir())  # the prefix holds no build: no engine
 
 
 def test_trust_weights_skips_the_hash_check(inputs, tmp_path):
@@ -368,8 +503,22 @@ def test_trust_weights_skips_the_hash_check(inputs, tmp_path):
     blob of hash_mismatch then builds an engine, which --check reports as different (exit 4)."""
     d, c, libs = inputs
     out = tmp_path / "o.engine"
-    proc = subprocess.run([str(PLAYER), "-j", str(c["hash_mismatch"]), "-o", str(out), "--lib", str(trt_lib()),
-                           "--trust-weights", "--check", "-q"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            str(PLAYER),
+            "-j",
+            str(c["hash_mismatch"]),
+            "-o",
+            str(out),
+            "--lib",
+            str(trt_lib()),
+            "--trust-weights",
+            "--check",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 4, proc.stdout + proc.stderr
     assert "DIFFERENT from capture" in proc.stdout + proc.stderr
     assert out.exists()
@@ -380,13 +529,19 @@ def test_rewrite_salvage_keeps_the_calls_before_the_damage(inputs, tmp_path):
     writes a trace that verifies and replays (the calls before the damage)."""
     d, c, libs = inputs
     out = tmp_path / "s.trtrace"
-    proc = subprocess.run([str(TRTRACE), "rewrite", str(c["hash_mismatch"]), str(out), "--raw", "--salvage"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(TRTRACE), "rewrite", str(c["hash_mismatch"]), str(out), "--raw", "--salvage"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     err = proc.stderr.strip().splitlines()
     assert len(err) == 2 and err[0].startswith("trtrace: salvage: ") and err[0].endswith(": dropped"), proc.stderr
-    m = re.fullmatch(r"trtrace: salvage: .*: call #(\d+) uses blob [0-9a-f]+ \(damaged\): kept the (\d+) calls before "
-                     r"it, dropped the other (\d+)", err[1])
+    m = re.fullmatch(
+        r"trtrace: salvage: .*: call #(\d+) uses blob [0-9a-f]+ \(damaged\): kept the (\d+) calls before "
+        r"it, dropped the other (\d+)",
+        err[1],
+    )
     assert m and m.group(1) == m.group(2) and int(m.group(2)) > 0, err[1]
     v = subprocess.run([str(TRTRACE), "verify", str(out)], capture_output=True, text=True)
     assert v.returncode == 0 and f", {m.group(2)} calls," in v.stdout, v.stdout + v.stderr
@@ -394,8 +549,20 @@ def test_rewrite_salvage_keeps_the_calls_before_the_damage(inputs, tmp_path):
     assert p.returncode == 0, p.stderr
 
 
-SUBCOMMANDS = ["info", "dump", "verify", "rewrite", "convert", "diff", "strip", "extract", "reduce", "export", "capture",
-               "cache"]
+SUBCOMMANDS = [
+    "info",
+    "dump",
+    "verify",
+    "rewrite",
+    "convert",
+    "diff",
+    "strip",
+    "extract",
+    "reduce",
+    "export",
+    "capture",
+    "cache",
+]
 
 
 @pytest.mark.parametrize("sub", SUBCOMMANDS + ["tensorrt_player"])
@@ -430,17 +597,25 @@ def test_trace_text_is_escaped_on_the_terminal(tmp_path):
     """Names from a trace (tests/apps/named_app.py hostile: a newline, ESC, CR, a line separator, ...)
     reach dump, info and diff escaped: one line per call, no control byte, no separator."""
     from conftest import capture
+
     hostile, benign = tmp_path / "h.trtrace", tmp_path / "b.trtrace"
     capture("named_app.py", hostile, tmp_path / "h.engine", "hostile")
     capture("named_app.py", benign, tmp_path / "b.engine", "benign")
-    calls = int(re.search(r'"calls":(\d+)', subprocess.run([str(TRTRACE), "info", "--json", str(hostile)],
-                                                           capture_output=True, text=True).stdout).group(1))
-    runs = {"dump": [str(TRTRACE), "dump", str(hostile)], "info": [str(TRTRACE), "info", str(hostile)],
-            "diff": [str(TRTRACE), "diff", str(hostile), str(benign)]}
+    calls = int(
+        re.search(
+            r'"calls":(\d+)',
+            subprocess.run([str(TRTRACE), "info", "--json", str(hostile)], capture_output=True, text=True).stdout,
+        ).group(1)
+    )
+    runs = {
+        "dump": [str(TRTRACE), "dump", str(hostile)],
+        "info": [str(TRTRACE), "info", str(hostile)],
+        "diff": [str(TRTRACE), "diff", str(hostile), str(benign)],
+    }
     for name, cmd in runs.items():
         p = subprocess.run(cmd, capture_output=True)
         assert p.returncode in (0, 1), (name, p.stderr)
-        text = p.stdout.decode("utf-8")          # valid UTF-8 throughout
+        text = p.stdout.decode("utf-8")  # valid UTF-8 throughout
         assert not re.search("[\x00-\x09\x0b-\x1f\x7f\x80-\x9f\u2028\u2029]", text), (name, text)
         if name == "dump":
             assert len(text.splitlines()) == calls and "\\x1b[31m" in text and "\\n" in text, text

@@ -6,6 +6,7 @@ benign names, rebuilds the same engine (the names reach the library byte for byt
 nothing of the trace. What the bindings cannot express (a string that is not UTF-8, a call on a
 null object) stops the export with one line, exit 5, and nothing written.
 """
+
 import ast
 import os
 import shutil
@@ -74,7 +75,7 @@ def test_read_back_bytes_are_escaped(tmp):
     craft("names", str(tmp / "plain.trtrace"), "x", "x")
     trtrace("export", tmp / "plain.trtrace", "--python", tmp / "plain")
     t = tmp / "r.trtrace"
-    craft("names", str(t), "x", os.fsdecode(b"\xff\nimport os; os.system('touch PWNED')\n\"\"\""))
+    craft("names", str(t), "x", os.fsdecode(b'\xff\nimport os; os.system(\'touch PWNED\')\n"""'))
     trtrace("export", t, "--python", tmp / "py")
     text = script_of(tmp / "py")
     assert shape(text) == shape(script_of(tmp / "plain"))
@@ -94,8 +95,12 @@ def test_name_that_is_not_utf8_is_refused(tmp):
     """The bindings take str: no Python script can pass these bytes on as a name."""
     t = tmp / "n.trtrace"
     craft("names", str(t), os.fsdecode(b"in\xffput"), "x")
-    refused(tmp, t, "(NetworkDefinition::addInput): cannot be written with the tensorrt_rtx Python API "
-                    "(argument name: a string that is not UTF-8")
+    refused(
+        tmp,
+        t,
+        "(NetworkDefinition::addInput): cannot be written with the tensorrt_rtx Python API "
+        "(argument name: a string that is not UTF-8",
+    )
 
 
 def test_call_on_a_null_object_is_refused(tmp):

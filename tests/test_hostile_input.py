@@ -5,6 +5,7 @@ The traces come from tests/tools/trace_lies (every check field right, only a dec
 few KiB of zstd that declare a 1 GiB chunk or a 200 MiB segment, 256 MiB of zeros in honest 4 MiB
 chunks, a lost blob, footers whose counts disagree with the log. Peak RSS is read with
 /usr/bin/time (a process of its own, so the figure is the tool's alone, not a fork of pytest)."""
+
 import os
 import pathlib
 import subprocess
@@ -34,29 +35,38 @@ def py_env():
 
 def tools(trace):
     """name -> command line of every reading tool under test, on `trace`."""
-    return {"verify": [TRTRACE, "verify", trace], "info": [TRTRACE, "info", trace], "dump": [TRTRACE, "dump", trace],
-            "player": [PLAYER, "-j", trace, "--lib", trt_lib(), "-q"],
-            "python verify": [sys.executable, "-c", PY + f"trtrace.open({str(trace)!r}).verify()"]}
+    return {
+        "verify": [TRTRACE, "verify", trace],
+        "info": [TRTRACE, "info", trace],
+        "dump": [TRTRACE, "dump", trace],
+        "player": [PLAYER, "-j", trace, "--lib", trt_lib(), "-q"],
+        "python verify": [sys.executable, "-c", PY + f"trtrace.open({str(trace)!r}).verify()"],
+    }
 
 
 def peak(cmd, tmp_path):
     """(exit code, peak RSS in bytes, stderr) of cmd."""
     rss = tmp_path / "rss"
     env = dict(py_env(), TRTRACE_DECODE_CACHE="temp")
-    p = subprocess.run(["/usr/bin/time", "-o", str(rss), "-f", "%M", *map(str, cmd)], capture_output=True, text=True,
-                       env=env, timeout=600)
+    p = subprocess.run(
+        ["/usr/bin/time", "-o", str(rss), "-f", "%M", *map(str, cmd)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     return p.returncode, int(rss.read_text().split()[-1]) * 1024, p.stderr
 
 
 @pytest.fixture(scope="module")
 def lies(tmp_path_factory):
     d = tmp_path_factory.mktemp("lies")
-    small = lie("zero-blob", d / "small.trtrace", 100000, 65536)   # benign: the baseline of each tool
+    small = lie("zero-blob", d / "small.trtrace", 100000, 65536)  # benign: the baseline of each tool
     return d, {
         "small": small,
-        "huge_chunk": lie("zero-blob", d / "chunk.trtrace", 1 << 30, 1 << 30),       # 33 KB of file
-        "huge_segment": lie("zero-segment", d / "segment.trtrace", 200 << 20),       # 7 KB of file
-        "zeros_256m": lie("zero-blob", d / "zeros.trtrace", 256 << 20, 4 << 20),     # honest, 11 KB
+        "huge_chunk": lie("zero-blob", d / "chunk.trtrace", 1 << 30, 1 << 30),  # 33 KB of file
+        "huge_segment": lie("zero-segment", d / "segment.trtrace", 200 << 20),  # 7 KB of file
+        "zeros_256m": lie("zero-blob", d / "zeros.trtrace", 256 << 20, 4 << 20),  # honest, 11 KB
         "footer_calls": lie("footer-calls", d / "fcalls.trtrace", small, 1 << 62),
         "footer_segment": lie("footer-segment", d / "fseg.trtrace", small, 7),
         "lost": lie("lost-blob", d / "lost.trtrace", 1 << 20),
@@ -83,8 +93,10 @@ def test_declarations_out_of_bounds_are_corruption(lies):
     """The 1 GiB chunk and the 200 MiB segment are refused before anything is allocated; 256 MiB of
     zeros in 4 MiB chunks is a sound trace, decoded a chunk at a time."""
     d, t = lies
-    for case, what in (("huge_chunk", "blob record: chunk size out of range"),
-                       ("huge_segment", "compressed segment: size 209715200 out of range")):
+    for case, what in (
+        ("huge_chunk", "blob record: chunk size out of range"),
+        ("huge_segment", "compressed segment: size 209715200 out of range"),
+    ):
         p = subprocess.run([str(TRTRACE), "verify", str(t[case])], capture_output=True, text=True)
         assert p.returncode == 2 and what in p.stderr.splitlines()[0], p.stderr
     p = subprocess.run([str(TRTRACE), "verify", str(t["zeros_256m"])], capture_output=True, text=True)
@@ -92,8 +104,9 @@ def test_declarations_out_of_bounds_are_corruption(lies):
 
 
 def run_python(code, timeout=300):
-    return subprocess.run([sys.executable, "-c", PY + code], capture_output=True, text=True, env=py_env(),
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", PY + code], capture_output=True, text=True, env=py_env(), timeout=timeout
+    )
 
 
 def test_lost_blob_array_keeps_its_memory(lies):
@@ -103,7 +116,7 @@ def test_lost_blob_array_keeps_its_memory(lies):
     d, t = lies
     p = run_python(f"""
 import gc
-t = trtrace.open({str(t['lost'])!r})
+t = trtrace.open({str(t["lost"])!r})
 w = t.weights[0]
 a = w.array()
 assert a.shape == (1 << 20,) and a.dtype.name == "float32", a
@@ -119,18 +132,23 @@ def test_python_refuses_a_footer_that_lies(lies):
     keep Trace.calls from ever returning). A footer whose segment entry claims calls the segment does not
     hold: open works (O(1)), reading the calls fails "corrupt" naming the segment."""
     d, t = lies
-    p = run_python(f"""
+    p = run_python(
+        f"""
 try:
-    trtrace.open({str(t['footer_calls'])!r})
+    trtrace.open({str(t["footer_calls"])!r})
 except trtrace.TraceError as e:
     print(e.kind, e)
-t = trtrace.open({str(t['footer_segment'])!r})
+t = trtrace.open({str(t["footer_segment"])!r})
 try:
     t.calls
 except trtrace.TraceError as e:
     print(e.kind, e)
-""", timeout=120)
+""",
+        timeout=120,
+    )
     lines = p.stdout.splitlines()
     assert p.returncode == 0 and len(lines) == 2, p.stdout + p.stderr
     assert lines[0].startswith("corrupt ") and "footer: total_calls 4611686018427387904 is not the sum" in lines[0]
-    assert lines[1].startswith("corrupt ") and "segment 0 at offset" in lines[1] and "the index says 8 calls" in lines[1]
+    assert (
+        lines[1].startswith("corrupt ") and "segment 0 at offset" in lines[1] and "the index says 8 calls" in lines[1]
+    )

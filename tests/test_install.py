@@ -1,5 +1,6 @@
 """`cmake --install` + find_package(trtrace) (issue 18): this build installed into a fresh prefix, and
 tests/consumer (a project outside the tree) configured, built and run against it on a real capture."""
+
 import json
 import re
 import subprocess
@@ -19,8 +20,15 @@ def run(*cmd, tool=False, **kw):
 def test_installed_package_builds_a_consumer_that_reads_a_trace(tmp_path):
     prefix = tmp_path / "prefix"
     run("cmake", "--install", BUILD, "--prefix", prefix, tool=True)
-    for f in ("bin/trtrace", "bin/tensorrt_player", "lib/libtensorrt_shim.so", "lib/libtrtrace_c.so",
-              "lib/cmake/trtrace/trtraceConfig.cmake", "include/trtrace/reader.h", "include/trtrace/trtrace_c.h"):
+    for f in (
+        "bin/trtrace",
+        "bin/tensorrt_player",
+        "lib/libtensorrt_shim.so",
+        "lib/libtrtrace_c.so",
+        "lib/cmake/trtrace/trtraceConfig.cmake",
+        "include/trtrace/reader.h",
+        "include/trtrace/trtrace_c.h",
+    ):
         assert (prefix / f).exists(), f
     _, env = drop_in_dir(tmp_path)
     trace = tmp_path / "app.trtrace"
@@ -29,13 +37,18 @@ def test_installed_package_builds_a_consumer_that_reads_a_trace(tmp_path):
     # A sanitizer build installs instrumented static libraries: the consumer is built the same way.
     cache = (BUILD / "CMakeCache.txt").read_text()
     sanitize = re.search(r"^TRTRACE_SANITIZE:STRING=(.*)$", cache, re.M)
-    flags = [f"-DCMAKE_{lang}_FLAGS=-fsanitize={sanitize.group(1)}" for lang in ("C", "CXX", "EXE_LINKER")] \
-        if sanitize and sanitize.group(1) else []
+    flags = (
+        [f"-DCMAKE_{lang}_FLAGS=-fsanitize={sanitize.group(1)}" for lang in ("C", "CXX", "EXE_LINKER")]
+        if sanitize and sanitize.group(1)
+        else []
+    )
     run("cmake", "-S", ROOT / "tests" / "consumer", "-B", build, f"-DCMAKE_PREFIX_PATH={prefix}", *flags, tool=True)
     run("cmake", "--build", build, "-j2", tool=True)
     info = json.loads(run(TRTRACE, "info", "--json", trace))
     out = run(build / "read_trace", trace).splitlines()
-    assert out[0] == f"{info['calls']} calls, {info['builds']} builds, {info['weights']['unique_blobs']} blobs, verify ok"
+    assert (
+        out[0] == f"{info['calls']} calls, {info['builds']} builds, {info['weights']['unique_blobs']} blobs, verify ok"
+    )
     assert out[1] == "first: entry::createInferBuilder_INTERNAL"
     header = json.loads(run(build / "read_trace_c", trace))
     assert header["calls"] == info["calls"] and header["library_version"] == info["library_version"]

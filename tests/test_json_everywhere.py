@@ -9,6 +9,7 @@ spec, not by the optional outcome that JSON captures lack), dump's calls, verify
 trtrace.open(json).builds. NVIDIA's layout leaves out destructors and HostMemory calls, which cannot
 change a build: the trace's calls are compared without them.
 """
+
 import json
 import os
 import re
@@ -32,8 +33,9 @@ def caps(tmp_path_factory):
     capture("build_cnn.py", d / "app.trtrace", *app, env={"TRT_SHIM_OUTPUT_JSON_FILE": str(d / "ours.json")})
     got = {"trace": d / "app.trtrace", "ours": d / "ours.json", "dir": d}
     if nv.available():
-        json_path, _, proc = nv.capture([APPS / "build_cnn.py", "--out", d / "nv.engine", "--networks", str(NETWORKS)],
-                                        d / "nv.json")
+        json_path, _, proc = nv.capture(
+            [APPS / "build_cnn.py", "--out", d / "nv.engine", "--networks", str(NETWORKS)], d / "nv.json"
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr
         got["nvidia"] = json_path
     return got
@@ -54,7 +56,7 @@ def test_info_counts_builds_by_the_spec(caps, which):
     t, j = info(caps["trace"]), info(source(caps, which))
     assert t["builds"] == j["builds"] == NETWORKS
     assert t["builds_ok"] == NETWORKS and t["builds_not_recorded"] == 0
-    assert j["builds_ok"] == 0 and j["builds_not_recorded"] == NETWORKS   # JSON holds no build outcome
+    assert j["builds_ok"] == 0 and j["builds_not_recorded"] == NETWORKS  # JSON holds no build outcome
     assert sorted(t["networks"]) == sorted(j["networks"])
     for k in ("references", "logical_bytes", "unique_blobs", "unique_bytes", "inline_bytes"):
         assert t["weights"][k] == j["weights"][k], k
@@ -105,7 +107,7 @@ def test_verify_and_diff(caps, which):
 def test_strip_and_extract_write_traces(caps, which, tmp_path):
     j = source(caps, which)
     trtrace("strip", j, "-o", tmp_path / "s.trtrace")
-    play(tmp_path / "s.trtrace", tmp_path / "s.engine")   # stand-in weights: replays, same structure
+    play(tmp_path / "s.trtrace", tmp_path / "s.engine")  # stand-in weights: replays, same structure
     for n in range(NETWORKS):
         trtrace("extract", j, "--network", n, "-o", tmp_path / f"j{n}.trtrace")
         trtrace("extract", caps["trace"], "--network", n, "-o", tmp_path / f"t{n}.trtrace")
@@ -118,8 +120,9 @@ def test_strip_and_extract_write_traces(caps, which, tmp_path):
 def test_export_writes_the_same_engines(caps, which, tmp_path):
     out = tmp_path / "py"
     trtrace("export", source(caps, which), "--python", out)
-    run = subprocess.run([sys.executable, str(out / "build.py"), "--out", str(tmp_path / "py.engine")],
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, str(out / "build.py"), "--out", str(tmp_path / "py.engine")], capture_output=True, text=True
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     for ours, app in zip(engines(tmp_path / "py.engine", NETWORKS), engines(caps["dir"] / "app.engine", NETWORKS)):
         assert ours.read_bytes() == app.read_bytes(), ours
@@ -134,8 +137,15 @@ def reduced(path, out):
 
 def test_reduce_a_json_capture(tmp_path):
     """A failing build, captured both ways in one run, shrinks to the same layers."""
-    capture("build_cnn.py", tmp_path / "f.trtrace", "--out", tmp_path / "f.engine", "--fail",
-            env={"TRT_SHIM_OUTPUT_JSON_FILE": str(tmp_path / "f.json")}, check=False)
+    capture(
+        "build_cnn.py",
+        tmp_path / "f.trtrace",
+        "--out",
+        tmp_path / "f.engine",
+        "--fail",
+        env={"TRT_SHIM_OUTPUT_JSON_FILE": str(tmp_path / "f.json")},
+        check=False,
+    )
     t = reduced(tmp_path / "f.trtrace", tmp_path / "rt.trtrace")
     j = reduced(tmp_path / "f.json", tmp_path / "rj.trtrace")
     assert j == t and t[1] < t[0]
@@ -152,8 +162,9 @@ def python_view(path):
         "print(json.dumps({'builds': [[b.network, b.ok] for b in t.builds],\n"
         "  'networks': [len(n.builds) for n in t.networks],\n"
         "  'weights': [hashlib.sha256(w.array().tobytes()).hexdigest() for w in t.weights],\n"
-        "  'verify': t.verify()['ok']}))\n")
-    env = dict(os.environ, PATH=f"{BIN}:{os.environ['PATH']}")   # the package finds this build's libtrtrace_c
+        "  'verify': t.verify()['ok']}))\n"
+    )
+    env = dict(os.environ, PATH=f"{BIN}:{os.environ['PATH']}")  # the package finds this build's libtrtrace_c
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
@@ -163,7 +174,7 @@ def python_view(path):
 def test_python_open_reads_json(caps, which):
     t, j = python_view(caps["trace"]), python_view(source(caps, which))
     assert t["builds"] == [[n, True] for n in range(NETWORKS)]
-    assert j["builds"] == [[n, None] for n in range(NETWORKS)]   # a build, its outcome not recorded
+    assert j["builds"] == [[n, None] for n in range(NETWORKS)]  # a build, its outcome not recorded
     assert t["networks"] == j["networks"] == [1] * NETWORKS
     assert t["weights"] == j["weights"] and t["verify"] and j["verify"]
 
@@ -175,7 +186,11 @@ def test_the_player_and_the_tools_share_one_opener():
     users = []
     for folder in ("cli", "replay", "trace/capi"):
         for f in sorted((ROOT / folder).glob("*.cpp")):
-            if "Reader::open(" in f.read_text() and f.name not in ("cmd_capture.cpp", "cmd_rewrite.cpp", "cmd_push.cpp"):
+            if "Reader::open(" in f.read_text() and f.name not in (
+                "cmd_capture.cpp",
+                "cmd_rewrite.cpp",
+                "cmd_push.cpp",
+            ):
                 users.append(f.name)
     assert users == []
 

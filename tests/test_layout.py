@@ -1,5 +1,6 @@
 """The house's arrows (docs/design.md, "Layout"): the capture shim carries no JSON parser; the
 converter is used only at the ends (the CLI and the player), never by the shim's own trace library."""
+
 import re
 import subprocess
 
@@ -32,8 +33,10 @@ def test_the_trace_library_and_libinfo_never_reach_up():
 # The player's memory policy over the weights (decode cache, release batching, a second mapping of
 # the same bytes) is replay/weights/'s (docs/design.md, "Layout"): the installed reader, trace/,
 # keeps container access only (open, verify, views, a blob's bytes by key).
-REPLAY_POLICY = re.compile(r"\b(useDecodeCache|releaseBlobs?(Now)?|DecodeCache\w*|listDecodeCache|clearDecodeCache)\b"
-                           r"|\bBlobView\s+alias\s*\(|Reader::alias\b")
+REPLAY_POLICY = re.compile(
+    r"\b(useDecodeCache|releaseBlobs?(Now)?|DecodeCache\w*|listDecodeCache|clearDecodeCache)\b"
+    r"|\bBlobView\s+alias\s*\(|Reader::alias\b"
+)
 
 
 def test_the_installed_reader_carries_no_replay_weights_policy():

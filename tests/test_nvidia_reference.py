@@ -1,6 +1,7 @@
 """Facts about NVIDIA's JSON+BIN capture format (docs/json-bin-layout.md), checked against NVIDIA's
 own shim (libtensorrt_shim.so from onnxruntime-ep-nv-tensorrt-rtx-cu13 0.4.0) running the test apps.
 Skipped when the shim is not installed. Captures are written under pytest's tmp dirs only."""
+
 import json
 import pathlib
 import sys
@@ -62,13 +63,14 @@ def weight_args(call):
 
 # --- top level and call records ---------------------------------------------------------------
 
+
 def test_top_level_keys(cnn):
     cap, json_path, bin_path, proc = cnn
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert set(cap) == {"api_calls", "output_bin", "trt_version"}
-    assert cap["output_bin"] == "cap.bin"          # a file name beside the JSON, not a path
+    assert cap["output_bin"] == "cap.bin"  # a file name beside the JSON, not a path
     assert bin_path.name == "cap.bin" and bin_path.exists()
-    assert cap["trt_version"] == LIB_VERSION       # getInferLibVersion() of the library this suite runs
+    assert cap["trt_version"] == LIB_VERSION  # getInferLibVersion() of the library this suite runs
 
 
 def test_json_text_is_indent4_sorted_keys(cnn):
@@ -94,8 +96,14 @@ def test_call_records(cnn):
     for c in calls:
         assert {"api_index", "class", "function", "object"} <= set(c)
     first = calls[0]
-    assert first == {"api_index": 0, "class": "", "function": "createInferBuilder_INTERNAL",
-                     "object": -1, "return": {"object": 0}, "version": LIB_VERSION}
+    assert first == {
+        "api_index": 0,
+        "class": "",
+        "function": "createInferBuilder_INTERNAL",
+        "object": -1,
+        "return": {"object": 0},
+        "version": LIB_VERSION,
+    }
     assert calls[1]["function"] == "createNetworkV2" and calls[1]["flags"] == 0
     assert calls[1]["return"] == {"object": 1}
     inp = calls[2]
@@ -119,7 +127,7 @@ def test_conv_kernel_weights_offset_into_bin(cnn):
     kw, bw = conv["kernelWeights"], conv["biasWeights"]
     assert kw == {"count": 216, "id": 0, "offset": 0, "type": 0}
     data = bin_path.read_bytes()
-    assert data[kw["offset"]:kw["offset"] + 216 * 4] == k.tobytes()
+    assert data[kw["offset"] : kw["offset"] + 216 * 4] == k.tobytes()
     # 8 elements <= default threshold 8: inline, as float32 values widened to double
     assert set(bw) == {"count", "id", "inline", "type"} and bw["count"] == 8 and bw["id"] == 1
     assert np.array_equal(np.asarray(bw["inline"], np.float32), b)
@@ -131,12 +139,13 @@ def test_bin_is_headerless_unaligned_concatenation(cnn):
     cap, _, bin_path, _ = cnn
     k, b, w16, bias = cnn_weights(1234, 0)
     consts = nv.calls(cap, "addConstant")
-    assert consts[0]["weights"] == {"count": 5120, "id": 2, "offset": 864, "type": 1}   # fp16
+    assert consts[0]["weights"] == {"count": 5120, "id": 2, "offset": 864, "type": 1}  # fp16
     assert consts[1]["weights"] == {"count": 10, "id": 3, "offset": 864 + 10240, "type": 0}
     assert bin_path.read_bytes() == k.tobytes() + w16.tobytes() + bias.tobytes()
 
 
 # --- several networks -------------------------------------------------------------------------
+
 
 def test_two_networks_object_ids_and_weight_ids(net2):
     cap, json_path, bin_path, proc = net2
@@ -160,7 +169,7 @@ def test_two_networks_object_ids_and_weight_ids(net2):
     expect = b""
     for variant, conv in enumerate(convs):
         k, b, w16, bias = cnn_weights(1234, variant)
-        assert data[conv["kernelWeights"]["offset"]:][:k.nbytes] == k.tobytes()
+        assert data[conv["kernelWeights"]["offset"] :][: k.nbytes] == k.tobytes()
         expect += k.tobytes() + w16.tobytes() + bias.tobytes()
     assert data == expect
     assert convs[1]["kernelWeights"]["offset"] == 11144
@@ -173,12 +182,12 @@ def test_two_networks_object_ids_and_weight_ids(net2):
 def test_flush_modes_write_the_same_final_files(tmpd, net2):
     ref_json, ref_bin = net2[1].read_bytes(), net2[2].read_bytes()
     for var in ("TRT_SHIM_FLUSH_AFTER_EVERY_CALL", "TRT_SHIM_FLUSH_ON_BUILD"):
-        cap, json_path, bin_path, proc = run(tmpd, var, CNN, "--out", "{d}/e.engine", "--networks", 2,
-                                             env={var: "1"})
+        cap, json_path, bin_path, proc = run(tmpd, var, CNN, "--out", "{d}/e.engine", "--networks", 2, env={var: "1"})
         assert json_path.read_bytes() == ref_json and bin_path.read_bytes() == ref_bin, var
 
 
 # --- failing build ----------------------------------------------------------------------------
+
 
 def test_failing_build_record(tmpd, cnn):
     cap, json_path, bin_path, proc = run(tmpd, "fail", CNN, "--out", "{d}/e.engine", "--fail")
@@ -193,23 +202,26 @@ def test_failing_build_record(tmpd, cnn):
     bad = [c for c in nv.calls(cap, "addConstant") if c["dimensions"] == [1, 7]]
     assert len(bad) == 1
     assert bad[0]["weights"] == {"count": 7, "id": 4, "inline": [1.0] * 7, "type": 0}
-    assert bin_path.read_bytes() == cnn[2].read_bytes()   # same weights as the good build
+    assert bin_path.read_bytes() == cnn[2].read_bytes()  # same weights as the good build
 
 
 # --- weights options --------------------------------------------------------------------------
 
+
 def test_inline_threshold_zero_moves_bias_to_bin(tmpd):
-    cap, _, bin_path, proc = run(tmpd, "inl0", CNN, "--out", "{d}/e.engine",
-                                 env={"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN": "0"})
+    cap, _, bin_path, proc = run(
+        tmpd, "inl0", CNN, "--out", "{d}/e.engine", env={"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN": "0"}
+    )
     conv = nv.calls(cap, "addConvolutionNd")[0]
     assert conv["biasWeights"] == {"count": 8, "id": 1, "offset": 864, "type": 0}
-    assert "Inlining weights" not in proc.stdout     # no message for 0
+    assert "Inlining weights" not in proc.stdout  # no message for 0
     assert bin_path.stat().st_size == 11144 + 32
 
 
 def test_inline_everything_leaves_bin_empty(tmpd):
-    cap, json_path, bin_path, _ = run(tmpd, "inlbig", CNN, "--out", "{d}/e.engine",
-                                      env={"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN": "100000"})
+    cap, json_path, bin_path, _ = run(
+        tmpd, "inlbig", CNN, "--out", "{d}/e.engine", env={"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN": "100000"}
+    )
     assert bin_path.exists() and bin_path.stat().st_size == 0
     k, b, w16, bias = cnn_weights(1234, 0)
     fp16 = nv.calls(cap, "addConstant")[0]["weights"]
@@ -220,8 +232,9 @@ def test_inline_everything_leaves_bin_empty(tmpd):
 
 
 def test_random_weights(tmpd):
-    cap, _, bin_path, proc = run(tmpd, "rnd", CNN, "--out", "{d}/e.engine",
-                                 env={"TRT_SHIM_MARK_AS_RANDOM_WEIGHTS_GREATER_EQUAL_THAN": "16"})
+    cap, _, bin_path, proc = run(
+        tmpd, "rnd", CNN, "--out", "{d}/e.engine", env={"TRT_SHIM_MARK_AS_RANDOM_WEIGHTS_GREATER_EQUAL_THAN": "16"}
+    )
     assert "Setting random weights for weights with count greater equal than 16" in proc.stdout
     conv = nv.calls(cap, "addConvolutionNd")[0]
     assert conv["kernelWeights"] == {"count": 216, "id": 0, "random": {"seed": 0}, "type": 0}
@@ -231,15 +244,16 @@ def test_random_weights(tmpd):
 
 
 def test_bad_threshold_value_falls_back_to_default(tmpd, cnn):
-    cap, json_path, _, proc = run(tmpd, "bad", CNN, "--out", "{d}/e.engine",
-                                  env={"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN": "abc"})
+    cap, json_path, _, proc = run(
+        tmpd, "bad", CNN, "--out", "{d}/e.engine", env={"TRT_SHIM_INLINE_WEIGHTS_LOWER_EQUAL_THAN": "abc"}
+    )
     assert "Inlining weights count lower or equal to 8" in proc.stdout and proc.stderr == ""
     assert json_path.read_bytes() == cnn[1].read_bytes()
 
 
 # --- pointers, arrays, scalars (a tiny probe app written at test time) --------------------------
 
-PROBE = r'''
+PROBE = r"""
 import numpy as np, tensorrt_rtx as trt
 b = trt.Builder(trt.Logger(trt.Logger.WARNING))
 n = b.create_network()
@@ -261,7 +275,7 @@ n.add_constant((3,), trt.Weights(np.array([True, False, True])))
 n.add_constant((), trt.Weights(np.array([2.0], np.float32)))
 n.add_convolution_nd(x, 2, (1, 1), trt.Weights(np.ones((2, 1, 1, 1), np.float32)), trt.Weights())
 n.add_einsum([t_a, t_a], "i,i->i")
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -276,8 +290,8 @@ def test_same_pointer_stored_once(probe):
     assert proc.returncode == 0, proc.stderr
     w = [c["weights"] for c in nv.calls(cap, "addConstant")][:3]
     assert w[0] == {"count": 16, "id": 0, "offset": 0, "type": 0}
-    assert w[1] == {"id": 0}                                  # reference only
-    assert w[2] == {"count": 16, "id": 1, "offset": 64, "type": 0}   # no content dedup
+    assert w[1] == {"id": 0}  # reference only
+    assert w[2] == {"count": 16, "id": 1, "offset": 64, "type": 0}  # no content dedup
     assert bin_path.read_bytes() == 2 * np.arange(16, dtype=np.float32).tobytes()
 
 
@@ -299,12 +313,12 @@ def test_argument_encodings(probe):
     assert nv.calls(cap, "setFirstTranspose")[0]["permutation"] == [0, 0, 0, 0, 0, 0, 0, 0]
     assert nv.calls(cap, "setZeroIsPlaceholder")[0]["zeroIsPlaceholder"] is True
     assert nv.calls(cap, "setAlpha")[0]["alpha"] == float(np.float32(0.1))
-    assert nv.calls(cap, "addActivation")[0]["type"] == 3        # enums are integers
+    assert nv.calls(cap, "addActivation")[0]["type"] == 3  # enums are integers
     consts = nv.calls(cap, "addConstant")
     assert consts[3]["weights"] == {"count": 3, "id": 2, "inline": [1, -2, 1 << 40], "type": 8}
     assert consts[4]["weights"] == {"count": 3, "id": 3, "inline": [1, 0, 1], "type": 4}
-    assert "dimensions" not in consts[5]                        # empty Dims: key omitted
+    assert "dimensions" not in consts[5]  # empty Dims: key omitted
     conv = nv.calls(cap, "addConvolutionNd")[0]
-    assert conv["biasWeights"] == {"count": 0, "id": -1, "type": 0}   # empty (null) Weights
+    assert conv["biasWeights"] == {"count": 0, "id": -1, "type": 0}  # empty (null) Weights
     ein = nv.calls(cap, "addEinsum")[0]
     assert ein["equation"] == "i,i->i" and len(ein["inputs"]) == 2

@@ -3,6 +3,7 @@ once, so that a second copy cannot come back; and the enum copies that must stay
 against the schema by the build's static_asserts, checked here to cover every enumerator.
 
 Each rule names its one place; a match anywhere else fails with the file and line."""
+
 import re
 
 import pytest
@@ -11,8 +12,21 @@ from conftest import ROOT
 
 CPP = (".cpp", ".h", ".inc")
 # Hand-written code and the generators (the generated code is theirs: build/ is not scanned).
-TREE = ["capture", "replay", "libinfo", "cli", "trace", "convert", "schema", "python/trtrace", "bench",
-        "tests/apps", "tests/conformance", "tests/tools", "tests/fuzz"]
+TREE = [
+    "capture",
+    "replay",
+    "libinfo",
+    "cli",
+    "trace",
+    "convert",
+    "schema",
+    "python/trtrace",
+    "bench",
+    "tests/apps",
+    "tests/conformance",
+    "tests/tools",
+    "tests/fuzz",
+]
 
 
 def sources(exts):
@@ -38,17 +52,26 @@ def matches(pattern, exts=CPP, allowed=()):
 
 RULES = {
     # A public object is {vptr, V-pointer per level}: abi::vpointer (generated into api_abi.h).
-    "V-pointer at field 1 + level": (r"void\s*\*\s*const\s*\*\s*>\s*\(.*\)\s*\[\s*1\s*[\]+]", CPP + (".py",),
-                                     ["schema/gen_abi.py"]),
+    "V-pointer at field 1 + level": (
+        r"void\s*\*\s*const\s*\*\s*>\s*\(.*\)\s*\[\s*1\s*[\]+]",
+        CPP + (".py",),
+        ["schema/gen_abi.py"],
+    ),
     # Stand-in values for weights (player's random weights, strip's): lib::randomWeights.
     "random stand-in weights": (r"uniform_real_distribution", CPP, ["libinfo/trt_values.cpp"]),
     # Keeping the library's errors for the build record: lib::ErrorKeepingLogger.
     # (tests/apps/cpp_app.cpp is an application: its logger is the app's own.)
-    "error-keeping logger": (r"public\s+(trtrace::)?abi::ILogger\b|errors_\.size\(\)\s*<", CPP,
-                             ["libinfo/error_logger.h", "libinfo/error_logger.cpp", "tests/apps/cpp_app.cpp"]),
+    "error-keeping logger": (
+        r"public\s+(trtrace::)?abi::ILogger\b|errors_\.size\(\)\s*<",
+        CPP,
+        ["libinfo/error_logger.h", "libinfo/error_logger.cpp", "tests/apps/cpp_app.cpp"],
+    ),
     # Trace network ids (from 1) against the numbers people see (from 0): trtrace/network_id.h.
-    "trace network id - 1": (r"(?i)network(Id\(\))?\)*\s*[-+]\s*1\b|\bhighest\s*-\s*1\b|\bid\s*-\s*1\b", CPP,
-                             ["trace/include/trtrace/network_id.h"]),
+    "trace network id - 1": (
+        r"(?i)network(Id\(\))?\)*\s*[-+]\s*1\b|\bhighest\s*-\s*1\b|\bid\s*-\s*1\b",
+        CPP,
+        ["trace/include/trtrace/network_id.h"],
+    ),
     # An interface's descriptor is named by the generator (kIface<Name>), never looked up by a string.
     "interface found by name": (r"findIface\s*\(", CPP + (".py",), []),
     # NumPy dtypes of weight types: the spec's `numpy` line (abi::numpyType; Python reads it from
@@ -59,7 +82,9 @@ RULES = {
     # Outcomes are enums: the player's verdicts, the decode cache's How.
     "verdict or cache outcome as a string": (
         r"(how|verdict|second|\bv)\s*==\s*\"(identical|different|nondeterministic|none|rebuilt|reused|built|temp|off)\"",
-        CPP, []),
+        CPP,
+        [],
+    ),
     # diff compares typed values, never the text it renders.
     "weights found in rendered text": (r"find\(\"weights\[", CPP, []),
     # Dims64's capacity: the spec's (lib::kMaxDims, from abi::Dims64).

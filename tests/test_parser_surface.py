@@ -2,6 +2,7 @@
 is in the API spec, so captures of parser apps hold no UNSUPPORTED record, NVIDIA's captures of
 them convert, and both replay. Ops such as NonZero and RoiAlign make the parser ask the builder's
 plugin registry for its creators (Builder::getPluginRegistry, PluginRegistry::getAllCreatorsRecursive)."""
+
 import json
 import pathlib
 import sys

@@ -1,4 +1,5 @@
 """Bad input to tensorrt_player: one clear line naming the file, a non-zero exit, no output left."""
+
 from conftest import capture, play
 
 
@@ -32,7 +33,7 @@ def test_missing_capture_names_the_other_default_name_beside_it(tmp):
         assert f"{tmp / asked}: cannot open (No such file or directory); {tmp / there} is beside it" in proc.stderr
         assert proc.stderr.rstrip().endswith(f"tensorrt_player -j {tmp / there}")
         assert not (tmp / "out.engine").exists()
-    proc = play(tmp / "other.trtrace", tmp / "out.engine", check=False)   # nothing beside it: the plain line
+    proc = play(tmp / "other.trtrace", tmp / "out.engine", check=False)  # nothing beside it: the plain line
     assert proc.returncode == 1 and "beside" not in proc.stderr
 
 
@@ -45,7 +46,7 @@ def test_wrong_magic(tmp):
 
 def test_corrupt_byte_in_the_call_log(tmp):
     data = bytearray(good_trace(tmp))
-    data[200] ^= 0xFF      # inside the first blocks (header / call log)
+    data[200] ^= 0xFF  # inside the first blocks (header / call log)
     proc = replay_of(tmp, bytes(data))
     assert proc.returncode != 0 and proc.returncode != -11, proc.stderr
     assert "bad.trtrace" in proc.stderr

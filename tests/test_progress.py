@@ -4,6 +4,7 @@ never into a pipe by default (so one-line errors stay one line). Each counted ph
 player names its phases (decoding weights, replaying calls, building network N, writing the engine
 of network N), and the library's build, which it cannot count, is a phase with the time spent
 (issue 24: not "97%, ETA 0 s" for minutes)."""
+
 import os
 import re
 import subprocess
@@ -44,13 +45,22 @@ def cases(trace):
     d = trace.parent
     return [
         ([TRTRACE, "verify", trace], BYTES_LINE, f"trtrace verify {trace}: checking blocks"),
-        ([TRTRACE, "rewrite", "--raw", trace, d / "r.trtrace"], BYTES_LINE,
-         f"trtrace rewrite {d / 'r.trtrace'}: copying weights"),
+        (
+            [TRTRACE, "rewrite", "--raw", trace, d / "r.trtrace"],
+            BYTES_LINE,
+            f"trtrace rewrite {d / 'r.trtrace'}: copying weights",
+        ),
         ([TRTRACE, "convert", trace, d / "c.json"], CALLS_LINE, f"trtrace convert {trace}: converting calls"),
-        ([TRTRACE, "convert", d / "c.json", d / "back.trtrace"], BYTES_LINE,
-         f"trtrace convert {d / 'c.json'}: writing weights"),
-        ([PLAYER, "-j", trace, "-o", d / "e.engine", "--lib", trt_lib(), "-q"], CALLS_LINE,
-         f"tensorrt_player {trace}: replaying calls"),
+        (
+            [TRTRACE, "convert", d / "c.json", d / "back.trtrace"],
+            BYTES_LINE,
+            f"trtrace convert {d / 'c.json'}: writing weights",
+        ),
+        (
+            [PLAYER, "-j", trace, "-o", d / "e.engine", "--lib", trt_lib(), "-q"],
+            CALLS_LINE,
+            f"tensorrt_player {trace}: replaying calls",
+        ),
     ]
 
 
@@ -92,19 +102,21 @@ def test_player_names_its_phases_and_times_each_build(trace, tmp, which):
     label = f"tensorrt_player {trace}"
     cmd = [PLAYER, "-j", trace, "-o", tmp / "p.engine", "--lib", trt_lib(), "-q", "--decode-cache", "temp"]
     lines = [ln for ln in run(cmd, True) if ln.startswith(label + ": ")]
-    phases = [ln[len(label) + 2:].split(": ", 1)[0] for ln in lines]
+    phases = [ln[len(label) + 2 :].split(": ", 1)[0] for ln in lines]
     named = [p for i, p in enumerate(phases) if i == 0 or phases[i - 1] != p]  # each run of a phase once
     want = ["decoding weights"] if which == "compressed" else []
     want.append("replaying calls")
     for n in networks:
         want += [f"building network {n}", f"writing the engine of network {n}", "replaying calls"]
     assert named == want, named
-    for phase in ("decoding weights", "replaying calls")[which != "compressed":]:
+    for phase in ("decoding weights", "replaying calls")[which != "compressed" :]:
         assert "(100%)" in [ln for ln in lines if f": {phase}: " in ln][-1], phase
     for n in networks:
         build = [ln for ln in lines if ln.startswith(f"{label}: building network {n}: ")]
-        assert all(re.fullmatch(rf"{re.escape(label)}: building network {n}: (\d+ s elapsed|done in \d+\.\d s)", ln)
-                   for ln in build), build
+        assert all(
+            re.fullmatch(rf"{re.escape(label)}: building network {n}: (\d+ s elapsed|done in \d+\.\d s)", ln)
+            for ln in build
+        ), build
         assert build[0].endswith(": 0 s elapsed") and build[-1].split(": ")[-1].startswith("done in "), build
 
 

@@ -2,6 +2,7 @@
 (libtrtrace_c.so), the same checks as the tools: calls with arguments by name (the names the tools
 print), builds and their outcome, weights as zero-copy NumPy views of raw blobs and decoded arrays of
 compressed ones, `verify()` as `trtrace verify`, `trtrace.replay` as the player."""
+
 import json
 import os
 import subprocess
@@ -13,7 +14,7 @@ import pytest
 from conftest import ROOT, TRTRACE, capture
 
 sys.path.insert(0, str(ROOT / "python"))
-os.environ["PATH"] = f"{TRTRACE.parent}:{os.environ['PATH']}"   # the tools beside the trtrace on PATH
+os.environ["PATH"] = f"{TRTRACE.parent}:{os.environ['PATH']}"  # the tools beside the trtrace on PATH
 import trtrace  # noqa: E402
 
 
@@ -24,8 +25,9 @@ def traces(tmp_path_factory):
     raw = d / "raw.trtrace"
     capture("build_cnn.py", raw, "--out", d / "app.engine", "--networks", "2", env={"TRTRACE_ZSTD_LEVEL": "0"})
     comp = d / "comp.trtrace"
-    subprocess.run([str(TRTRACE), "rewrite", str(raw), str(comp), "--compress", "--level", "19"], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [str(TRTRACE), "rewrite", str(raw), str(comp), "--compress", "--level", "19"], check=True, capture_output=True
+    )
     return d, raw, comp
 
 
@@ -42,7 +44,9 @@ def mapped_ranges(path):
 
 def test_calls_have_the_names_and_values_the_tools_print(traces):
     d, raw, _ = traces
-    dump = subprocess.run([str(TRTRACE), "dump", str(raw)], capture_output=True, text=True, check=True).stdout.splitlines()
+    dump = subprocess.run(
+        [str(TRTRACE), "dump", str(raw)], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
     with trtrace.open(raw) as t:
         assert len(t.calls) == len(dump) == len(t)
         for call, line in zip(t.calls, dump):
@@ -76,7 +80,7 @@ def test_builds_networks_and_weights(traces):
             assert t.networks[i].builds == [b]
         kernel = next(c for c in t.networks[0].calls if c.method == "addConvolutionNd").args["kernelWeights"].value
         assert kernel.dtype == "kFLOAT" and kernel.count == 8 * 3 * 3 * 3 and kernel.storage == "blob"
-        expected = np.random.default_rng(1234).standard_normal((8, 3, 3, 3)).astype(np.float32)   # build_cnn.py's
+        expected = np.random.default_rng(1234).standard_normal((8, 3, 3, 3)).astype(np.float32)  # build_cnn.py's
         a = kernel.array()
         assert a.dtype == np.float32 and np.array_equal(a, expected.ravel())
         # Zero-copy: the array's memory is the trace's mapping.
@@ -88,8 +92,11 @@ def test_builds_networks_and_weights(traces):
 
 def spec_numpy_dtypes():
     """The API spec's `numpy DataType kX=descr ...` line: NumPy's dtype of each weight type it has."""
-    line = next(l for l in (ROOT / "schema" / "api" / "90-overrides.api").read_text().splitlines()
-                if l.startswith("numpy DataType "))
+    line = next(
+        l
+        for l in (ROOT / "schema" / "api" / "90-overrides.api").read_text().splitlines()
+        if l.startswith("numpy DataType ")
+    )
     return dict(item.split("=", 1) for item in line.split()[2:])
 
 
@@ -110,8 +117,11 @@ def test_compressed_blobs_decode_to_the_same_arrays(traces):
     d, raw, comp = traces
     with trtrace.open(raw) as r, trtrace.open(comp) as c:
         blobs = [w for w in c.weights if w.storage == "blob"]
-        info = json.loads(subprocess.run([str(TRTRACE), "info", "--json", str(comp)], capture_output=True, text=True,
-                                         check=True).stdout)
+        info = json.loads(
+            subprocess.run(
+                [str(TRTRACE), "info", "--json", str(comp)], capture_output=True, text=True, check=True
+            ).stdout
+        )
         assert info["weights"]["compressed_blobs"] > 0
         for a, b in zip(r.weights, c.weights):
             if a.storage == "blob":
@@ -128,7 +138,7 @@ def test_same_checks_as_the_tools(traces, tmp_path):
         a = w.array()
         addr = a.__array_interface__["data"][0]
         lo = next(lo for lo, hi in mapped_ranges(raw.resolve()) if lo <= addr < hi)
-        offset = addr - lo   # the file is mapped from offset 0
+        offset = addr - lo  # the file is mapped from offset 0
     data[offset + 100] ^= 0xFF
     bad = tmp_path / "bad.trtrace"
     bad.write_bytes(bytes(data))
@@ -164,6 +174,7 @@ def test_replay_rebuilds_the_engines(traces, tmp_path):
 def test_readme_python_block_runs(traces, tmp_path):
     """README "Python API": the block runs as shown, on a capture named m.trtrace in its folder."""
     import re
+
     d, raw, _ = traces
     text = (ROOT / "README.md").read_text().split("\n### Python API\n", 1)[1]
     block = re.search(r"^```python\n(.*?)^```", text, re.S | re.M).group(1)

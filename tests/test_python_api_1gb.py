@@ -2,6 +2,7 @@
 of bench/models/transformer.py (about 1.1 GB of fp32 weights, blobs stored raw), every weight read
 through `Weights.array()`; the process's anonymous memory (RssAnon: what a copy would add; pages of
 the trace's mapping are file-backed) grows by less than 5% of the weight bytes."""
+
 import os
 import sys
 
@@ -28,15 +29,23 @@ def rss_anon():
 def test_weights_of_a_1gb_raw_trace_are_views(tmp_path):
     trace = tmp_path / "big.trtrace"
     # 22 blocks of hidden 1024, ffn 4096: 22 * 12,584,960 fp32 elements = 1.03 GiB of distinct weights.
-    capture(os.path.relpath(MODEL, ROOT / "tests" / "apps"), trace, "--blocks", 22, "--hidden", 1024, "--no-build",
-            env={"TRTRACE_ZSTD_LEVEL": "0"})
+    capture(
+        os.path.relpath(MODEL, ROOT / "tests" / "apps"),
+        trace,
+        "--blocks",
+        22,
+        "--hidden",
+        1024,
+        "--no-build",
+        env={"TRTRACE_ZSTD_LEVEL": "0"},
+    )
     with trtrace.open(trace) as t:
         weights = [w for w in t.weights if w.storage == "blob"]
         total = sum(w.nbytes for w in weights)
         assert total >= 1 << 30
         before = rss_anon()
-        arrays = [w.array() for w in weights]           # all alive at once
-        checksum = sum(float(np.add.reduce(a, dtype=np.float64)) for a in arrays)   # every byte read
+        arrays = [w.array() for w in weights]  # all alive at once
+        checksum = sum(float(np.add.reduce(a, dtype=np.float64)) for a in arrays)  # every byte read
         growth = rss_anon() - before
         assert np.isfinite(checksum)
         assert growth < 0.05 * total, f"RssAnon grew by {growth} B for {total} B of weights"

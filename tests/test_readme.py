@@ -3,6 +3,7 @@
 `build` (this build tree) and `app.py`, a real application: build_cnn.py's network), the
 "Debugging a failing build" block line by line with the exit status each line names, and
 `make demo` (`make test` is what CI runs)."""
+
 import os
 import re
 import subprocess
@@ -29,7 +30,8 @@ def test_readme_use_block_runs_verbatim(tmp_path):
     (tmp_path / "app.py").write_text(
         "import runpy, sys\n"
         f"sys.argv = ['app.py', '--out', 'app.engine']\n"
-        f"runpy.run_path({str(APPS / 'build_cnn.py')!r}, run_name='__main__')\n")
+        f"runpy.run_path({str(APPS / 'build_cnn.py')!r}, run_name='__main__')\n"
+    )
     env = {"HOME": str(tmp_path), "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
     p = subprocess.run(["bash", "-e", "-c", use_commands()], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert p.returncode == 0, f"{p.stdout}\n{p.stderr}"
@@ -54,7 +56,9 @@ def test_readme_debugging_block_runs_verbatim(tmp_path):
     (tmp_path / "tests").symlink_to(ROOT / "tests")
     script = ["set -u"]
     for i, (line, code) in enumerate(debugging_lines()):
-        script.append(f"{line}\nrc=$?; [ $rc -eq {code} ] || {{ echo \"line {i + 1}: exit $rc, README says {code}\" >&2; exit 99; }}")
+        script.append(
+            f'{line}\nrc=$?; [ $rc -eq {code} ] || {{ echo "line {i + 1}: exit $rc, README says {code}" >&2; exit 99; }}'
+        )
     env = {"HOME": str(tmp_path), "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
     p = subprocess.run(["bash", "-c", "\n".join(script)], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert p.returncode == 0, f"{p.stdout}\n{p.stderr}"

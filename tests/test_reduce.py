@@ -6,6 +6,7 @@ layers that fail with the same first library error line; every candidate is kept
 with its verdict. Candidates that crash or hang the check are survived (child process, timeout).
 A capture that does not fail is said so, exit 4 (docs/errors.md has the rows).
 """
+
 import json
 import os
 import subprocess
@@ -17,8 +18,9 @@ from conftest import ASAN_RUNTIME, BUILD, ROOT, TRTRACE, capture, play, trt_lib,
 
 
 def reduce(*args, env=None):
-    return subprocess.run([str(TRTRACE), "reduce", *map(str, args)], capture_output=True, text=True,
-                          env=dict(os.environ, **(env or {})))
+    return subprocess.run(
+        [str(TRTRACE), "reduce", *map(str, args)], capture_output=True, text=True, env=dict(os.environ, **(env or {}))
+    )
 
 
 def first_error(proc):
@@ -30,8 +32,9 @@ def first_error(proc):
 
 def layers_of(trace):
     """Names the layers of a trace were given (every layer of the chain app is named)."""
-    return {l.split('name="')[1].split('"')[0] for l in trtrace("dump", trace).stdout.splitlines()
-            if "Layer::setName(" in l}
+    return {
+        l.split('name="')[1].split('"')[0] for l in trtrace("dump", trace).stdout.splitlines() if "Layer::setName(" in l
+    }
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +72,10 @@ def test_reduce_text_report_and_no_candidates_left_without_artifacts(chain, tmp_
     (tmp_path / "tmp").mkdir()
     p = reduce(chain, "-o", tmp_path / "min.trtrace", "--lib", trt_lib(), env={"TMPDIR": str(tmp_path / "tmp")})
     assert p.returncode == 0, p.stderr
-    assert p.stdout.startswith(f"{tmp_path / 'min.trtrace'}: layers 120 → 1, calls ") and "still fails: exit 3: " in p.stdout
+    assert (
+        p.stdout.startswith(f"{tmp_path / 'min.trtrace'}: layers 120 → 1, calls ")
+        and "still fails: exit 3: " in p.stdout
+    )
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
@@ -115,9 +121,21 @@ def test_reduce_survives_candidates_that_crash_or_hang(tmp_path):
     quiet = "env ASAN_OPTIONS=detect_leaks=0 " if ASAN_RUNTIME else ""
     check = f"{quiet}{sys.executable} {tmp_path / 'check.py'} {TRTRACE} {{}}"
     art = tmp_path / "art"
-    limit = 8 if ASAN_RUNTIME else 2   # the check's `trtrace dump` is slower under the sanitizers
-    p = reduce(t, "-o", tmp_path / "min.trtrace", "--check", check, "--fail-code", 1, "--timeout", limit,
-               "--artifacts", art, "--json")
+    limit = 8 if ASAN_RUNTIME else 2  # the check's `trtrace dump` is slower under the sanitizers
+    p = reduce(
+        t,
+        "-o",
+        tmp_path / "min.trtrace",
+        "--check",
+        check,
+        "--fail-code",
+        1,
+        "--timeout",
+        limit,
+        "--artifacts",
+        art,
+        "--json",
+    )
     assert p.returncode == 0, p.stderr
     assert layers_of(tmp_path / "min.trtrace") == {"bad_reshape", "layer_2", "layer_3"}
     results = [r.split("\t")[5] for r in (art / "verdicts.tsv").read_text().splitlines()[1:]]
@@ -148,17 +166,24 @@ def test_readme_reduce_and_export_lines_run_verbatim(tmp_path):
     root, after `source build/env.sh`."""
     text = (ROOT / "README.md").read_text().split("\n## Debugging a failing build\n", 1)[1]
     block = text.split("```\n", 2)[1].splitlines()
-    lines = block[next(i for i, l in enumerate(block) if "build_failing_chain.py" in l):]
+    lines = block[next(i for i, l in enumerate(block) if "build_failing_chain.py" in l) :]
     assert [l.split()[1] for l in lines[1:]] == ["reduce", "export", "min_py/build.py"], lines
     (tmp_path / "build").symlink_to(BUILD)
     (tmp_path / "tests").symlink_to(ROOT / "tests")
     env = {"HOME": str(tmp_path), "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
-    p = subprocess.run(["bash", "-c", "source build/env.sh\n" + "\n".join(lines)], capture_output=True, text=True,
-                       env=env, cwd=tmp_path)
-    assert p.returncode == 1, p.stdout + p.stderr      # the exported script's build fails, as the app's did
+    p = subprocess.run(
+        ["bash", "-c", "source build/env.sh\n" + "\n".join(lines)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert p.returncode == 1, p.stdout + p.stderr  # the exported script's build fails, as the app's did
     assert "min.trtrace: layers 120 → 1, " in p.stdout, p.stdout
     assert (tmp_path / "reduce-runs" / "verdicts.tsv").is_file() and (tmp_path / "min_py" / "weights").exists() is False
-    assert "network 0: build failed" in p.stderr and "Reshaping [4,16] to [3,5]" in p.stdout.split("min.trtrace: ")[-1], p.stderr
+    assert (
+        "network 0: build failed" in p.stderr and "Reshaping [4,16] to [3,5]" in p.stdout.split("min.trtrace: ")[-1]
+    ), p.stderr
 
 
 # reduce as a process supervisor (issue 23, class 8): a check judged by its own exit, whatever it
@@ -177,7 +202,7 @@ sys.exit(1 if '"bad_reshape"' in dump else 0)
 
 
 def kill_all(pid_file):
-    for pid in (pid_file.read_text().split() if pid_file.exists() else []):
+    for pid in pid_file.read_text().split() if pid_file.exists() else []:
         try:
             os.kill(int(pid), 9)
         except ProcessLookupError:
@@ -225,8 +250,17 @@ def test_reduce_counts_a_hang_as_its_own_verdict(tmp_path):
     quiet = "env ASAN_OPTIONS=detect_leaks=0 " if ASAN_RUNTIME else ""
     art = tmp_path / "art"
     limit = 8 if ASAN_RUNTIME else 2
-    p = reduce(t, "-o", tmp_path / "min.trtrace", "--check", f"{quiet}{sys.executable} {tmp_path / 'check.py'} {TRTRACE} {{}}",
-               "--timeout", limit, "--artifacts", art)
+    p = reduce(
+        t,
+        "-o",
+        tmp_path / "min.trtrace",
+        "--check",
+        f"{quiet}{sys.executable} {tmp_path / 'check.py'} {TRTRACE} {{}}",
+        "--timeout",
+        limit,
+        "--artifacts",
+        art,
+    )
     assert p.returncode == 0, p.stderr
     assert layers_of(tmp_path / "min.trtrace") == {"bad_reshape", "layer_2"}, p.stderr
     rows = [r.split("\t") for r in (art / "verdicts.tsv").read_text().splitlines()[1:]]
@@ -258,8 +292,15 @@ def test_reduce_artifacts_never_follow_a_planted_link(tmp_path):
     victim = outside / "precious.txt"
     victim.write_text("keep me\n")
     art = tmp_path / "art"
-    p = reduce(t, "-o", tmp_path / "min.trtrace", "--check", f"{sys.executable} {tmp_path / 'check.py'} {{}} {art} {victim}",
-               "--artifacts", art)
+    p = reduce(
+        t,
+        "-o",
+        tmp_path / "min.trtrace",
+        "--check",
+        f"{sys.executable} {tmp_path / 'check.py'} {{}} {art} {victim}",
+        "--artifacts",
+        art,
+    )
     assert p.returncode == 1, p.stdout + p.stderr
     assert p.stderr.splitlines()[-1].startswith(f"trtrace: --artifacts {art}: not empty"), p.stderr
     assert victim.read_text() == "keep me\n" and sorted(os.listdir(outside)) == ["precious.txt"]
@@ -295,8 +336,11 @@ def test_reduce_reads_the_failure_from_the_players_json(chain, tmp_path):
     (tools / "tensorrt_player").write_text(FAKE_PLAYER)
     for t in ("trtrace", "tensorrt_player"):
         (tools / t).chmod(0o755)
-    p = subprocess.run([str(tools / "trtrace"), "reduce", str(chain), "-o", str(tmp_path / "min.trtrace"), "--json"],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [str(tools / "trtrace"), "reduce", str(chain), "-o", str(tmp_path / "min.trtrace"), "--json"],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     # The first error of each failed network, escaped as a terminal shows it, unnamed layers unnumbered.
     assert json.loads(p.stdout)["failure"] == r"exit 3: network 1: (Unnamed Layer* #) [Shuffle]: bad\nreshape", p.stdout

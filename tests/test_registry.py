@@ -3,6 +3,7 @@ distribution server) started per test on 127.0.0.1 with filesystem storage in th
 htpasswd auth or a self-signed certificate where the test says so. What a plain registry cannot do
 (a token server, a redirect, a dropped connection, a 500, a wrong digest) comes from a small proxy in
 front of it (RegistryProxy). Every server is stopped by its fixture."""
+
 import base64
 import hashlib
 import http.client
@@ -45,8 +46,18 @@ class Registry:
         self.port = free_port()
         self.host = f"127.0.0.1:{self.port}"
         self.tls = tls
-        cfg = ["version: 0.1", "log:", "  level: error", "storage:", "  filesystem:", f"    rootdirectory: {self.storage}",
-               "  delete:", "    enabled: true", "http:", f"  addr: {self.host}"]
+        cfg = [
+            "version: 0.1",
+            "log:",
+            "  level: error",
+            "storage:",
+            "  filesystem:",
+            f"    rootdirectory: {self.storage}",
+            "  delete:",
+            "    enabled: true",
+            "http:",
+            f"  addr: {self.host}",
+        ]
         if tls:
             cfg += ["  tls:", f"    certificate: {tls[0]}", f"    key: {tls[1]}"]
         if htpasswd:
@@ -150,8 +161,14 @@ def test_push_then_pull_gives_the_same_file(registry, traces, tmp):
     assert manifest["config"]["mediaType"] == "application/vnd.trtrace.config.v1+json"
     kinds = [l["mediaType"] for l in manifest["layers"]]
     assert kinds == ["application/vnd.trtrace.log.v1"] + ["application/vnd.trtrace.weights.v1"] * 4  # 4 layers' weights
-    for key in ("org.trtrace.library.version", "org.trtrace.networks", "org.trtrace.builds", "org.trtrace.bytes.logical",
-                "org.trtrace.bytes.unique", "org.trtrace.bytes.stored"):
+    for key in (
+        "org.trtrace.library.version",
+        "org.trtrace.networks",
+        "org.trtrace.builds",
+        "org.trtrace.bytes.logical",
+        "org.trtrace.bytes.unique",
+        "org.trtrace.bytes.stored",
+    ):
         assert key in manifest["annotations"], key
     assert manifest["annotations"]["org.trtrace.builds"] == "1"
     for ref_ in (ref, f"{registry.host}/team/model@{digest}", f"oci://{registry.host}/team/model:v1"):
@@ -176,7 +193,9 @@ def test_one_changed_layer_uploads_one_weight_blob(registry, traces):
     second = summary(pushed(traces["changed"], f"{registry.host}/team/model:changed"))
     new = registry.blobs() - before
     assert second["uploaded"] == 3 and second["present"] == 3  # config, log and the changed weight
-    manifest = json.loads(registry.get("/v2/team/model/manifests/changed", "application/vnd.oci.image.manifest.v1+json"))
+    manifest = json.loads(
+        registry.get("/v2/team/model/manifests/changed", "application/vnd.oci.image.manifest.v1+json")
+    )
     weights = {l["digest"].split(":")[1] for l in manifest["layers"] if l["mediaType"].endswith("weights.v1")}
     assert len(new & weights) == 1 and len(new) == 4  # and the manifest (the registry stores it as a blob)
 
@@ -191,8 +210,13 @@ def test_chunked_push_and_pull_of_big_weights(registry, traces, tmp):
 def test_pull_of_a_missing_tag_is_one_line_and_writes_nothing(registry, traces, tmp):
     pushed(traces["base"], f"{registry.host}/team/model:v1")
     out = tmp / "out.trtrace"
-    one_line_error(trtrace("pull", "--plain-http", f"{registry.host}/team/model:nope", "-o", out), 1,
-                   f"{registry.host}/team/model:nope", "HTTP 404", "MANIFEST_UNKNOWN")
+    one_line_error(
+        trtrace("pull", "--plain-http", f"{registry.host}/team/model:nope", "-o", out),
+        1,
+        f"{registry.host}/team/model:nope",
+        "HTTP 404",
+        "MANIFEST_UNKNOWN",
+    )
     assert not out.exists() and not list(tmp.glob("out.trtrace*"))
 
 
@@ -200,15 +224,36 @@ def test_pull_of_something_that_is_not_a_trace_is_corrupt(registry, tmp):
     config = b"{}"
     cd = "sha256:" + hashlib.sha256(config).hexdigest()
     base = f"http://{registry.host}"
-    loc = urllib.parse.urljoin(base, urllib.request.urlopen(urllib.request.Request(base + "/v2/x/y/blobs/uploads/",
-                                                                                   method="POST")).headers["Location"])
-    urllib.request.urlopen(urllib.request.Request(loc + ("&" if "?" in loc else "?") + "digest=" + cd, data=config, method="PUT",
-                                                  headers={"Content-Type": "application/octet-stream"}))
-    manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                           "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": cd, "size": 2},
-                           "layers": []}).encode()
-    urllib.request.urlopen(urllib.request.Request(f"http://{registry.host}/v2/x/y/manifests/img", data=manifest, method="PUT",
-                                                  headers={"Content-Type": "application/vnd.oci.image.manifest.v1+json"}))
+    loc = urllib.parse.urljoin(
+        base,
+        urllib.request.urlopen(urllib.request.Request(base + "/v2/x/y/blobs/uploads/", method="POST")).headers[
+            "Location"
+        ],
+    )
+    urllib.request.urlopen(
+        urllib.request.Request(
+            loc + ("&" if "?" in loc else "?") + "digest=" + cd,
+            data=config,
+            method="PUT",
+            headers={"Content-Type": "application/octet-stream"},
+        )
+    )
+    manifest = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": cd, "size": 2},
+            "layers": [],
+        }
+    ).encode()
+    urllib.request.urlopen(
+        urllib.request.Request(
+            f"http://{registry.host}/v2/x/y/manifests/img",
+            data=manifest,
+            method="PUT",
+            headers={"Content-Type": "application/vnd.oci.image.manifest.v1+json"},
+        )
+    )
     out = tmp / "out.trtrace"
     one_line_error(trtrace("pull", "--plain-http", f"{registry.host}/x/y:img", "-o", out), 2, "not a trtrace trace")
     assert not out.exists()
@@ -218,17 +263,32 @@ def upload(registry, repo, data):
     """Puts `data` as a blob of `repo` (monolithic upload); returns its digest."""
     digest = "sha256:" + hashlib.sha256(data).hexdigest()
     base = f"http://{registry.host}"
-    loc = urllib.parse.urljoin(base, urllib.request.urlopen(urllib.request.Request(f"{base}/v2/{repo}/blobs/uploads/",
-                                                                                   method="POST")).headers["Location"])
-    urllib.request.urlopen(urllib.request.Request(loc + ("&" if "?" in loc else "?") + "digest=" + digest, data=data,
-                                                  method="PUT", headers={"Content-Type": "application/octet-stream"}))
+    loc = urllib.parse.urljoin(
+        base,
+        urllib.request.urlopen(urllib.request.Request(f"{base}/v2/{repo}/blobs/uploads/", method="POST")).headers[
+            "Location"
+        ],
+    )
+    urllib.request.urlopen(
+        urllib.request.Request(
+            loc + ("&" if "?" in loc else "?") + "digest=" + digest,
+            data=data,
+            method="PUT",
+            headers={"Content-Type": "application/octet-stream"},
+        )
+    )
     return digest
 
 
 def put_manifest(registry, repo, tag, manifest):
-    urllib.request.urlopen(urllib.request.Request(f"http://{registry.host}/v2/{repo}/manifests/{tag}",
-                                                  data=json.dumps(manifest).encode(), method="PUT",
-                                                  headers={"Content-Type": "application/vnd.oci.image.manifest.v1+json"}))
+    urllib.request.urlopen(
+        urllib.request.Request(
+            f"http://{registry.host}/v2/{repo}/manifests/{tag}",
+            data=json.dumps(manifest).encode(),
+            method="PUT",
+            headers={"Content-Type": "application/vnd.oci.image.manifest.v1+json"},
+        )
+    )
 
 
 def overlap(c, m):
@@ -271,10 +331,18 @@ def huge_config(c, m):
     m["config_size"] = 1 << 40
 
 
-HOSTILE = {overlap: "overlapping", past_end: "past the end", piece_size: "size differs from its layer",
-           log_size: "log's size", newer_layout: "layout version is not 1", no_pieces: "lacks size, digest, log or pieces",
-           unlisted_layer: "is not in the manifest", not_hex: "not sha256:<64 hex>",
-           bad_file_digest: "does not match the pushed file's digest", huge_config: "config declares 1099511627776 bytes"}
+HOSTILE = {
+    overlap: "overlapping",
+    past_end: "past the end",
+    piece_size: "size differs from its layer",
+    log_size: "log's size",
+    newer_layout: "layout version is not 1",
+    no_pieces: "lacks size, digest, log or pieces",
+    unlisted_layer: "is not in the manifest",
+    not_hex: "not sha256:<64 hex>",
+    bad_file_digest: "does not match the pushed file's digest",
+    huge_config: "config declares 1099511627776 bytes",
+}
 
 
 @pytest.mark.parametrize("damage", HOSTILE, ids=[f.__name__ for f in HOSTILE])
@@ -294,8 +362,16 @@ def test_a_hostile_config_or_manifest_is_one_line_and_writes_nothing(registry, t
     assert not out.exists() and not list(tmp.glob("x.trtrace*"))
 
 
-@pytest.mark.parametrize("ref", ["nohost", "127.0.0.1:5000/UPPER:tag", "127.0.0.1:5000/a/b:bad tag",
-                                 "127.0.0.1:5000/a@sha256:abc", "127.0.0.1:5000/a/../b:t"])
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "nohost",
+        "127.0.0.1:5000/UPPER:tag",
+        "127.0.0.1:5000/a/b:bad tag",
+        "127.0.0.1:5000/a@sha256:abc",
+        "127.0.0.1:5000/a/../b:t",
+    ],
+)
 def test_a_bad_reference_is_one_line(ref, traces, tmp):
     one_line_error(trtrace("push", "--plain-http", traces["base"], ref), 1, "reference")
     one_line_error(trtrace("pull", "--plain-http", ref, "-o", tmp / "x.trtrace"), 1, "reference")
@@ -317,6 +393,7 @@ def test_push_refuses_a_trace_that_was_not_closed(registry, traces, tmp):
 
 
 # --- auth and TLS ----------------------------------------------------------------------------------
+
 
 def docker_config(folder, host, user, password):
     folder.mkdir(exist_ok=True)
@@ -345,9 +422,28 @@ def test_basic_auth_from_the_docker_config(tmp, traces):
 
 def self_signed(folder):
     cert, key = folder / "cert.pem", folder / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return cert, key
 
 
@@ -369,9 +465,11 @@ def test_tls_with_a_self_signed_certificate_needs_ca_file(tmp, traces):
 
 # WWW-Authenticate forms of the token flow (RFC 7235): the distribution server's; a Basic challenge
 # before it, a quoted-pair and an unquoted token; the scheme in lowercase, spaces around '='.
-CHALLENGES = ['Bearer realm="{realm}",service="fake-registry",scope="repository:team/model:pull"',
-              'Basic realm="x, y", Bearer realm="{realm}",service="fake \\"quoted\\" registry",scope=none',
-              'bearer  realm = "{realm}" , service = fake']
+CHALLENGES = [
+    'Bearer realm="{realm}",service="fake-registry",scope="repository:team/model:pull"',
+    'Basic realm="x, y", Bearer realm="{realm}",service="fake \\"quoted\\" registry",scope=none',
+    'bearer  realm = "{realm}" , service = fake',
+]
 
 
 class RegistryProxy(http.server.ThreadingHTTPServer):
@@ -428,7 +526,7 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         blob_get = self.command == "GET" and "/blobs/sha256:" in self.path
         if srv.mode == "redirect" and blob_get and not self.path.startswith("/storage/"):
             return self.reply(307, headers=[("Location", f"http://{srv.host}/storage{self.path}")])
-        path = self.path[len("/storage"):] if self.path.startswith("/storage/") else self.path
+        path = self.path[len("/storage") :] if self.path.startswith("/storage/") else self.path
         if srv.mode == "status500" and blob_get:
             return self.reply(500, json.dumps({"errors": [{"code": "UNKNOWN", "message": "disk on fire"}]}).encode())
         status, headers, data = self.forward(path, body)
@@ -440,15 +538,19 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         srv = self.server
         if self.path.startswith("/token"):
             auth = self.headers.get("Authorization", "")
-            if auth != "Basic " + base64.b64encode(b"bob:hunter2").decode() or "scope=repository%3Ateam%2Fmodel%3A" not in self.path:
+            if (
+                auth != "Basic " + base64.b64encode(b"bob:hunter2").decode()
+                or "scope=repository%3Ateam%2Fmodel%3A" not in self.path
+            ):
                 self.reply(401, b'{"errors":[{"code":"UNAUTHORIZED","message":"bad credentials"}]}')
             else:
                 self.reply(200, json.dumps({"token": srv.token}).encode())
             return False
         if self.headers.get("Authorization") != f"Bearer {srv.token}":
             challenge = srv.challenge.format(realm=f"http://{srv.host}/token")
-            self.reply(401, b'{"errors":[{"code":"UNAUTHORIZED","message":"token needed"}]}',
-                       [("WWW-Authenticate", challenge)])
+            self.reply(
+                401, b'{"errors":[{"code":"UNAUTHORIZED","message":"token needed"}]}', [("WWW-Authenticate", challenge)]
+            )
             return False
         return True
 
@@ -459,8 +561,15 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         r = conn.getresponse()
         data = r.read()
         conn.close()
-        return r.status, [(k, v) for k, v in r.getheaders() if k.lower() not in ("content-length", "connection",
-                                                                                 "transfer-encoding")], data
+        return (
+            r.status,
+            [
+                (k, v)
+                for k, v in r.getheaders()
+                if k.lower() not in ("content-length", "connection", "transfer-encoding")
+            ],
+            data,
+        )
 
     def blob_reply(self, status, headers, data):
         srv = self.server
@@ -554,6 +663,7 @@ def test_a_blob_that_does_not_match_its_digest_is_corrupt(proxied, tmp, mode, wo
 
 # --- interoperability ------------------------------------------------------------------------------
 
+
 def test_oras_pulls_what_trtrace_pushed_and_garbage_collection_keeps_it(registry, traces, tmp):
     oras = pytest.importorskip("oras.client")
     ref = f"{registry.host}/team/model:v1"
@@ -574,8 +684,11 @@ def test_oras_pulls_what_trtrace_pushed_and_garbage_collection_keeps_it(registry
 
 # --- replay and read from a reference --------------------------------------------------------------
 
+
 def by_reference(tmp, *cmd):
-    env = dict(os.environ, TRTRACE_REGISTRY_PLAIN_HTTP="1", TRTRACE_OCI_CACHE=str(tmp / "oci-cache"), HOME="/nonexistent")
+    env = dict(
+        os.environ, TRTRACE_REGISTRY_PLAIN_HTTP="1", TRTRACE_OCI_CACHE=str(tmp / "oci-cache"), HOME="/nonexistent"
+    )
     env.pop("DOCKER_CONFIG", None)
     return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env)
 
@@ -583,14 +696,19 @@ def by_reference(tmp, *cmd):
 def test_replay_from_a_reference_gives_the_local_traces_engine(registry, traces, tmp):
     ref = f"oci://{registry.host}/team/model:v1"
     pushed(traces["base"], ref)
-    local = subprocess.run([str(PLAYER), "-j", traces["base"], "-o", tmp / "local.engine", "--lib", trt_lib()],
-                           capture_output=True, text=True)
+    local = subprocess.run(
+        [str(PLAYER), "-j", traces["base"], "-o", tmp / "local.engine", "--lib", trt_lib()],
+        capture_output=True,
+        text=True,
+    )
     assert local.returncode == 0, local.stderr
     remote = by_reference(tmp, PLAYER, "-j", ref, "-o", tmp / "remote.engine", "--lib", trt_lib())
     assert remote.returncode == 0, remote.stderr
     assert (tmp / "remote.engine").read_bytes() == (tmp / "local.engine").read_bytes()
     cached = list((tmp / "oci-cache").iterdir())
-    assert [p.name for p in cached] == [sha256(traces["base"]) + ".trtrace"] and sha256(cached[0]) == sha256(traces["base"])
+    assert [p.name for p in cached] == [sha256(traces["base"]) + ".trtrace"] and sha256(cached[0]) == sha256(
+        traces["base"]
+    )
     info = by_reference(tmp, TRTRACE, "info", "--json", ref)
     assert info.returncode == 0 and json.loads(info.stdout)["calls"] > 0, info.stderr
 

@@ -3,6 +3,7 @@ segment keeps IN's encoded form where re-encoding is not smaller, and where the 
 4 KiB alignment, segments that sat in it) would still make the whole larger, OUT is a copy of IN.
 Real captures: incompressible weights, and weights captured at zstd level 1 that level 3 (the
 rewrite's default) does not shrink."""
+
 import pytest
 
 from conftest import ROOT, capture, play, trtrace
@@ -27,8 +28,11 @@ def replays_to_its_engine(tmp, trace, engine):
     assert (tmp / "replay.engine").read_bytes() == engine.read_bytes()
 
 
-@pytest.mark.parametrize("args", [[], ["--level", "1"], ["--level", "2"], ["--log-level", "1"], ["--no-byte-group"]],
-                         ids=["default", "level1", "level2", "log-level1", "no-byte-group"])
+@pytest.mark.parametrize(
+    "args",
+    [[], ["--level", "1"], ["--level", "2"], ["--log-level", "1"], ["--no-byte-group"]],
+    ids=["default", "level1", "level2", "log-level1", "no-byte-group"],
+)
 def test_rewrite_compress_of_a_level_1_capture_is_not_larger(tmp, args):
     trace = captured(tmp, "mixed", TRTRACE_ZSTD_LEVEL="1")
     out = rewritten(trace, tmp / "out.trtrace", *args)
@@ -43,7 +47,7 @@ def test_rewrite_compress_of_incompressible_weights_is_not_larger(tmp, flush):
     out = rewritten(trace, tmp / "out.trtrace")
     assert out.stat().st_size <= trace.stat().st_size
     replays_to_its_engine(tmp, out, tmp / "random.engine")
-    again = rewritten(out, tmp / "again.trtrace")        # and a rewrite of the rewrite
+    again = rewritten(out, tmp / "again.trtrace")  # and a rewrite of the rewrite
     assert again.stat().st_size <= out.stat().st_size
 
 

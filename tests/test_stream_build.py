@@ -7,6 +7,7 @@ writer of the shim's, which hashes each piece on its way) and records the build'
 `build_serialized_network`; the player streams the engine into its output and `--check` compares it.
 NVIDIA's shim does not record the call at all (docs/json-bin-layout.md, "Which calls are recorded").
 """
+
 import json
 import pathlib
 import re
@@ -43,6 +44,7 @@ def test_every_build_entry_point_is_recorded_with_its_outcome():
     sys.path.insert(0, str(ROOT / "schema"))
     import apimodel
     import apispec
+
     spec = apispec.load(ROOT / "schema" / "api")
     builds = [m for m in apimodel.all_methods(spec) if apimodel.is_build(spec, m)]
     names = {f"{m.interface}.{m.name}" for m in builds}
@@ -72,8 +74,11 @@ def test_streamed_build_replays_the_apps_engine(tmp, networks):
         assert re.search(rf"engine {len(engine)} B xxh3 [0-9a-f]{{32}}", line), line
     # The hash of the pieces is the hash of the whole: the same networks built whole record the same.
     capture(APP, tmp / "whole.trtrace", "--out", tmp / "whole", "--networks", networks, "--whole")
-    whole = [line for line in trtrace("dump", tmp / "whole.trtrace").stdout.splitlines()
-             if "Builder::buildSerializedNetwork(" in line]
+    whole = [
+        line
+        for line in trtrace("dump", tmp / "whole.trtrace").stdout.splitlines()
+        if "Builder::buildSerializedNetwork(" in line
+    ]
     assert [line.split("] ")[-1] for line in whole] == [line.split("] ")[-1] for line in builds], (whole, builds)
     info = trtrace("info", trace).stdout
     assert f"builds: {networks} ({networks} ok)" in info, info
@@ -126,8 +131,15 @@ def test_streamed_build_through_nvidia_json_layout(tmp, how):
     """Our JSON+BIN (NVIDIA's layout), from the shim's export or `trtrace convert`, holds the streamed
     build as a call; the player rebuilds it."""
     trace, doc = tmp / "t.trtrace", tmp / "t.json"
-    capture(APP, trace, "--out", tmp / "app", "--networks", 2,
-            env={"TRT_SHIM_OUTPUT_JSON_FILE": str(doc)} if how == "shim" else None)
+    capture(
+        APP,
+        trace,
+        "--out",
+        tmp / "app",
+        "--networks",
+        2,
+        env={"TRT_SHIM_OUTPUT_JSON_FILE": str(doc)} if how == "shim" else None,
+    )
     if how == "convert":
         trtrace("convert", trace, doc)
     records = [c for c in json.loads(doc.read_text())["api_calls"] if c["function"] == "buildSerializedNetworkToStream"]
@@ -142,12 +154,13 @@ def test_nvidia_shim_does_not_record_streamed_builds(tmp):
     """The documented limit of NVIDIA captures: its shim passes the streamed build through unrecorded,
     so its JSON cannot say that a build happened, and nothing is rebuilt from it. Should a later shim
     record it, this test fails and the converter must map the record (as our own JSON's above)."""
-    json_path, _, proc = nv.capture([str(pathlib.Path(__file__).parent / "apps" / APP), "--out", str(tmp / "app")],
-                                    tmp / "cap.json", cwd=tmp)
+    json_path, _, proc = nv.capture(
+        [str(pathlib.Path(__file__).parent / "apps" / APP), "--out", str(tmp / "app")], tmp / "cap.json", cwd=tmp
+    )
     assert ": built," in proc.stdout, proc.stdout + proc.stderr
     calls = nv.load(json_path)["api_calls"]
     assert calls and not [c for c in calls if c["function"].startswith("build")], calls[-3:]
     assert calls[-1]["function"] == "createBuilderConfig", calls[-1]
     p = play(json_path, tmp / "replay", check=False)
-    assert p.returncode == 6 and "nothing written to" in p.stderr, p.stderr   # every call replays; no build
+    assert p.returncode == 6 and "nothing written to" in p.stderr, p.stderr  # every call replays; no build
     assert not (tmp / "replay").exists()

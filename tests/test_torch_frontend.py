@@ -12,6 +12,7 @@ get_device_properties, mem_get_info, ...) and to deserialize the engine it built
 those for a CPU-only build (its docstring lists each answer). None of them is a network-build call.
 torch-tensorrt-rtx 2.14 requires TensorRT-RTX < 1.7, so there is no 1.7 variant of this suite.
 """
+
 import json
 import os
 import pathlib
@@ -62,8 +63,11 @@ def engines(prefix):
 
 def replay(capture, out):
     """tensorrt_player --check with .deps/venv's library (the same 1.6.1 as venv-torch's)."""
-    r = subprocess.run([str(PLAYER), "-j", str(capture), "-o", str(out), "--lib", str(trt_lib()), "--check", "--json"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [str(PLAYER), "-j", str(capture), "-o", str(out), "--lib", str(trt_lib()), "--check", "--json"],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     return json.loads(r.stdout)
 
@@ -76,8 +80,13 @@ def work(tmp_path_factory):
 @pytest.fixture(scope="module")
 def ours(work):
     """Our capture of the app: `trtrace capture -o t.trtrace -- python torch_app.py ...`."""
-    p = subprocess.run([str(TRTRACE), "capture", "-o", "t.trtrace", "--", str(PYTHON), *app_args(work / "app")],
-                       capture_output=True, text=True, cwd=work, env=user_env())
+    p = subprocess.run(
+        [str(TRTRACE), "capture", "-o", "t.trtrace", "--", str(PYTHON), *app_args(work / "app")],
+        capture_output=True,
+        text=True,
+        cwd=work,
+        env=user_env(),
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     return work / "t.trtrace", p
 
@@ -96,12 +105,16 @@ def test_our_capture_replays_identically(ours, work):
     trace, p = ours
     summary = p.stderr.splitlines()[-1]
     assert f"{len(MODELS)} networks, {len(MODELS)} builds ({len(MODELS)} ok)" in summary, p.stderr
-    assert "libtensorrt_rtx.so.1 1.6.1" in p.stderr, p.stderr   # venv-torch's library, named first
+    assert "libtensorrt_rtx.so.1 1.6.1" in p.stderr, p.stderr  # venv-torch's library, named first
     assert [line.split(":")[0] for line in p.stdout.splitlines() if ": built," in line] == MODELS, p.stdout
     # Layer by layer through the API: the CNNs' convolutions, the ViT's matrix multiplies and norms.
     dump = subprocess.run([str(TRTRACE), "dump", str(trace)], capture_output=True, text=True, check=True).stdout
-    for method in ("NetworkDefinition::addConvolutionNd", "NetworkDefinition::addMatrixMultiply",
-                   "NetworkDefinition::addNormalization", "Builder::buildSerializedNetwork("):
+    for method in (
+        "NetworkDefinition::addConvolutionNd",
+        "NetworkDefinition::addMatrixMultiply",
+        "NetworkDefinition::addNormalization",
+        "Builder::buildSerializedNetwork(",
+    ):
         assert method in dump, method
     report = replay(trace, work / "replay")
     assert [n["vs_capture"] for n in report["networks"]] == ["identical"] * len(MODELS), report
@@ -119,13 +132,14 @@ def test_nvidia_capture_replays_identically(ours, work, index):
     name, tmp = MODELS[index], work / f"nv-{index}"
     tmp.mkdir()
     args = [str(APP), "--out", str(tmp / "app"), "--model", name, "--seed", str(index)]
-    json_path, _, p = nv.capture([str(PYTHON), *args], tmp / "nv.json", cwd=tmp,
-                                 env_extra={"TRT_SHIM_NVINFER_LIB_NAME": venv_trt_lib()})
+    json_path, _, p = nv.capture(
+        [str(PYTHON), *args], tmp / "nv.json", cwd=tmp, env_extra={"TRT_SHIM_NVINFER_LIB_NAME": venv_trt_lib()}
+    )
     assert p.returncode == 0 and json_path.exists(), p.stdout + p.stderr[-2000:]
     app = (tmp / "app").read_bytes()
     assert app == engines(work / "app")[index], "the app built another engine under NVIDIA's shim than under ours"
     report = replay(json_path, tmp / "replay")
     assert len(report["networks"]) == 1 and (tmp / "replay").read_bytes() == app, report
-    converted = tmp / "nv.trtrace"   # and through `trtrace convert`, as a trace of ours
+    converted = tmp / "nv.trtrace"  # and through `trtrace convert`, as a trace of ours
     trtrace("convert", json_path, converted)
     assert replay(converted, tmp / "conv")["networks"][0]["size"] == len(app) and (tmp / "conv").read_bytes() == app

@@ -2,6 +2,7 @@
 trace naming the real version and build id, and replay across versions both ways: refused with
 one line naming both versions, or with --ignore-version every call the target library lacks
 reported by name and count (divergence exit 2). Needs both venvs of tools/setup.sh."""
+
 import json
 import os
 import re
@@ -13,8 +14,10 @@ from conftest import APPS, PLAYER, ROOT, SHIM, TRTRACE
 
 VENVS = {"1.6": ROOT / ".deps" / "venv", "1.7": ROOT / ".deps" / "venv-1.7"}
 RELEASE = {"1.6": "1.6.1.120", "1.7": "1.7.1.116"}
-pytestmark = pytest.mark.skipif(not all((v / "bin" / "python").exists() for v in VENVS.values()),
-                                reason="tools/setup.sh installs both library versions")
+pytestmark = pytest.mark.skipif(
+    not all((v / "bin" / "python").exists() for v in VENVS.values()),
+    reason="tools/setup.sh installs both library versions",
+)
 
 
 def libfile(ver):
@@ -30,23 +33,31 @@ def capture(ver, tmp):
     trace, engine = tmp / f"cap{ver}.trtrace", tmp / f"app{ver}.engine"
     env = dict(os.environ, LD_PRELOAD=str(SHIM), TRT_SHIM_OUTPUT_FILE=str(trace))
     env.pop("TRT_SHIM_NVINFER_LIB_NAME", None)
-    p = subprocess.run([str(VENVS[ver] / "bin" / "python"), str(APPS / "squeeze_app.py"), str(engine)],
-                       capture_output=True, text=True, env=env)
+    p = subprocess.run(
+        [str(VENVS[ver] / "bin" / "python"), str(APPS / "squeeze_app.py"), str(engine)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert p.returncode == 0, p.stderr
     assert "not capturing" not in p.stderr
     return trace, engine
 
 
 def play(trace, ver, tmp, *extra):
-    return subprocess.run([str(PLAYER), "-j", str(trace), "-o", str(tmp / "out.engine"), "--lib", str(libfile(ver)),
-                           *extra], capture_output=True, text=True)
+    return subprocess.run(
+        [str(PLAYER), "-j", str(trace), "-o", str(tmp / "out.engine"), "--lib", str(libfile(ver)), *extra],
+        capture_output=True,
+        text=True,
+    )
 
 
 @pytest.mark.parametrize("ver", ["1.6", "1.7"])
 def test_capture_names_the_real_version_and_replays_identically(tmp_path, ver):
     trace, engine = capture(ver, tmp_path)
-    info = json.loads(subprocess.run([str(TRTRACE), "info", str(trace), "--json"], capture_output=True,
-                                     text=True, check=True).stdout)
+    info = json.loads(
+        subprocess.run([str(TRTRACE), "info", str(trace), "--json"], capture_output=True, text=True, check=True).stdout
+    )
     assert info["library_version"] == RELEASE[ver]
     assert info["library_build_id"] == build_id(libfile(ver))
     dump = subprocess.run([str(TRTRACE), "dump", str(trace)], capture_output=True, text=True, check=True).stdout

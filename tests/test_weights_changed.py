@@ -7,6 +7,7 @@ records a setter call on that layer with the new bytes, marked as synthesized (d
 "Weights"). The first bytes, gone before a capture worker read them, are stored Replaced, not Lost
 (docs/format.md). The player then builds the app's engine(s) exactly.
 """
+
 import re
 
 import pytest
@@ -25,8 +26,14 @@ SYNTHESIZED = '"synthesized by the capture'
 @pytest.mark.parametrize("rebuild", [False, True])
 def test_weights_changed_before_the_build_replay_the_same_engine(tmp, policy, rebuild):
     trace = tmp / "t.trtrace"
-    proc = capture("change_weights_before_build.py", trace, "--out", tmp / "app", *(["--rebuild"] if rebuild else []),
-                   env=POLICIES[policy])
+    proc = capture(
+        "change_weights_before_build.py",
+        trace,
+        "--out",
+        tmp / "app",
+        *(["--rebuild"] if rebuild else []),
+        env=POLICIES[policy],
+    )
     summary = [line for line in proc.stderr.splitlines() if line.startswith("trtrace:")]
     assert len(summary) == 1 and "released by the app" not in summary[0], summary
     verify = trtrace("verify", trace)
@@ -58,6 +65,7 @@ def test_weights_changed_before_the_build_replay_the_same_engine(tmp, policy, re
     assert out.returncode == 0, out.stderr
     assert "released by the app" not in out.stderr, out.stderr
     assert (tmp / "replay").read_bytes() == (tmp / "app").read_bytes()
+
 
 def test_weights_released_before_a_network_never_built_stay_lost(tmp):
     """The other side of the rule: weights unmapped before the unbuilt network is destroyed are

@@ -6,6 +6,7 @@ cache makes a second run offline) -- `trtrace capture -- python app.py` captures
 Once per supported library version (1.6.1 and 1.7.1, the pins of tools/requirements*.txt); the same
 environment is also driven without activation (no VIRTUAL_ENV: the tools find the library beside
 their own package) and through the Python API."""
+
 import os
 import pathlib
 import re
@@ -61,7 +62,7 @@ def test_readme_install_block_in_a_fresh_environment(wheel, tmp_path, version):
     env = user_env(tmp_path)
     p = subprocess.run(["bash", "-e", "-c", use], cwd=tmp_path, capture_output=True, text=True, env=env)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert f"libtensorrt_rtx.so.1 {pin(version)} " in p.stderr, p.stderr          # capture named the library
+    assert f"libtensorrt_rtx.so.1 {pin(version)} " in p.stderr, p.stderr  # capture named the library
     assert "identical to capture" in p.stdout, p.stdout
     assert (tmp_path / "m.engine").read_bytes() == (tmp_path / "app.engine").read_bytes()
 
@@ -69,14 +70,21 @@ def test_readme_install_block_in_a_fresh_environment(wheel, tmp_path, version):
     venv = tmp_path / "venv" / "bin"
     run = lambda *cmd: subprocess.run([str(c) for c in cmd], cwd=tmp_path, capture_output=True, text=True, env=env)
     c = run(venv / "trtrace", "capture", "-o", "n.trtrace", "--", venv / "python", "app.py", "n_app.engine")
-    assert c.returncode == 0 and f"tensorrt_rtx_libs/libtensorrt_rtx.so.1 {pin(version)} (tensorrt_rtx_libs of " \
-        f"{venv / 'python'})" in c.stderr, c.stderr                        # the command's own library
+    assert (
+        c.returncode == 0
+        and f"tensorrt_rtx_libs/libtensorrt_rtx.so.1 {pin(version)} (tensorrt_rtx_libs of {venv / 'python'})"
+        in c.stderr
+    ), c.stderr  # the command's own library
     r = run(venv / "tensorrt_player", "-j", "n.trtrace", "-o", "n.engine", "--check")
     assert r.returncode == 0 and "identical to capture" in r.stdout, r.stdout + r.stderr
-    assert f"{pin(version)} of trtrace's Python environment" in r.stderr, r.stderr   # beside its own package
+    assert f"{pin(version)} of trtrace's Python environment" in r.stderr, r.stderr  # beside its own package
     # The Python API of the installed wheel, and `python -m trtrace`.
-    api = run(venv / "python", "-c", "import trtrace; t = trtrace.open('n.trtrace'); "
-              "print(len(t.calls), [b.ok for b in t.builds], t.verify()['ok'])")
+    api = run(
+        venv / "python",
+        "-c",
+        "import trtrace; t = trtrace.open('n.trtrace'); "
+        "print(len(t.calls), [b.ok for b in t.builds], t.verify()['ok'])",
+    )
     assert api.returncode == 0 and api.stdout.split(" ", 1)[1].strip() == "[True] True", api.stdout + api.stderr
     info = run(venv / "python", "-m", "trtrace", "info", "n.trtrace")
     assert info.returncode == 0 and f"calls:      {api.stdout.split()[0]} " in info.stdout, info.stdout + info.stderr
@@ -86,7 +94,16 @@ def test_python_package_is_typed(wheel):
     """The package ships py.typed; its annotations hold under mypy --strict (pinned, .wheelenv), with
     numpy's own types from the Python that runs the tests (the optional dependency it uses)."""
     assert (ROOT / "python" / "trtrace" / "py.typed").exists()
-    p = subprocess.run([str(ROOT / ".wheelenv" / "bin" / "mypy"), "--strict", "--no-incremental",
-                        "--python-executable", sys.executable, str(ROOT / "python" / "trtrace")],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            str(ROOT / ".wheelenv" / "bin" / "mypy"),
+            "--strict",
+            "--no-incremental",
+            "--python-executable",
+            sys.executable,
+            str(ROOT / "python" / "trtrace"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stdout + p.stderr

@@ -7,6 +7,7 @@ constants, each a view into the mapped file (nothing copied), constructed withou
 scaled per chunk so that no two chunks dedup), with progress (bytes, rate, ETA) on stderr.
 Prints one JSON line on stdout: weight bytes, constants, seconds for the network construction.
 """
+
 import argparse
 import json
 import os
@@ -28,8 +29,12 @@ def make_file(path, nbytes, chunk):
             if now - last >= 5 or i + 1 == nbytes // chunk:
                 done = (i + 1) * chunk
                 rate = done / max(1e-9, now - t0)
-                print(f"mmap_weights: writing {path}: {done / 2**30:.1f} / {nbytes / 2**30:.1f} GiB, "
-                      f"{rate / 1e6:.0f} MB/s, ETA {(nbytes - done) / rate:.0f} s", file=sys.stderr, flush=True)
+                print(
+                    f"mmap_weights: writing {path}: {done / 2**30:.1f} / {nbytes / 2**30:.1f} GiB, "
+                    f"{rate / 1e6:.0f} MB/s, ETA {(nbytes - done) / rate:.0f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 last = now
         f.flush()
         os.fsync(f.fileno())
@@ -39,14 +44,17 @@ def make_file(path, nbytes, chunk):
 def construct(mm, n, count):
     """Builds the network of `count` [n, n] constants viewed in `mm`; returns the seconds it took."""
     import tensorrt_rtx as trt
+
     t0 = time.perf_counter()
     builder = trt.Builder(trt.Logger(trt.Logger.ERROR))
     net = builder.create_network()
     x = net.add_input("x", trt.float32, (1, n))
     for i in range(count):
-        view = mm[i * n * n:(i + 1) * n * n]
+        view = mm[i * n * n : (i + 1) * n * n]
         c = net.add_constant((n, n), trt.Weights(trt.float32, view.ctypes.data, view.size))
-        x = net.add_matrix_multiply(x, trt.MatrixOperation.NONE, c.get_output(0), trt.MatrixOperation.NONE).get_output(0)
+        x = net.add_matrix_multiply(x, trt.MatrixOperation.NONE, c.get_output(0), trt.MatrixOperation.NONE).get_output(
+            0
+        )
     net.mark_output(x)
     return time.perf_counter() - t0
 

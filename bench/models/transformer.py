@@ -18,6 +18,7 @@ All weight buffers are kept alive until the build (TensorRT reads them then).
 Prints one JSON line on stdout: weight bytes (logical/unique), layers, seconds for generation,
 network construction and the build.
 """
+
 import argparse
 import json
 import math
@@ -81,8 +82,10 @@ def main():
     rng = np.random.default_rng(args.seed)
     unique = [block_weights(rng, H, F, args.dtype) for _ in range(n_unique)]
     # Blocks beyond the unique ones hold copies (same bytes, another buffer).
-    blocks = [unique[b] if b < n_unique else {k: v.copy() for k, v in unique[b % n_unique].items()}
-              for b in range(args.blocks)]
+    blocks = [
+        unique[b] if b < n_unique else {k: v.copy() for k, v in unique[b % n_unique].items()}
+        for b in range(args.blocks)
+    ]
     t_gen = time.perf_counter() - t0
 
     t1 = time.perf_counter()
@@ -103,8 +106,9 @@ def main():
         return t
 
     def mm(a, b, tb=False):
-        return net.add_matrix_multiply(a, trt.MatrixOperation.NONE, b,
-                                       trt.MatrixOperation.TRANSPOSE if tb else trt.MatrixOperation.NONE).get_output(0)
+        return net.add_matrix_multiply(
+            a, trt.MatrixOperation.NONE, b, trt.MatrixOperation.TRANSPOSE if tb else trt.MatrixOperation.NONE
+        ).get_output(0)
 
     def ew(a, b, op):
         return net.add_elementwise(a, b, op).get_output(0)
@@ -138,13 +142,25 @@ def main():
     t_build = time.perf_counter() - t2
 
     per_block = (4 * H * H + 2 * H * F + 2 * H) * esize
-    print(json.dumps({
-        "blocks": args.blocks, "hidden": H, "ffn": F, "dtype": args.dtype, "repeat": args.repeat,
-        "layers": net.num_layers, "weight_bytes": per_block * args.blocks,
-        "unique_weight_bytes": per_block * n_unique, "weight_tensors": 8 * args.blocks,
-        "gen_s": round(t_gen, 6), "network_s": round(t_net, 6), "build_s": round(t_build, 6),
-        "engine_bytes": engine_size,
-    }))
+    print(
+        json.dumps(
+            {
+                "blocks": args.blocks,
+                "hidden": H,
+                "ffn": F,
+                "dtype": args.dtype,
+                "repeat": args.repeat,
+                "layers": net.num_layers,
+                "weight_bytes": per_block * args.blocks,
+                "unique_weight_bytes": per_block * n_unique,
+                "weight_tensors": 8 * args.blocks,
+                "gen_s": round(t_gen, 6),
+                "network_s": round(t_net, 6),
+                "build_s": round(t_build, 6),
+                "engine_bytes": engine_size,
+            }
+        )
+    )
     # TensorRT reads weights until the build; the capture shim until the network is destroyed:
     # the network goes first, then the weights.
     net = builder = None

@@ -15,6 +15,7 @@ handed out only after their content hash matched (as the player does), ``Trace.v
 ``trtrace verify``'s report, and ``replay`` runs the player itself. Argument names come from the
 trace's own API descriptors and ``Value.spec`` (how an argument is recorded) from the API spec.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -32,7 +33,6 @@ __all__ = ["open", "replay", "Trace", "Call", "Value", "Weights", "Build", "Netw
 __version__ = "0.1.0"
 
 PathLike = Union[str, "os.PathLike[str]"]
-
 
 
 _SEQ_END = (1 << 64) - 1  # seqs are u64: a range of calls ends here at the latest
@@ -97,7 +97,9 @@ class Weights:
         import numpy as np
 
         if self.storage == "random":
-            raise ValueError(f"weights of {self.count} {self.dtype} elements were recorded as random (seed {self.seed}): no values stored")
+            raise ValueError(
+                f"weights of {self.count} {self.dtype} elements were recorded as random (seed {self.seed}): no values stored"
+            )
         if self.storage == "inline":
             buf: Any = self._inline or b""
         else:
@@ -203,7 +205,9 @@ class Trace:
         err, kind = ctypes.c_void_p(), ctypes.c_int()
         self._handle: Optional[int] = None
         self._closed = False
-        self._handle = _check(self._lib.trtrace_open(os.fsencode(path), ctypes.byref(err), ctypes.byref(kind)), err, kind)
+        self._handle = _check(
+            self._lib.trtrace_open(os.fsencode(path), ctypes.byref(err), ctypes.byref(kind)), err, kind
+        )
         self.path = str(path)
         self.header: dict[str, Any] = json.loads(self._string(self._lib.trtrace_header_json))
         self._calls: Optional[list[Call]] = None
@@ -222,13 +226,22 @@ class Trace:
     def _blob(self, hi: int, lo: int, length: int) -> Any:
         data, size, owner = ctypes.c_void_p(), ctypes.c_uint64(), ctypes.c_void_p()
         err, kind = ctypes.c_void_p(), ctypes.c_int()
-        rc = self._lib.trtrace_blob(self._ptr(), hi, lo, length, ctypes.byref(data), ctypes.byref(size),
-                                    ctypes.byref(owner), ctypes.byref(err), ctypes.byref(kind))
+        rc = self._lib.trtrace_blob(
+            self._ptr(),
+            hi,
+            lo,
+            length,
+            ctypes.byref(data),
+            ctypes.byref(size),
+            ctypes.byref(owner),
+            ctypes.byref(err),
+            ctypes.byref(kind),
+        )
         if rc != 0:
             raise TraceError(_native.take_string(err.value), kind.value)
         buf = (ctypes.c_ubyte * size.value).from_address(data.value or 0) if size.value else (ctypes.c_ubyte * 0)()
         setattr(buf, "_keep", self)  # a view keeps the trace (and its mapping) alive
-        if owner.value:              # a decoded blob: its buffer is released when the last view goes
+        if owner.value:  # a decoded blob: its buffer is released when the last view goes
             setattr(buf, "_owner", _Owned(self._lib, owner.value))
         return buf
 
@@ -240,21 +253,40 @@ class Trace:
             storage = {"WeightsBlob": "blob", "WeightsInline": "inline", "WeightsRandom": "random"}[kind]
             nbytes = v.get("length", (v["count"] * v["bits"] + 7) // 8)
             key = (v["hash_hi"], v["hash_lo"]) if storage == "blob" else None
-            value = Weights(self, v["dtype"], v["count"], storage, v["pointer"], nbytes,
-                            hash=f"{key[0]:016x}{key[1]:016x}" if key else None, seed=v.get("seed"),
-                            _numpy=v["numpy"], _key=key,
-                            _inline=bytes.fromhex(v["bytes"]) if storage == "inline" else None)
+            value = Weights(
+                self,
+                v["dtype"],
+                v["count"],
+                storage,
+                v["pointer"],
+                nbytes,
+                hash=f"{key[0]:016x}{key[1]:016x}" if key else None,
+                seed=v.get("seed"),
+                _numpy=v["numpy"],
+                _key=key,
+                _inline=bytes.fromhex(v["bytes"]) if storage == "inline" else None,
+            )
         elif kind == "Bytes":
             value = bytes.fromhex(v["bytes"])
         return Value(v["name"], v["spec"], kind, value, v.get("enum"))
 
     def _call(self, c: dict[str, Any]) -> Call:
         b = c["build"]
-        return Call(c["seq"], c["thread"], c["network"], c["api"], c["interface"], c["method"], c["receiver"],
-                    {a["name"]: self._value(a) for a in c["args"]},
-                    self._value(c["result"]) if c["result"] else None, c["status"], c["message"],
-                    BuildOutcome(b["ok"], b["engine_size"], b["engine_hash"], b["errors"]) if b else None,
-                    c["is_build"])
+        return Call(
+            c["seq"],
+            c["thread"],
+            c["network"],
+            c["api"],
+            c["interface"],
+            c["method"],
+            c["receiver"],
+            {a["name"]: self._value(a) for a in c["args"]},
+            self._value(c["result"]) if c["result"] else None,
+            c["status"],
+            c["message"],
+            BuildOutcome(b["ok"], b["engine_size"], b["engine_hash"], b["errors"]) if b else None,
+            c["is_build"],
+        )
 
     @property
     def calls(self) -> list[Call]:
@@ -351,8 +383,15 @@ def open(path: PathLike) -> Trace:  # noqa: A001 (the module's verb, as in trtra
     return Trace(path)
 
 
-def replay(path: PathLike, output: Optional[PathLike] = None, *, check: bool = False, network: Optional[int] = None,
-           lib: Optional[PathLike] = None, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+def replay(
+    path: PathLike,
+    output: Optional[PathLike] = None,
+    *,
+    check: bool = False,
+    network: Optional[int] = None,
+    lib: Optional[PathLike] = None,
+    extra: tuple[str, ...] = (),
+) -> dict[str, Any]:
     """Rebuilds the engine(s) of a capture with ``tensorrt_player`` (the bundled one) on this Python
     environment's TensorRT-RTX (unless ``lib``): ``output`` is the engine file (several networks: ``<output>0``, ``<output>1``, ...). Returns the player's
     ``--json`` report; raises ReplayError with the player's exit code (docs/errors.md) and first line."""
@@ -367,10 +406,12 @@ def replay(path: PathLike, output: Optional[PathLike] = None, *, check: bool = F
         cmd += ["--lib", os.fspath(lib)]
     env = dict(os.environ)
     if "VIRTUAL_ENV" not in env and sys.prefix != sys.base_prefix:
-        env["VIRTUAL_ENV"] = sys.prefix   # the player loads this environment's TensorRT-RTX
+        env["VIRTUAL_ENV"] = sys.prefix  # the player loads this environment's TensorRT-RTX
     proc = subprocess.run([*cmd, *extra], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         lines = proc.stderr.strip().splitlines()
-        raise ReplayError(lines[0] if lines else f"tensorrt_player: exit {proc.returncode}", proc.returncode, proc.stderr)
+        raise ReplayError(
+            lines[0] if lines else f"tensorrt_player: exit {proc.returncode}", proc.returncode, proc.stderr
+        )
     report: dict[str, Any] = json.loads(proc.stdout)
     return report

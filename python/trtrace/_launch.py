@@ -1,4 +1,5 @@
 """Console scripts of the wheel: ``trtrace`` and ``tensorrt_player`` run the bundled programs."""
+
 from __future__ import annotations
 
 import os

@@ -4,6 +4,7 @@ The wheel holds them inside this package (``trtrace/bin``, ``trtrace/lib``). Fro
 an install prefix, they are found beside the ``trtrace`` program on PATH (``<prefix>/bin/trtrace``
 -> ``<prefix>/lib/libtrtrace_c.so``), the rule ``trtrace capture`` uses to find the shim.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -46,16 +47,26 @@ def lib() -> ctypes.CDLL:
         if so.is_file():
             break
     else:
-        raise FileNotFoundError(f"trtrace: libtrtrace_c.so: not installed (neither in {_HERE / 'lib'} nor beside a trtrace on PATH)")
+        raise FileNotFoundError(
+            f"trtrace: libtrtrace_c.so: not installed (neither in {_HERE / 'lib'} nor beside a trtrace on PATH)"
+        )
     c = ctypes.CDLL(str(so))
-    vp, u64, errp, intp = ctypes.c_void_p, ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int)
+    vp, u64, errp, intp = (
+        ctypes.c_void_p,
+        ctypes.c_uint64,
+        ctypes.POINTER(ctypes.c_void_p),
+        ctypes.POINTER(ctypes.c_int),
+    )
     sigs = {
         "trtrace_open": (vp, [ctypes.c_char_p, errp, intp]),
         "trtrace_close": (None, [vp]),
         "trtrace_free": (None, [vp]),
         "trtrace_header_json": (vp, [vp, errp, intp]),
         "trtrace_calls_json": (vp, [vp, u64, u64, errp, intp]),
-        "trtrace_blob": (ctypes.c_int, [vp, u64, u64, u64, ctypes.POINTER(vp), ctypes.POINTER(u64), ctypes.POINTER(vp), errp, intp]),
+        "trtrace_blob": (
+            ctypes.c_int,
+            [vp, u64, u64, u64, ctypes.POINTER(vp), ctypes.POINTER(u64), ctypes.POINTER(vp), errp, intp],
+        ),
         "trtrace_blob_release": (None, [vp]),
         "trtrace_verify_json": (vp, [vp, errp, intp]),
     }

@@ -7,6 +7,7 @@ its wall time as this process measures it from the fork to the wait. A variant i
 (``--lib``) or a builder setting (``--set``); runs of the variants alternate (A B A B ...) so that the
 machine's drift falls on all of them. The method, the statistics and the JSON schema: docs/bench.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,14 +60,14 @@ class Run:
     variant: int
     index: int
     warmup: bool
-    status: str = "ok"            # ok | build-failed | setting-rejected | error | timeout | crash
+    status: str = "ok"  # ok | build-failed | setting-rejected | error | timeout | crash
     exit_code: Optional[int] = None
     message: str = ""
     wall: float = 0.0
     phases: dict[str, float] = dataclasses.field(default_factory=dict)
     cpu_user: float = 0.0
     cpu_sys: float = 0.0
-    peak_rss: int = 0             # bytes
+    peak_rss: int = 0  # bytes
     engines: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     decode_cache: str = ""
     calls: int = 0
@@ -113,10 +114,17 @@ def _phases(j: dict[str, Any], spawn: int, reaped: int) -> dict[str, float]:
     p = j["phases"]
     ns = _seconds
     replay = ns(p["decoded_ns"], p["replayed_ns"])
-    return {"start": ns(spawn, p["start_ns"]), "open": ns(p["start_ns"], p["opened_ns"]),
-            "library": ns(p["opened_ns"], p["library_ns"]), "decode": ns(p["library_ns"], p["decoded_ns"]),
-            "dispatch": max(0.0, replay - p["build_s"] - p["write_s"]), "build": p["build_s"], "write": p["write_s"],
-            "check": ns(p["replayed_ns"], p["checked_ns"]), "exit": ns(p["checked_ns"], reaped)}
+    return {
+        "start": ns(spawn, p["start_ns"]),
+        "open": ns(p["start_ns"], p["opened_ns"]),
+        "library": ns(p["opened_ns"], p["library_ns"]),
+        "decode": ns(p["library_ns"], p["decoded_ns"]),
+        "dispatch": max(0.0, replay - p["build_s"] - p["write_s"]),
+        "build": p["build_s"],
+        "write": p["write_s"],
+        "check": ns(p["replayed_ns"], p["checked_ns"]),
+        "exit": ns(p["checked_ns"], reaped),
+    }
 
 
 def _classify(run: Run, code: int, j: Optional[dict[str, Any]], err: str) -> None:
@@ -133,14 +141,20 @@ def _classify(run: Run, code: int, j: Optional[dict[str, Any]], err: str) -> Non
         run.status, run.message = "setting-rejected", "the library refused a --set value"
 
 
-def run_once(player: str, trace: str, v: Variant, network: Optional[int], timeout: Optional[float],
-             workdir: str, run: Run) -> Run:
+def run_once(
+    player: str, trace: str, v: Variant, network: Optional[int], timeout: Optional[float], workdir: str, run: Run
+) -> Run:
     rundir = tempfile.mkdtemp(dir=workdir)
     out = os.path.join(rundir, "engine")
     with tempfile.TemporaryFile() as so, tempfile.TemporaryFile() as se:
         spawn = time.monotonic_ns()
-        proc = subprocess.Popen(player_command(player, trace, v, network, out), stdout=so, stderr=se,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            player_command(player, trace, v, network, out),
+            stdout=so,
+            stderr=se,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         status, usage, reaped, timed_out = _wait(proc.pid, timeout)
         proc.returncode = os.waitstatus_to_exitcode(status)
         so.seek(0)
@@ -155,7 +169,9 @@ def run_once(player: str, trace: str, v: Variant, network: Optional[int], timeou
     _classify(run, proc.returncode, j, err)
     if j is not None and "phases" in j:
         run.phases = _phases(j, spawn, reaped)
-        run.engines = [{"network": n["network"], "ok": n["ok"], "size": n["size"], "xxh3": n["xxh3"]} for n in j["networks"]]
+        run.engines = [
+            {"network": n["network"], "ok": n["ok"], "size": n["size"], "xxh3": n["xxh3"]} for n in j["networks"]
+        ]
         run.decode_cache, run.calls = j["decode_cache"]["how"], j["calls"]
         run.library, run.settings = j.get("library", {}), j.get("settings", [])
     shutil.rmtree(rundir, ignore_errors=True)  # the engines' hashes are kept; the bytes are not needed
@@ -209,8 +225,11 @@ def check_settings(player: str, trace: str, variants: Sequence[Variant]) -> None
         cmd = [player, "-j", trace, "--validate-set"] + [x for s in v.sets for x in ("--set", s)]
         r = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
         if r.returncode != 0:
-            raise BenchError((r.stderr.strip().splitlines() or [f"--set: refused (exit {r.returncode})"])[0]
-                             .removeprefix("tensorrt_player: "))
+            raise BenchError(
+                (r.stderr.strip().splitlines() or [f"--set: refused (exit {r.returncode})"])[0].removeprefix(
+                    "tensorrt_player: "
+                )
+            )
 
 
 def schedule(traces: Sequence[str], nvar: int, warmup: int, runs: int) -> list[Run]:
@@ -238,19 +257,25 @@ class Progress:
         el = time.monotonic() - self.t0
         eta = el / self.done * (self.total - self.done)
         end = "\r" if sys.stderr.isatty() and self.done < self.total else "\n"
-        sys.stderr.write(f"trtrace bench: run {self.done}/{self.total} ({r.status}), elapsed {el:.0f} s, ETA {eta:.0f} s{end}")
+        sys.stderr.write(
+            f"trtrace bench: run {self.done}/{self.total} ({r.status}), elapsed {el:.0f} s, ETA {eta:.0f} s{end}"
+        )
         sys.stderr.flush()
 
 
-def execute(plan: list[Run], player: str, variants: Sequence[Variant], opts: argparse.Namespace) -> tuple[list[Run], bool]:
+def execute(
+    plan: list[Run], player: str, variants: Sequence[Variant], opts: argparse.Namespace
+) -> tuple[list[Run], bool]:
     """Runs the plan, --jobs at a time; with --min-time, more rounds of one run per variant (the same
     interleaving) until every variant of each trace has that much measured wall time. Ctrl-C stops
     it and keeps what was measured."""
     done: list[Run] = []
     progress = Progress(len(plan))
     with tempfile.TemporaryDirectory(prefix="trtrace-bench-") as work:
+
         def one(r: Run) -> Run:
             return run_once(player, r.trace, variants[r.variant], opts.network, opts.timeout, work, r)
+
         try:
             with ThreadPoolExecutor(max_workers=opts.jobs) as pool:
                 batch = plan
@@ -290,6 +315,7 @@ def _positive(kind: type) -> Any:
         if not (0 < x <= (10**6 if kind is int else 7 * 86400)) or x != x:
             raise argparse.ArgumentTypeError(f"'{text}' is out of range")
         return x
+
     return parse
 
 
@@ -313,28 +339,60 @@ def _output_format(path: str) -> tuple[str, str]:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="trtrace bench", description="Repeated replays of captured builds, timed per phase, "
-                                "across library versions and builder settings (docs/bench.md).")
-    p.add_argument("traces", nargs="+", metavar="TRACE", help="traces or NVIDIA JSON captures; a folder: every capture in it")
-    p.add_argument("--lib", action="append", default=[], help="a libtensorrt_rtx.so.1 to replay with (a variant; repeatable)")
+    p = _Parser(
+        prog="trtrace bench",
+        description="Repeated replays of captured builds, timed per phase, "
+        "across library versions and builder settings (docs/bench.md).",
+    )
+    p.add_argument(
+        "traces", nargs="+", metavar="TRACE", help="traces or NVIDIA JSON captures; a folder: every capture in it"
+    )
+    p.add_argument(
+        "--lib", action="append", default=[], help="a libtensorrt_rtx.so.1 to replay with (a variant; repeatable)"
+    )
     g = p.add_mutually_exclusive_group()
     g.add_argument("--runs", type=_positive(int), default=None, help="measured runs per variant and trace (default 10)")
-    g.add_argument("--min-time", type=_positive(float), default=None, help="measure until each variant has spent S seconds")
-    p.add_argument("--warmup", type=int, default=1, choices=range(0, 101), metavar="N", help="unmeasured runs first (default 1)")
+    g.add_argument(
+        "--min-time", type=_positive(float), default=None, help="measure until each variant has spent S seconds"
+    )
+    p.add_argument(
+        "--warmup", type=int, default=1, choices=range(0, 101), metavar="N", help="unmeasured runs first (default 1)"
+    )
     p.add_argument("--network", type=int, default=None, help="replay only this network (0, 1, ...)")
-    p.add_argument("--set", action="append", default=[], dest="sets", metavar="Interface::method=V1,V2,...",
-                   help="a builder setting; each value is a variant (repeatable: every combination)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        dest="sets",
+        metavar="Interface::method=V1,V2,...",
+        help="a builder setting; each value is a variant (repeatable: every combination)",
+    )
     p.add_argument("--jobs", type=_positive(int), default=1, help="concurrent replays (throughput over many traces)")
-    p.add_argument("--timeout", type=_positive(float), default=None, help="seconds before a run is killed (a 'timeout' run)")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm's adjustment (default 0.05)")
-    p.add_argument("--min-effect", type=float, default=0.01, help="smallest ratio change called a difference (default 0.01)")
-    p.add_argument("-o", "--output", action="append", default=[], type=_output_format, metavar="F",
-                   help="write the report to F, in the form its name ends with: .json, .csv, .md, or the plot: .png, "
-                        ".html (repeatable)")
+    p.add_argument(
+        "--timeout", type=_positive(float), default=None, help="seconds before a run is killed (a 'timeout' run)"
+    )
+    p.add_argument(
+        "--alpha", type=float, default=0.05, help="significance level after Holm's adjustment (default 0.05)"
+    )
+    p.add_argument(
+        "--min-effect", type=float, default=0.01, help="smallest ratio change called a difference (default 0.01)"
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        action="append",
+        default=[],
+        type=_output_format,
+        metavar="F",
+        help="write the report to F, in the form its name ends with: .json, .csv, .md, or the plot: .png, "
+        ".html (repeatable)",
+    )
     for fmt in ("json", "csv", "md"):
         p.add_argument(f"--{fmt}", metavar="F", help=f"write the report as {fmt.upper()} to F (as -o F.{fmt})")
     p.add_argument("--plot", metavar="F.png|F.html", help="write the plot (PNG, or a self-contained HTML page)")
-    p.add_argument("--compare", metavar="BASELINE.json", help="exit 4 when a figure is slower than in this earlier --json")
+    p.add_argument(
+        "--compare", metavar="BASELINE.json", help="exit 4 when a figure is slower than in this earlier --json"
+    )
     p.add_argument("--player", help=argparse.SUPPRESS)
     return p
 
@@ -357,12 +415,24 @@ def _write(path: str, data: bytes, inputs: Sequence[str]) -> None:
         raise
 
 
-def bench(traces: Sequence[str], *, libs: Sequence[str] = (), runs: Optional[int] = None, min_time: Optional[float] = None,
-          warmup: int = 1, network: Optional[int] = None, sets: Sequence[str] = (), jobs: int = 1,
-          timeout: Optional[float] = None, alpha: float = 0.05, min_effect: float = 0.01,
-          player: Optional[str] = None) -> dict[str, Any]:
+def bench(
+    traces: Sequence[str],
+    *,
+    libs: Sequence[str] = (),
+    runs: Optional[int] = None,
+    min_time: Optional[float] = None,
+    warmup: int = 1,
+    network: Optional[int] = None,
+    sets: Sequence[str] = (),
+    jobs: int = 1,
+    timeout: Optional[float] = None,
+    alpha: float = 0.05,
+    min_effect: float = 0.01,
+    player: Optional[str] = None,
+) -> dict[str, Any]:
     """``trtrace bench`` from Python: the same measurement, returned as the JSON document (docs/bench.md)."""
     from . import bench_report as report
+
     player = player or _native.tool("tensorrt_player")
     opts = argparse.Namespace(network=network, timeout=timeout, jobs=jobs, min_time=min_time)
     paths = expand_traces(traces)
@@ -372,18 +442,40 @@ def bench(traces: Sequence[str], *, libs: Sequence[str] = (), runs: Optional[int
     t0 = time.monotonic()
     done, interrupted = execute(schedule(paths, len(variants), warmup, nruns), player, variants, opts)
     elapsed = time.monotonic() - t0
-    options = {"runs": nruns, "min_time": min_time, "warmup": warmup, "network": network, "jobs": jobs, "timeout": timeout,
-               "alpha": alpha, "min_effect": min_effect}
-    return report.document(done, variants, [report.trace_facts(t) for t in paths], options, elapsed, interrupted,
-                           sys.argv, player)
+    options = {
+        "runs": nruns,
+        "min_time": min_time,
+        "warmup": warmup,
+        "network": network,
+        "jobs": jobs,
+        "timeout": timeout,
+        "alpha": alpha,
+        "min_effect": min_effect,
+    }
+    return report.document(
+        done, variants, [report.trace_facts(t) for t in paths], options, elapsed, interrupted, sys.argv, player
+    )
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from . import bench_report as report
+
     a = parser().parse_args(argv)
     try:
-        doc = bench(a.traces, libs=a.lib, runs=a.runs, min_time=a.min_time, warmup=a.warmup, network=a.network, sets=a.sets,
-                    jobs=a.jobs, timeout=a.timeout, alpha=a.alpha, min_effect=a.min_effect, player=a.player)
+        doc = bench(
+            a.traces,
+            libs=a.lib,
+            runs=a.runs,
+            min_time=a.min_time,
+            warmup=a.warmup,
+            network=a.network,
+            sets=a.sets,
+            jobs=a.jobs,
+            timeout=a.timeout,
+            alpha=a.alpha,
+            min_effect=a.min_effect,
+            player=a.player,
+        )
         for path, fmt in ((a.json, "json"), (a.csv, "csv"), (a.md, "md"), (a.plot, "plot"), *a.output):
             if path:
                 _write(path, _render(fmt, path, doc), doc_inputs(doc, a))
@@ -403,6 +495,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _render(fmt: str, path: str, doc: dict[str, Any]) -> bytes:
     from . import bench_plot, bench_report as report
+
     if fmt == "json":
         return json.dumps(doc, indent=1).encode()
     if fmt == "csv":

@@ -1,6 +1,7 @@
 """The plot of ``trtrace bench`` (matplotlib, no display needed): per-phase distributions of the
 measured runs per variant, and each variant's ratio to the first with its 95% interval. ``.png``
 writes the figure; ``.html`` a self-contained page (the figure inline, and the table)."""
+
 from __future__ import annotations
 
 import base64
@@ -14,16 +15,19 @@ from . import bench_report as report
 
 def figure_png(doc: dict[str, Any]) -> bytes:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    phases = [f for f in report.TIMES if any(r["figures"][f].get("n") and r["figures"][f]["max"] > 0 for r in doc["results"])]
+    phases = [
+        f for f in report.TIMES if any(r["figures"][f].get("n") and r["figures"][f]["max"] > 0 for r in doc["results"])
+    ]
     ncols = 3
     nrows = (len(phases) + ncols - 1) // ncols + (1 if doc["comparisons"] else 0)
     fig, axes = plt.subplots(nrows, ncols, figsize=(5 * ncols, 3.2 * nrows), squeeze=False)
     for ax, f in zip(axes.flat, phases):
         _distribution(ax, doc, f)
-    for ax in axes.flat[len(phases):]:
+    for ax in axes.flat[len(phases) :]:
         ax.axis("off")
     if doc["comparisons"]:
         ax = fig.add_subplot(nrows, 1, nrows)
@@ -49,8 +53,11 @@ def _label(doc: dict[str, Any], res: dict[str, Any]) -> str:
 def _distribution(ax: Any, doc: dict[str, Any], f: str) -> None:
     groups, labels = [], []
     for res in doc["results"]:
-        xs = [(r["wall"] if f == "wall" else r["phases"].get(f, 0.0)) * 1e3 for r in doc["runs"]
-              if r["trace"] == res["trace"] and r["variant"] == res["variant"] and not r["warmup"] and r["status"] == "ok"]
+        xs = [
+            (r["wall"] if f == "wall" else r["phases"].get(f, 0.0)) * 1e3
+            for r in doc["runs"]
+            if r["trace"] == res["trace"] and r["variant"] == res["variant"] and not r["warmup"] and r["status"] == "ok"
+        ]
         groups.append(xs)
         labels.append(_label(doc, res))
     ax.boxplot(groups, tick_labels=labels, showfliers=False)
@@ -66,9 +73,16 @@ def _ratios(ax: Any, doc: dict[str, Any]) -> None:
     for y, c in zip(ys, rows):
         lo, hi = c["ci95"] or [c["ratio"], c["ratio"]]
         color = {"slower": "tab:red", "faster": "tab:green"}.get(c["verdict"], "tab:gray")
-        ax.errorbar(c["ratio"], y, xerr=[[c["ratio"] - (lo or c["ratio"])], [(hi or c["ratio"]) - c["ratio"]]], fmt="o", color=color)
-    ax.set_yticks(ys, [f"{os.path.basename(c['trace'])[:24]} {_letter(c['variant'])}/A {c['figure']}" for c in rows],
-                  fontsize=7)
+        ax.errorbar(
+            c["ratio"],
+            y,
+            xerr=[[c["ratio"] - (lo or c["ratio"])], [(hi or c["ratio"]) - c["ratio"]]],
+            fmt="o",
+            color=color,
+        )
+    ax.set_yticks(
+        ys, [f"{os.path.basename(c['trace'])[:24]} {_letter(c['variant'])}/A {c['figure']}" for c in rows], fontsize=7
+    )
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xlabel("ratio to the first variant (median; 95% bootstrap interval)")
 
@@ -78,11 +92,21 @@ def write(path: str, doc: dict[str, Any]) -> bytes:
     if path.endswith(".png"):
         return png
     rows = report.table_rows(doc)
-    table = "<table>" + "".join("<tr>" + "".join(f"<{'th' if i == 0 else 'td'}>{html.escape(c)}</{'th' if i == 0 else 'td'}>"
-                                                 for c in r) + "</tr>" for i, r in enumerate(rows)) + "</table>"
+    table = (
+        "<table>"
+        + "".join(
+            "<tr>"
+            + "".join(f"<{'th' if i == 0 else 'td'}>{html.escape(c)}</{'th' if i == 0 else 'td'}>" for c in r)
+            + "</tr>"
+            for i, r in enumerate(rows)
+        )
+        + "</table>"
+    )
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in report._notes(doc))
-    page = (f"<!doctype html><meta charset='utf-8'><title>trtrace bench</title><style>body{{font-family:sans-serif}}"
-            f"td,th{{padding:2px 8px;font-size:12px}}</style><h1>trtrace bench</h1>"
-            f"<img alt='per-phase distributions and ratios' src='data:image/png;base64,{base64.b64encode(png).decode()}'>"
-            f"{table}<ul>{notes}</ul>")
+    page = (
+        f"<!doctype html><meta charset='utf-8'><title>trtrace bench</title><style>body{{font-family:sans-serif}}"
+        f"td,th{{padding:2px 8px;font-size:12px}}</style><h1>trtrace bench</h1>"
+        f"<img alt='per-phase distributions and ratios' src='data:image/png;base64,{base64.b64encode(png).decode()}'>"
+        f"{table}<ul>{notes}</ul>"
+    )
     return page.encode()

@@ -12,6 +12,7 @@
   some difference significant in most reports of identical variants). A difference is significant
   when its adjusted p < alpha and the ratio is at least `min_effect` away from 1.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,10 +30,18 @@ def summary(xs: Sequence[float]) -> dict[str, Any]:
     if n == 0:
         return {"n": 0}
     lo, hi, exact = median_interval(a)
-    return {"n": n, "min": float(a.min()), "max": float(a.max()), "median": float(np.median(a)),
-            "mean": float(a.mean()), "stdev": float(a.std(ddof=1)) if n > 1 else 0.0,
-            "p90": float(np.percentile(a, 90)), "median_ci95": [lo, hi], "median_ci95_exact": exact,
-            "outliers": outliers(a)}
+    return {
+        "n": n,
+        "min": float(a.min()),
+        "max": float(a.max()),
+        "median": float(np.median(a)),
+        "mean": float(a.mean()),
+        "stdev": float(a.std(ddof=1)) if n > 1 else 0.0,
+        "p90": float(np.percentile(a, 90)),
+        "median_ci95": [lo, hi],
+        "median_ci95_exact": exact,
+        "outliers": outliers(a),
+    }
 
 
 def median_interval(a: np.ndarray, level: float = 0.95) -> tuple[float, float, bool]:
@@ -68,8 +77,15 @@ def compare(base: Sequence[float], other: Sequence[float], seed: int = 0) -> dic
         ratios: np.ndarray = np.median(y, axis=axis) / np.where(den > 0, den, np.nan)
         return ratios
 
-    boot = st.bootstrap((b, o), stat, n_resamples=2000, method="percentile", confidence_level=0.95,
-                        random_state=np.random.default_rng(seed), vectorized=True)
+    boot = st.bootstrap(
+        (b, o),
+        stat,
+        n_resamples=2000,
+        method="percentile",
+        confidence_level=0.95,
+        random_state=np.random.default_rng(seed),
+        vectorized=True,
+    )
     ci = [float(boot.confidence_interval.low), float(boot.confidence_interval.high)]
     same = np.all(b == b[0]) and np.all(o == b[0])
     p = 1.0 if same else float(st.mannwhitneyu(b, o, alternative="two-sided").pvalue)

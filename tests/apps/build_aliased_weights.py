@@ -7,6 +7,7 @@ types and counts -- 4,096 zero bytes as a float32 bias and as int64 ids, as expo
 transformer models do -- and the same buffer twice, then builds. Replay must reproduce the pointer
 identity, not the content identity. Writes the engine to --out.
 """
+
 import argparse
 import sys
 
@@ -24,7 +25,7 @@ def main():
     net.name = "aliased_weights"
     x = net.add_input("x", trt.float32, (1024,))
     bias = np.zeros(1024, dtype=np.float32)  # 4,096 zero bytes ...
-    ids = np.zeros(512, dtype=np.int64)      # ... the same 4,096 bytes, another buffer, type and count
+    ids = np.zeros(512, dtype=np.int64)  # ... the same 4,096 bytes, another buffer, type and count
     half = np.zeros(2048, dtype=np.float16)  # ... and once more as fp16
     consts = []
     for arr, shape, name in ((bias, (1024,), "bias"), (ids, (512,), "ids"), (half, (2048,), "half")):

@@ -9,6 +9,7 @@ Options for the capture tests: --networks N builds N networks with interleaved c
 --threads N builds the networks on N threads, --fail makes the build fail on purpose,
 --nonfinite adds layers whose weights and parameters hold NaN and +-inf (no effect on the result).
 """
+
 import argparse
 import os
 import signal
@@ -38,8 +39,9 @@ def populate(net, rng, variant, fail=False, nonfinite=False):
     w16 = (rng.standard_normal((flat_len, 10)) * 0.05).astype(np.float16)
     wc = net.add_constant((flat_len, 10), trt.Weights(w16))
     wcast = net.add_cast(wc.get_output(0), trt.float32)
-    mm = net.add_matrix_multiply(shuf.get_output(0), trt.MatrixOperation.NONE,
-                                 wcast.get_output(0), trt.MatrixOperation.NONE)
+    mm = net.add_matrix_multiply(
+        shuf.get_output(0), trt.MatrixOperation.NONE, wcast.get_output(0), trt.MatrixOperation.NONE
+    )
     bias = net.add_constant((1, 10), trt.Weights(rng.standard_normal((1, 10)).astype(np.float32)))
     add = net.add_elementwise(mm.get_output(0), bias.get_output(0), trt.ElementWiseOperation.SUM)
     if fail:
@@ -61,8 +63,9 @@ def add_nonfinite(net, x):
     max(x, -inf) (fp16 constant, cast), and an unused NaN constant."""
     inf = net.add_constant((1, 1), trt.Weights(np.array([[np.inf]], np.float32)))
     x = net.add_elementwise(x, inf.get_output(0), trt.ElementWiseOperation.MIN).get_output(0)
-    ninf = net.add_cast(net.add_constant((1, 1), trt.Weights(np.array([[-np.inf]], np.float16))).get_output(0),
-                        trt.float32)
+    ninf = net.add_cast(
+        net.add_constant((1, 1), trt.Weights(np.array([[-np.inf]], np.float16))).get_output(0), trt.float32
+    )
     net.add_constant((2,), trt.Weights(np.array([np.nan, 1.0], np.float32)))
     return net.add_elementwise(x, ninf.get_output(0), trt.ElementWiseOperation.MAX)
 
@@ -81,10 +84,17 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="build each network on its own thread")
     ap.add_argument("--fail", action="store_true")
     ap.add_argument("--nonfinite", action="store_true")
-    ap.add_argument("--kill-after-builds", type=int, default=-1,
-                    help="SIGKILL this process after that many builds (0: before the first build)")
-    ap.add_argument("--fork", action="store_true",
-                    help="fork after creating the builder; the child builds network 1, the parent network 0")
+    ap.add_argument(
+        "--kill-after-builds",
+        type=int,
+        default=-1,
+        help="SIGKILL this process after that many builds (0: before the first build)",
+    )
+    ap.add_argument(
+        "--fork",
+        action="store_true",
+        help="fork after creating the builder; the child builds network 1, the parent network 0",
+    )
     args = ap.parse_args()
 
     def maybe_die(builds_done):
@@ -104,16 +114,18 @@ def main():
         with open(f"{args.out}{i}", "wb") as f:
             f.write(engine)
         if pid == 0:
-            return 0 if engine else 1   # a normal exit: the child's capture closes its own file
+            return 0 if engine else 1  # a normal exit: the child's capture closes its own file
         _, status = os.waitpid(pid, 0)
         print(f"network 0: engine {args.out}0; child exit {status}")
         return 0 if engine and status == 0 else 1
     if args.threads:
+
         def worker(i):
             builder = trt.Builder(logger)
             net = builder.create_network()
             populate(net, np.random.default_rng(args.seed + i), i, args.fail, args.nonfinite)
             results[i] = build(builder, net)
+
         ts = [threading.Thread(target=worker, args=(i,)) for i in range(args.networks)]
         for t in ts:
             t.start()

@@ -7,6 +7,7 @@ changes the volume ([4,16] to [3,5]). The library accepts every call and rejects
 when it builds it, with "reshape changes volume". Exits 1 when the build fails (as it does), 0
 with the engine in --out otherwise (--bad -1: no bad layer).
 """
+
 import argparse
 import sys
 

@@ -5,6 +5,7 @@ incompressible), random normal fp32 and the same rounded to 2 decimals (compress
 
     build_mixed_weights.py --out ENGINE [--incompressible]   (--incompressible: random bytes only)
 """
+
 import argparse
 
 import numpy as np

@@ -5,6 +5,7 @@ Generates a small ONNX model with the `onnx` package (Conv -> Relu -> MaxPool ->
 Gemm -> Softmax, seeded fp32 initializers), parses it with tensorrt_rtx.OnnxParser, builds on the
 CPU and writes the engine to --out. --model also keeps the generated .onnx file.
 """
+
 import argparse
 import sys
 
@@ -29,10 +30,12 @@ def make_model(seed):
         helper.make_node("Softmax", ["g"], ["y"], axis=1),
     ]
     graph = helper.make_graph(
-        nodes, "trtrace_onnx_app",
+        nodes,
+        "trtrace_onnx_app",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
-        [numpy_helper.from_array(a, n) for a, n in ((w, "w"), (b, "b"), (fc, "fc"), (fcb, "fcb"))])
+        [numpy_helper.from_array(a, n) for a, n in ((w, "w"), (b, "b"), (fc, "fc"), (fcb, "fcb"))],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.checker.check_model(model)

@@ -9,11 +9,13 @@ capture/replay documentation names them) and counts the calls. --fail makes the 
 purpose (a shape the builder rejects); --whole builds the same networks with
 build_serialized_network instead (the engine returned whole), for comparison.
 """
+
 import argparse
 import sys
 
 import numpy as np
 import tensorrt_rtx as trt
+
 
 class FileWriter(trt.IStreamWriter):
     """Appends every piece the library writes to one file; returns how many bytes it took."""
@@ -38,8 +40,12 @@ def network(builder, rng, variant, fail):
     conv = net.add_convolution_nd(x, 4, (3, 3), trt.Weights(k), trt.Weights(np.zeros(4, np.float32)))
     shuf = net.add_shuffle(conv.get_output(0))
     shuf.reshape_dims = (1, 4 * 6 * 6)
-    w = net.add_constant((4 * 6 * 6, 5 + variant), trt.Weights(rng.standard_normal((144, 5 + variant)).astype(np.float32)))
-    mm = net.add_matrix_multiply(shuf.get_output(0), trt.MatrixOperation.NONE, w.get_output(0), trt.MatrixOperation.NONE)
+    w = net.add_constant(
+        (4 * 6 * 6, 5 + variant), trt.Weights(rng.standard_normal((144, 5 + variant)).astype(np.float32))
+    )
+    mm = net.add_matrix_multiply(
+        shuf.get_output(0), trt.MatrixOperation.NONE, w.get_output(0), trt.MatrixOperation.NONE
+    )
     out = mm.get_output(0)
     if fail:  # (1, 5) + (1, 7) is not broadcastable: the builder rejects it
         bad = net.add_constant((1, 7), trt.Weights(np.ones((1, 7), np.float32)))

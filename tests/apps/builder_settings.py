@@ -11,6 +11,7 @@ The values are chosen so that the build succeeds CPU-only and every setter is a 
 each setter's effect on the engine is the library's business (the capture tests compare engines).
 tests/convert/test_builder_settings.py checks that no setter of the spec is missing here.
 """
+
 import argparse
 import sys
 

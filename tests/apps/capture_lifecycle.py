@@ -15,6 +15,7 @@ traces written (tests/test_capture_lifecycle.py). Modes:
                       build, a normal exit
   driver              runs `build` --n times one after another, each a new process (same environment)
 """
+
 import argparse
 import multiprocessing
 import os
@@ -68,7 +69,7 @@ def main():
     if a.mode == "parent-after-child":
         pid = os.fork()
         if pid == 0:
-            return 0 if build_one(1) else 1   # returns through main: a normal interpreter exit
+            return 0 if build_one(1) else 1  # returns through main: a normal interpreter exit
         _, status = os.waitpid(pid, 0)
         return 0 if status == 0 and build_one(0) else 1
     if not build_one(a.variant):

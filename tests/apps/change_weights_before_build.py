@@ -8,6 +8,7 @@ blob), a tiny constant (4 values, stored inline in a trace), a convolution (kern
 constant whose bytes it changes twice, building between the changes (--rebuild). Each array is
 changed in place after its add*() call. Writes the engines to --out (several: --out0, --out1, ...).
 """
+
 import argparse
 import sys
 

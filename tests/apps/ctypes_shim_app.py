@@ -9,6 +9,7 @@ Each JSON is set in turn before the build; JSON_AFTER_BUILD is set after it. Pri
 "get: <path>" first and "set <path>: <result>" + "get: <path>" for each set. The signatures are
 those of NVIDIA's shim: int trtShimSetOutputJsonFile(const char*) (1: taken, 0: not) and
 size_t trtShimGetOutputJsonFile(char* buf, size_t size) (the length; the path copied into buf)."""
+
 import ctypes
 import os
 import runpy

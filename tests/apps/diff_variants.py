@@ -12,6 +12,7 @@ each named -> softmax -> output.
                     calls in another order)
   --config-first    creates the builder config before the network (calls of no network moved)
 """
+
 import argparse
 import sys
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A build that fails on a layer whose name is hostile (a quote, a newline, an ESC sequence, non-ASCII):
 the library's error names the layer, so the player's --json report carries the name inside a string."""
+
 import argparse
 
 import tensorrt_rtx as trt

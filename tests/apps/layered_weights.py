@@ -5,6 +5,7 @@ share all weights but one. For the registry tests (blob-level dedup across trace
 
     layered_weights.py --out ENGINE [--layers N] [--size n] [--change K]
 """
+
 import argparse
 
 import numpy as np

@@ -4,18 +4,19 @@ app parsing a hostile ONNX model passes such names on as they are).
 
     named_app.py ENGINE benign|hostile
 """
+
 import sys
 
 import numpy as np
 import tensorrt_rtx as trt
 
 HOSTILE = [
-    "x\nimport os; os.system('touch PWNED')\n#",      # a newline ends a comment; the rest would run
-    '"""\nraise SystemExit(3)\n"""',                   # ends a docstring or a triple-quoted literal
-    "back\\slash\\",                                   # ends in an escape
-    "\r\x0c\x1b[31m\t'''",                             # other line ends, a terminal escape, quotes
-    "\u00e9\u2028\U0001f600 \\N{BULLET} {0} %s",       # non-ASCII, a line separator, format fields
-    "a\\x41\\u0041\"",                                 # escapes spelt out
+    "x\nimport os; os.system('touch PWNED')\n#",  # a newline ends a comment; the rest would run
+    '"""\nraise SystemExit(3)\n"""',  # ends a docstring or a triple-quoted literal
+    "back\\slash\\",  # ends in an escape
+    "\r\x0c\x1b[31m\t'''",  # other line ends, a terminal escape, quotes
+    "\u00e9\u2028\U0001f600 \\N{BULLET} {0} %s",  # non-ASCII, a line separator, format fields
+    'a\\x41\\u0041"',  # escapes spelt out
 ]
 BENIGN = [f"name{i}" for i in range(len(HOSTILE))]
 

@@ -4,6 +4,7 @@ layers of [-inf, inf, nan, 1.0] in fp32 and in fp16 (few enough elements to be i
 JSON), each added to an input and marked as an output, so the engine carries them. Writes the
 engine to --out. --inf-parameter adds a LINSPACE fill whose start (alpha) is +inf: a scalar argument, which NVIDIA's
 JSON can only write as null."""
+
 import argparse
 import sys
 

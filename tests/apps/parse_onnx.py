@@ -10,6 +10,7 @@ each into its own network of one builder, without building (parsing is what call
 Prints one line per model (`<name>: parsed` or `<name>: not parsed`); a model the parser rejects
 is an expected outcome, so the exit status is 0 unless something else went wrong.
 """
+
 import argparse
 import pathlib
 import sys
@@ -32,22 +33,55 @@ def c(name, array):
 # op -> (nodes, inputs, outputs, initializers, extra opsets)
 OPS = {
     "NonZero": ([helper.make_node("NonZero", ["x"], ["y"])], [vi("x", [2, 3])], [vi("y", [2, None], T.INT64)], [], []),
-    "RoiAlign": ([helper.make_node("RoiAlign", ["x", "r", "i"], ["y"], output_height=2, output_width=2)],
-                 [vi("x", [1, 2, 8, 8]), vi("r", [3, 4])], [vi("y", [3, 2, 2, 2])],
-                 [c("i", np.zeros(3, np.int64))], []),
-    "InstanceNormalization": ([helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"])],
-                              [vi("x", [1, 3, 4, 4])], [vi("y", [1, 3, 4, 4])],
-                              [c("s", np.ones(3, np.float32)), c("b", np.zeros(3, np.float32))], []),
-    "GridSample": ([helper.make_node("GridSample", ["x", "g"], ["y"])], [vi("x", [1, 3, 4, 4]), vi("g", [1, 4, 4, 2])],
-                   [vi("y", [1, 3, 4, 4])], [], []),
-    "ScatterND": ([helper.make_node("ScatterND", ["x", "i", "u"], ["y"])], [vi("x", [4, 3]), vi("u", [2, 3])],
-                  [vi("y", [4, 3])], [c("i", np.array([[0], [2]], np.int64))], []),
-    "NonMaxSuppression": ([helper.make_node("NonMaxSuppression", ["b", "s"], ["y"])],
-                          [vi("b", [1, 10, 4]), vi("s", [1, 1, 10])], [vi("y", [None, 3], T.INT64)], [], []),
-    "Resize": ([helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear")], [vi("x", [1, 1, 4, 4])],
-               [vi("y", [1, 1, 8, 8])], [c("s", np.array([1, 1, 2, 2], np.float32))], []),
-    "CustomDomain": ([helper.make_node("MyPlugin", ["x"], ["y"], domain="my.domain")], [vi("x", [1, 3])],
-                     [vi("y", [1, 3])], [], [helper.make_opsetid("my.domain", 1)]),
+    "RoiAlign": (
+        [helper.make_node("RoiAlign", ["x", "r", "i"], ["y"], output_height=2, output_width=2)],
+        [vi("x", [1, 2, 8, 8]), vi("r", [3, 4])],
+        [vi("y", [3, 2, 2, 2])],
+        [c("i", np.zeros(3, np.int64))],
+        [],
+    ),
+    "InstanceNormalization": (
+        [helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"])],
+        [vi("x", [1, 3, 4, 4])],
+        [vi("y", [1, 3, 4, 4])],
+        [c("s", np.ones(3, np.float32)), c("b", np.zeros(3, np.float32))],
+        [],
+    ),
+    "GridSample": (
+        [helper.make_node("GridSample", ["x", "g"], ["y"])],
+        [vi("x", [1, 3, 4, 4]), vi("g", [1, 4, 4, 2])],
+        [vi("y", [1, 3, 4, 4])],
+        [],
+        [],
+    ),
+    "ScatterND": (
+        [helper.make_node("ScatterND", ["x", "i", "u"], ["y"])],
+        [vi("x", [4, 3]), vi("u", [2, 3])],
+        [vi("y", [4, 3])],
+        [c("i", np.array([[0], [2]], np.int64))],
+        [],
+    ),
+    "NonMaxSuppression": (
+        [helper.make_node("NonMaxSuppression", ["b", "s"], ["y"])],
+        [vi("b", [1, 10, 4]), vi("s", [1, 1, 10])],
+        [vi("y", [None, 3], T.INT64)],
+        [],
+        [],
+    ),
+    "Resize": (
+        [helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear")],
+        [vi("x", [1, 1, 4, 4])],
+        [vi("y", [1, 1, 8, 8])],
+        [c("s", np.array([1, 1, 2, 2], np.float32))],
+        [],
+    ),
+    "CustomDomain": (
+        [helper.make_node("MyPlugin", ["x"], ["y"], domain="my.domain")],
+        [vi("x", [1, 3])],
+        [vi("y", [1, 3])],
+        [],
+        [helper.make_opsetid("my.domain", 1)],
+    ),
 }
 
 

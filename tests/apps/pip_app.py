@@ -3,6 +3,7 @@
 the app of README "Install with pip", run by tests/test_wheel.py in a fresh environment that holds
 only the trtrace wheel and tensorrt-rtx-cu13. Builds y = relu(x * w + b) with weights from Python
 arrays and writes the engine to app.engine (or argv[1])."""
+
 import array
 import sys
 

@@ -2,6 +2,7 @@
 the bindings do not take (add_concatenation(inputs), add_einsum(inputs, equation), scales),
 Permutation structs as properties (first_transpose / second_transpose, from a tuple and from
 trt.Permutation), and tuples. Writes the engine to --out."""
+
 import argparse
 
 import numpy as np

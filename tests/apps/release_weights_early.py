@@ -8,6 +8,7 @@ a large NumPy array freed), unmaps them all at once, then destroys the network w
 A capture must not read those bytes after the unmap (it would crash the app) nor record the bytes
 that were there afterwards; exit 0 and "released" on stdout when the app got through.
 """
+
 import argparse
 import ctypes
 import sys

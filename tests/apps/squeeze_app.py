@@ -1,6 +1,7 @@
 """A small network that uses what the running TensorRT-RTX version has: on 1.7 and newer
 add_squeeze without axes (NetworkDefinition.addSqueezeV2, 50-rtx-1.7.api); on 1.6 add_squeeze
 with an axes tensor. Writes the engine to argv[1]."""
+
 import sys
 
 import numpy as np

@@ -22,6 +22,7 @@ Neither changes a network-build call: the network, the builder config and the bu
 library's, recorded and replayed as any app's. Without these answers the import fails with
 "Found no NVIDIA driver on your system".
 """
+
 import argparse
 import sys
 import types
@@ -34,9 +35,14 @@ SIZE = 64  # input height and width: small, so the CPU-only builds stay short
 def cpu_only_device_answers(sm):
     """Answers torch's CUDA device queries as one device of compute capability `sm` (see above)."""
     major, minor = (int(p) for p in sm.split("."))
-    props = types.SimpleNamespace(name="CPU-only build (no GPU)", major=major, minor=minor,
-                                  total_memory=16 << 30, multi_processor_count=1,
-                                  uuid="00000000-0000-0000-0000-000000000000")
+    props = types.SimpleNamespace(
+        name="CPU-only build (no GPU)",
+        major=major,
+        minor=minor,
+        total_memory=16 << 30,
+        multi_processor_count=1,
+        uuid="00000000-0000-0000-0000-000000000000",
+    )
     torch.cuda.get_device_capability = lambda device=None: (major, minor)
     torch.cuda.get_device_properties = lambda device=None: props
     torch.cuda.get_device_name = lambda device=None: props.name
@@ -70,6 +76,7 @@ def cpu_only_engine_reading():
     """Torch-TensorRT-RTX's interpreter deserializes the engine it built (see above): its module sees
     a tensorrt_rtx whose Runtime is CpuOnlyRuntime, every other name being the real module's."""
     from torch_tensorrt.dynamo.conversion import _TRTInterpreter as interp
+
     real = interp.trt
 
     class TrtWithCpuRuntime(types.ModuleType):
@@ -83,44 +90,54 @@ def cpu_only_engine_reading():
 
 def resnet18():
     import torchvision
+
     return torchvision.models.resnet18(weights=None)
 
 
 def mobilenet_v3_small():
     import torchvision
+
     return torchvision.models.mobilenet_v3_small(weights=None)
 
 
 def shufflenet_v2_x0_5():
     import torchvision
+
     return torchvision.models.shufflenet_v2_x0_5(weights=None)
 
 
 def timm_model(name):
     def make():
         import timm
-        return timm.create_model(name, pretrained=False, img_size=SIZE) if "vit" in name else \
-            timm.create_model(name, pretrained=False)
+
+        return (
+            timm.create_model(name, pretrained=False, img_size=SIZE)
+            if "vit" in name
+            else timm.create_model(name, pretrained=False)
+        )
+
     return make
 
 
 MODELS = {
-    "resnet18": resnet18,                                  # torchvision: conv, batch norm, pooling
-    "mobilenet_v3_small": mobilenet_v3_small,              # torchvision: depthwise, squeeze-excite, hardswish
-    "shufflenet_v2_x0_5": shufflenet_v2_x0_5,              # torchvision: channel shuffle (permutation), concat
-    "timm_vit_tiny": timm_model("vit_tiny_patch16_224"),   # timm: attention, layer norm, GELU
-    "timm_convnext_atto": timm_model("convnext_atto"),     # timm: depthwise 7x7, layer norm over channels
+    "resnet18": resnet18,  # torchvision: conv, batch norm, pooling
+    "mobilenet_v3_small": mobilenet_v3_small,  # torchvision: depthwise, squeeze-excite, hardswish
+    "shufflenet_v2_x0_5": shufflenet_v2_x0_5,  # torchvision: channel shuffle (permutation), concat
+    "timm_vit_tiny": timm_model("vit_tiny_patch16_224"),  # timm: attention, layer norm, GELU
+    "timm_convnext_atto": timm_model("convnext_atto"),  # timm: depthwise 7x7, layer norm over channels
 }
 
 
 def compile_model(name, seed):
     import torch_tensorrt
+
     torch.manual_seed(seed)
     model = MODELS[name]().eval()
     x = torch.randn(1, 3, SIZE, SIZE)
     program = torch.export.export(model, (x,))
     return torch_tensorrt.dynamo.convert_exported_program_to_serialized_trt_engine(
-        program, arg_inputs=[x], min_block_size=1)
+        program, arg_inputs=[x], min_block_size=1
+    )
 
 
 def main():
@@ -130,9 +147,13 @@ def main():
     ap.add_argument("--model", action="append", choices=sorted(MODELS), help="repeatable; default resnet18")
     ap.add_argument("--sm", default="8.9", help="compute capability the device queries answer")
     ap.add_argument("--seed", type=int, default=0, help="weights of model i: torch.manual_seed(SEED + i)")
-    ap.add_argument("--heap-shift", type=int, default=0,
-                    help="hold a malloc'd block of this many bytes during the builds: another heap layout for "
-                         "the same builds (the corpus runner's nondeterminism check)")
+    ap.add_argument(
+        "--heap-shift",
+        type=int,
+        default=0,
+        help="hold a malloc'd block of this many bytes during the builds: another heap layout for "
+        "the same builds (the corpus runner's nondeterminism check)",
+    )
     args = ap.parse_args()
     if args.list:
         print("\n".join(sorted(MODELS)))

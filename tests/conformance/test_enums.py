@@ -3,6 +3,7 @@
 C++ enumerator kFOO_BAR is Python FOO_BAR; enums the bindings do not expose are skipped (listed in
 the skip reason). Known spelling differences are in RENAMES.
 """
+
 import os
 import pathlib
 import sys

@@ -8,6 +8,7 @@ NVIDIA capture equivalent. NVIDIA's JSON leaves out one argument (setRuntimePlat
 its value: docs/json-bin-layout.md §4): the converter stands in the library's default and says so
 in one warning line. Skips the NVIDIA half when its shim is not installed.
 """
+
 import json
 import os
 import pathlib
@@ -44,12 +45,21 @@ def python_setters():
     """Interface.method of every BuilderConfig/OptimizationProfile setter the spec gives a Python
     spelling, for the library version this Python imports."""
     import tensorrt_rtx as trt
+
     major, minor = (int(x) for x in trt.__version__.split(".")[:2])
-    names = json.loads(run([sys.executable, ROOT / "schema" / "apigen.py", "--spec", ROOT / "schema" / "api",
-                            "--python-names"], check=True).stdout)
-    return {f'{n["interface"]}.{n["method"]}' for n in names
-            if n["interface"] in ("BuilderConfig", "OptimizationProfile") and n["since"] <= major * 10000 + minor * 100
-            and n["method"].startswith(("set", "clear", "add", "reset"))}
+    names = json.loads(
+        run(
+            [sys.executable, ROOT / "schema" / "apigen.py", "--spec", ROOT / "schema" / "api", "--python-names"],
+            check=True,
+        ).stdout
+    )
+    return {
+        f"{n['interface']}.{n['method']}"
+        for n in names
+        if n["interface"] in ("BuilderConfig", "OptimizationProfile")
+        and n["since"] <= major * 10000 + minor * 100
+        and n["method"].startswith(("set", "clear", "add", "reset"))
+    }
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +68,12 @@ def captures(tmp_path_factory):
     d = tmp_path_factory.mktemp("settings")
     app = run([sys.executable, APP, "--out", d / "app.engine"])
     assert app.returncode == 0, app.stdout + app.stderr
-    env = dict(os.environ, LD_PRELOAD=str(SHIM), TRT_SHIM_OUTPUT_FILE=str(d / "ours.trtrace"),
-               TRT_SHIM_OUTPUT_JSON_FILE=str(d / "ours.json"))
+    env = dict(
+        os.environ,
+        LD_PRELOAD=str(SHIM),
+        TRT_SHIM_OUTPUT_FILE=str(d / "ours.trtrace"),
+        TRT_SHIM_OUTPUT_JSON_FILE=str(d / "ours.json"),
+    )
     ours = run([sys.executable, APP, "--out", d / "ours.engine"], env=env)
     assert ours.returncode == 0, ours.stdout + ours.stderr
     caps = {"dir": d, "engine": (d / "app.engine").read_bytes()}
@@ -72,7 +86,9 @@ def captures(tmp_path_factory):
 
 
 def test_app_calls_every_setter(captures):
-    calls = {f'{c["class"]}.{c["function"]}' for c in json.loads((captures["dir"] / "ours.json").read_text())["api_calls"]}
+    calls = {
+        f"{c['class']}.{c['function']}" for c in json.loads((captures["dir"] / "ours.json").read_text())["api_calls"]
+    }
     missing = sorted(python_setters() - calls - set(NOT_CALLED))
     assert not missing, f"setters builder_settings.py does not call: {missing}"
 
@@ -98,8 +114,10 @@ def test_nvidia_capture_converts_and_replays_identical(captures, tmp_path):
     assert r.returncode == 0, r.stderr
     warn = r.stderr.strip().splitlines()
     assert len(warn) == 1 and warn[0].startswith("trtrace: warning: "), r.stderr
-    assert (f'api_calls[{platform[0]["api_index"]}] (api_index {platform[0]["api_index"]}) BuilderConfig::setRuntimePlatform'
-            f' argument "runtimePlatform", taken as kSAME_AS_BUILD') in warn[0], warn
+    assert (
+        f"api_calls[{platform[0]['api_index']}] (api_index {platform[0]['api_index']}) BuilderConfig::setRuntimePlatform"
+        f' argument "runtimePlatform", taken as kSAME_AS_BUILD'
+    ) in warn[0], warn
     assert run([TRTRACE, "verify", trace]).returncode == 0
     d = run([TRTRACE, "diff", captures["dir"] / "ours.trtrace", trace])
     assert d.returncode == 0, d.stdout + d.stderr

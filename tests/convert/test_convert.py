@@ -8,6 +8,7 @@
 4. Bad input: one clear error line, non-zero exit, nothing left behind.
 Skips what needs NVIDIA's shim when it is not installed. NVIDIA's output lives in pytest's tmp only.
 """
+
 import json
 import os
 import pathlib
@@ -40,7 +41,15 @@ APPS_UNDER_TEST = {
     "aliased": ("build_aliased_weights.py", [], {}),
     "nonfinite": ("build_cnn.py", ["--nonfinite"], {}),
 }
-REPLAYABLE = ["cnn", "onnx", "multi", "threads", "inline_all", "bin_only", "aliased"]  # nonfinite: NVIDIA's JSON loses +-inf
+REPLAYABLE = [
+    "cnn",
+    "onnx",
+    "multi",
+    "threads",
+    "inline_all",
+    "bin_only",
+    "aliased",
+]  # nonfinite: NVIDIA's JSON loses +-inf
 # threads: interleaving differs per run; nonfinite: ours keeps NaN/+-inf weights in the BIN where
 # NVIDIA writes null inline (test_nonfinite.py)
 GOLDEN = ["cnn", "onnx", "multi", "inline_all", "bin_only"]
@@ -59,7 +68,7 @@ def engines(prefix):
     p = pathlib.Path(prefix)
     out = {}
     for f in sorted(p.parent.glob(p.name + "*")):
-        suffix = f.name[len(p.name):]
+        suffix = f.name[len(p.name) :]
         if suffix == "" or suffix.isdigit():
             out[suffix] = f.read_bytes()
     return out
@@ -152,7 +161,9 @@ def test_failing_build_is_a_reproduced_failure(nvidia, tmp_path):
         p = run([PLAYER, "-j", cap, "-o", out, "--lib", trt_lib(), "-q"])
         assert p.returncode == own.returncode, p.stdout + p.stderr
         assert "divergence" not in p.stderr, p.stderr
-        assert "network 0: build failed (outcome not recorded in the capture: the replay's is taken" in p.stdout, p.stdout
+        assert "network 0: build failed (outcome not recorded in the capture: the replay's is taken" in p.stdout, (
+            p.stdout
+        )
         assert not engines(out)
 
 
@@ -172,7 +183,7 @@ def test_roundtrip_keeps_calls_and_blobs(tmp_path, name):
     js2, back2 = tmp_path / "nv.json", tmp_path / "nv.trtrace"
     assert run([TRTRACE, "convert", trace, js2]).returncode == 0
     assert run([TRTRACE, "convert", js2, back2]).returncode == 0
-    d = run([TRTRACE, "diff", trace, back2])   # leaves out the calls NVIDIA does not record
+    d = run([TRTRACE, "diff", trace, back2])  # leaves out the calls NVIDIA does not record
     assert d.returncode == 0, d.stdout + d.stderr
     # and the round-tripped trace still builds the app's engine(s)
     out = tmp_path / "replay.engine"
@@ -217,7 +228,9 @@ def check_null_conversion(js, tmp_path):
     warn = [ln for ln in r.stderr.splitlines() if "warning" in ln]
     assert len(warn) == 1 and "3 null number(s)" in warn[0] and "converted to NaN" in warn[0], r.stderr
     i = want[0][0]
-    assert f"api_calls[{i}] (api_index {i}) NetworkDefinition::addConstant argument \"weights\".inline[0]" in warn[0], warn
+    assert f'api_calls[{i}] (api_index {i}) NetworkDefinition::addConstant argument "weights".inline[0]' in warn[0], (
+        warn
+    )
     back = tmp_path / "back.json"
     assert run([TRTRACE, "convert", trace, back]).returncode == 0
     doc = json.loads(back.read_text())
@@ -236,7 +249,7 @@ def test_null_numbers_of_a_json_convert_to_nan(tmp_path):
     js = tmp_path / "ours.json"
     assert run([TRTRACE, "convert", trace, js]).returncode == 0
     assert nulls(json.loads(js.read_text())) == []
-    doc = json.loads(js.read_text())   # NVIDIA's form of the same weights: null inline
+    doc = json.loads(js.read_text())  # NVIDIA's form of the same weights: null inline
     for c in doc["api_calls"]:
         w = c.get("weights")
         if isinstance(w, dict) and "offset" in w and w["count"] <= 8:
@@ -245,7 +258,7 @@ def test_null_numbers_of_a_json_convert_to_nan(tmp_path):
                 w.pop("offset")
                 w["inline"] = [None if not np.isfinite(x) else float(x) for x in vals.astype(np.float64)]
     nulled = tmp_path / "nulled.json"
-    nulled.write_text(json.dumps(doc, indent=4, sort_keys=True))   # its BIN: ours.bin, beside it
+    nulled.write_text(json.dumps(doc, indent=4, sort_keys=True))  # its BIN: ours.bin, beside it
     check_null_conversion(nulled, tmp_path)
 
 
@@ -293,7 +306,7 @@ def follow_address_reuse(ours, theirs):
                 pending.discard(v["object"])
                 x = _remap(x, ids)
         out.append(x)
-    return dict(ours, api_calls=out + ours["api_calls"][len(out):]), len(ids) + len(pending)
+    return dict(ours, api_calls=out + ours["api_calls"][len(out) :]), len(ids) + len(pending)
 
 
 @pytest.mark.parametrize("name", GOLDEN)
@@ -346,14 +359,33 @@ def assert_clean_failure(proc, out_dir, before, expect):
 BAD_CASES = {
     "truncated_json": (lambda js, b: js.write_bytes(js.read_bytes()[: len(js.read_bytes()) // 2]), "malformed JSON"),
     "garbage": (lambda js, b: js.write_bytes(b"\x00\x01 not json"), "malformed JSON"),
-    "bad_record": (lambda js, b: js.write_text(js.read_text().replace('"api_index": 3,', '"api_index": 3,,', 1)), "malformed JSON"),
-    "no_api_calls": (lambda js, b: js.write_text('{"output_bin": "in.bin", "trt_version": 10601}'), "no \"api_calls\""),
+    "bad_record": (
+        lambda js, b: js.write_text(js.read_text().replace('"api_index": 3,', '"api_index": 3,,', 1)),
+        "malformed JSON",
+    ),
+    "no_api_calls": (lambda js, b: js.write_text('{"output_bin": "in.bin", "trt_version": 10601}'), 'no "api_calls"'),
     "missing_bin": (lambda js, b: b.unlink(), "missing"),
     "short_bin": (lambda js, b: b.write_bytes(b.read_bytes()[:100]), "past the end"),
-    "bad_offset": (lambda js, b: js.write_text(js.read_text().replace('"offset": 864', '"offset": 999999', 1)), "past the end"),
-    "negative_offset": (lambda js, b: js.write_text(js.read_text().replace('"offset": 864', '"offset": -8', 1)), "negative offset"),
-    "unknown_call": (lambda js, b: js.write_text(js.read_text().replace('"addActivation"', '"addFrobnicate"', 1)), "unknown call"),
-    "dangling_object": (lambda js, b: js.write_text(js.read_text().replace('"input": {\n                "object": 4', '"input": {\n                "object": 4000', 1)), "no earlier call returned"),
+    "bad_offset": (
+        lambda js, b: js.write_text(js.read_text().replace('"offset": 864', '"offset": 999999', 1)),
+        "past the end",
+    ),
+    "negative_offset": (
+        lambda js, b: js.write_text(js.read_text().replace('"offset": 864', '"offset": -8', 1)),
+        "negative offset",
+    ),
+    "unknown_call": (
+        lambda js, b: js.write_text(js.read_text().replace('"addActivation"', '"addFrobnicate"', 1)),
+        "unknown call",
+    ),
+    "dangling_object": (
+        lambda js, b: js.write_text(
+            js.read_text().replace(
+                '"input": {\n                "object": 4', '"input": {\n                "object": 4000', 1
+            )
+        ),
+        "no earlier call returned",
+    ),
     "inline_count": (lambda js, b: js.write_text(js.read_text().replace('"count": 8,', '"count": 9,', 1)), "inline"),
 }
 
@@ -374,7 +406,9 @@ def test_bad_json_input(good_pair, tmp_path, case):
     # the player: the same one error, exit 1, no engine, no temporary trace
     tmpdir = tmp_path / "tmpdir"
     tmpdir.mkdir()
-    p = run([PLAYER, "-j", js, "-o", out_dir / "e.engine", "--lib", trt_lib()], env=dict(os.environ, TMPDIR=str(tmpdir)))
+    p = run(
+        [PLAYER, "-j", js, "-o", out_dir / "e.engine", "--lib", trt_lib()], env=dict(os.environ, TMPDIR=str(tmpdir))
+    )
     assert p.returncode == 1, p.stdout + p.stderr
     # The player reads *.json (or a file starting with '{') as NVIDIA JSON: the same error.
     assert_clean_failure(p, out_dir, [], expect)

@@ -6,6 +6,7 @@ in the BIN instead of inline, which NVIDIA's layout allows for any weights (docs
 §7): the app's exact bits come back, and the replay builds the app's engine. A non-finite scalar
 argument has no such place: it is written as null with one warning line naming the call.
 """
+
 import os
 import pathlib
 import subprocess
@@ -43,8 +44,12 @@ def capture(tmp_path_factory):
     d = tmp_path_factory.mktemp("nonfinite")
     app = run([sys.executable, APP, "--out", d / "app.engine"])
     assert app.returncode == 0, app.stdout + app.stderr
-    env = dict(os.environ, LD_PRELOAD=str(SHIM), TRT_SHIM_OUTPUT_FILE=str(d / "ours.trtrace"),
-               TRT_SHIM_OUTPUT_JSON_FILE=str(d / "shim.json"))
+    env = dict(
+        os.environ,
+        LD_PRELOAD=str(SHIM),
+        TRT_SHIM_OUTPUT_FILE=str(d / "ours.trtrace"),
+        TRT_SHIM_OUTPUT_JSON_FILE=str(d / "shim.json"),
+    )
     ours = run([sys.executable, APP, "--out", d / "ours.engine"], env=env)
     assert ours.returncode == 0, ours.stdout + ours.stderr
     assert "warning" not in ours.stderr, ours.stderr
@@ -63,7 +68,7 @@ def test_our_json_keeps_nonfinite_weights(capture, tmp_path, writer):
     assert sorted(c["weights"]["type"] for c in consts) == [0, 1]
     for c in consts:
         w = c["weights"]
-        assert "offset" in w and "inline" not in w, w   # in the BIN: NVIDIA's layout, exact bytes
+        assert "offset" in w and "inline" not in w, w  # in the BIN: NVIDIA's layout, exact bytes
         got = nv.weights_array(doc, w, js)
         assert got.tobytes() == want[w["type"]].tobytes(), (w, got)
     # back to a trace: no warning, and the replay builds the app's engine (also from the JSON itself)
@@ -96,5 +101,7 @@ def test_nonfinite_scalar_is_null_with_one_warning(tmp_path):
     warn = [ln for ln in r.stderr.splitlines() if "warning" in ln]
     alpha = [c for c in nv.load(js)["api_calls"] if c["function"] == "setAlpha"]
     assert len(alpha) == 1 and alpha[0]["alpha"] is None
-    assert len(warn) == 1 and (f'api_calls[{alpha[0]["api_index"]}] FillLayer::setAlpha argument "alpha" is NaN or '
-                               "infinite") in warn[0], r.stderr
+    assert (
+        len(warn) == 1
+        and (f'api_calls[{alpha[0]["api_index"]}] FillLayer::setAlpha argument "alpha" is NaN or infinite') in warn[0]
+    ), r.stderr

@@ -6,6 +6,7 @@ read back its recorded size, or null}. A trace that cannot be opened: {"ok": fal
 
   api_check.py TRACE
 """
+
 import json
 import sys
 
@@ -34,8 +35,17 @@ def main(path):
             total += a.nbytes
             if a.nbytes != w.nbytes and problem is None:
                 problem = f"weights #{n - 1}: {a.nbytes} bytes read, {w.nbytes} recorded"
-    print(json.dumps({"ok": bool(report["ok"]), "issues": len(report.get("issues", [])), "weights": n,
-                      "bytes": total, "problem": problem}))
+    print(
+        json.dumps(
+            {
+                "ok": bool(report["ok"]),
+                "issues": len(report.get("issues", [])),
+                "weights": n,
+                "bytes": total,
+                "problem": problem,
+            }
+        )
+    )
     return 0
 
 

@@ -25,6 +25,7 @@ Each check returns {"outcome", "reason"}; OK_OUTCOMES[tool] are not defects. "ti
 name a tool step that ran past its time or died by a signal (both defects) except for reduce,
 whose "reduce-timeout" is its own outcome: the search was cut off, nothing was wrong.
 """
+
 import json
 import pathlib
 import re
@@ -102,7 +103,9 @@ class ToolChecks:
         if self._failure is None:
             d = self.net.tool(self.net.trtrace, "dump", self.trace)
             lines = [l for l in d.out.splitlines() if "[FAILED]" in l and " | " in l] if d.rc == 0 else []
-            found = [m.strip() for l in lines for m in RECORDED_ERROR.findall(l.split(" | ", 1)[1]) if not NOISE.search(m)]
+            found = [
+                m.strip() for l in lines for m in RECORDED_ERROR.findall(l.split(" | ", 1)[1]) if not NOISE.search(m)
+            ]
             self._failure = found[-1] if found else self.net.alone.build_error() or ""
         return self._failure
 
@@ -114,14 +117,19 @@ class ToolChecks:
         """identical / differs (the library's nondeterminism confirmed) / engine-differs."""
         got = read(engine)
         if got is None:
-            return {"outcome": "no-engine", "reason": f"{what} exit {step.rc} but wrote no engine {pathlib.Path(engine).name}"}
+            return {
+                "outcome": "no-engine",
+                "reason": f"{what} exit {step.rc} but wrote no engine {pathlib.Path(engine).name}",
+            }
         if got in self.references():
             return {"outcome": "identical"}
         why = self.net.confirm_nondeterminism() or self.replay_nondeterminism()
         if why:
             return {"outcome": "differs", "reason": why}
-        return {"outcome": "engine-differs",
-                "reason": f"{what}'s engine != the app's; the app's second builds and the player's rebuilds identical"}
+        return {
+            "outcome": "engine-differs",
+            "reason": f"{what}'s engine != the app's; the app's second builds and the player's rebuilds identical",
+        }
 
     def replay_nondeterminism(self):
         """A reason when the player's own rebuilds of our capture at other heap layouts
@@ -134,8 +142,14 @@ class ToolChecks:
             except ValueError:
                 nets = []
             varies = any(n.get("vs_capture") == "nondeterministic" for n in nets)
-            self._replay_varies = ("the player's rebuilds of the capture at other heap layouts gave several engines "
-                                   "(library nondeterminism)") if varies else ""
+            self._replay_varies = (
+                (
+                    "the player's rebuilds of the capture at other heap layouts gave several engines "
+                    "(library nondeterminism)"
+                )
+                if varies
+                else ""
+            )
         return self._replay_varies or None
 
     def judge_failure(self, step, what):
@@ -147,8 +161,10 @@ class ToolChecks:
         want, got = self.recorded_failure(), step.build_error()
         if "Traceback" not in step.err and (want in step.err + step.out if want else got is None):
             return {"outcome": "failure-reproduced"}
-        return {"outcome": "failure-differs",
-                "reason": f"capture: {want or 'no build error'}; {what} (exit {step.rc}): {got or step.first_error()}"}
+        return {
+            "outcome": "failure-differs",
+            "reason": f"capture: {want or 'no build error'}; {what} (exit {step.rc}): {got or step.first_error()}",
+        }
 
     def judge_replay(self, play, engine, what):
         """A player run of a derived trace: the app's engine or its failure (player exit 3)."""
@@ -157,11 +173,17 @@ class ToolChecks:
         if not self.built() and play.rc == 3:
             return self.judge_failure(play, f"player on {what}")
         if not self.built() and play.rc in (0, 4, 5):
-            return {"outcome": "failure-not-reproduced", "reason": f"the app's build failed; player on {what} exit {play.rc}"}
+            return {
+                "outcome": "failure-not-reproduced",
+                "reason": f"the app's build failed; player on {what} exit {play.rc}",
+            }
         if play.rc == 6:  # -o given, no build in the derived trace: the tool lost the app's build call
             return defect("no-build-in-trace", play)
         if play.rc == 3:
-            return {"outcome": "build-fails-on-replay", "reason": f"the app built; player on {what}: {play.build_error() or play.first_error()}"}
+            return {
+                "outcome": "build-fails-on-replay",
+                "reason": f"the app built; player on {what}: {play.build_error() or play.first_error()}",
+            }
         if play.rc not in (0, 4, 5):
             return defect("player-rejects" if play.rc == 1 else "divergence" if play.rc == 2 else "player-fails", play)
         return self.judge_engine(engine, f"player on {what}", play) if engine else {"outcome": "replays"}
@@ -215,7 +237,10 @@ class ToolChecks:
 
     def diff(self):
         rt_json, rt = self.work / "roundtrip.json", self.work / "roundtrip.trtrace"
-        for args, name in (((self.trace, rt_json), "roundtrip-to-json-fails"), (((rt_json, rt)), "roundtrip-from-json-fails")):
+        for args, name in (
+            ((self.trace, rt_json), "roundtrip-to-json-fails"),
+            (((rt_json, rt)), "roundtrip-from-json-fails"),
+        ):
             c = self.net.tool(self.net.trtrace, "convert", "-q", *args)
             if c.rc != 0:
                 return defect(name, c, "convert")
@@ -251,8 +276,11 @@ class ToolChecks:
     def capture_again(self):
         """Our shim's second capture of the app, at another heap layout (work/again.trtrace), or None."""
         again = self.work / "again.trtrace"
-        self.net.app(self.work / "again.engine", {"LD_PRELOAD": str(self.net.shim),
-                                                  "TRT_SHIM_OUTPUT_FILE": str(again)}, heap_shift=8000)
+        self.net.app(
+            self.work / "again.engine",
+            {"LD_PRELOAD": str(self.net.shim), "TRT_SHIM_OUTPUT_FILE": str(again)},
+            heap_shift=8000,
+        )
         return again if again.exists() else None
 
     def api(self):
@@ -265,7 +293,10 @@ class ToolChecks:
         if report is None:
             return defect("api-fails", a, "trtrace.open")
         if report["ok"] != (v.rc == 0) or report.get("problem"):
-            return {"outcome": "disagrees", "reason": f"trtrace verify exit {v.rc}; trtrace.open: {json.dumps(report)[:250]}"}
+            return {
+                "outcome": "disagrees",
+                "reason": f"trtrace verify exit {v.rc}; trtrace.open: {json.dumps(report)[:250]}",
+            }
         return {"outcome": "agrees"}
 
     def reduce(self):
@@ -273,8 +304,19 @@ class ToolChecks:
             return {"outcome": "builds"}
         small = self.work / "reduced.trtrace"
         limit = self.net.reduce_timeout
-        r = self.net.tool(self.net.trtrace, "reduce", self.trace, "-o", small, "--lib", self.net.lib, "--json",
-                          "--timeout", max(1, limit // 4), timeout=limit)
+        r = self.net.tool(
+            self.net.trtrace,
+            "reduce",
+            self.trace,
+            "-o",
+            small,
+            "--lib",
+            self.net.lib,
+            "--json",
+            "--timeout",
+            max(1, limit // 4),
+            timeout=limit,
+        )
         if r.rc is None:
             return {"outcome": "reduce-timeout", "reason": f"cut off after {limit} s"}
         if r.rc != 0:
@@ -289,7 +331,10 @@ class ToolChecks:
             return res
         if layers[1] > layers[0]:
             return {"outcome": "more-layers", "reason": f"{layers[0]} -> {layers[1]} layers"}
-        return {"outcome": "reduced" if layers[1] < layers[0] else "minimal", "reason": f"{layers[0]} -> {layers[1]} layers"}
+        return {
+            "outcome": "reduced" if layers[1] < layers[0] else "minimal",
+            "reason": f"{layers[0]} -> {layers[1]} layers",
+        }
 
 
 def run_tools(net, tools):
@@ -297,7 +342,9 @@ def run_tools(net, tools):
     captured (work/ours.trtrace, made here when the ours path did not run)."""
     checks = ToolChecks(net)
     if net.alone.crashed() or net.alone.rc not in (0, 2):
-        return {t: {"outcome": "app-crash", "reason": "the app alone failed other than by a build failure"} for t in tools}
+        return {
+            t: {"outcome": "app-crash", "reason": "the app alone failed other than by a build failure"} for t in tools
+        }
     if not checks.trace.exists():
         net.capture()
     if not checks.trace.exists():

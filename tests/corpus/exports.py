@@ -9,6 +9,7 @@ other types (zeros as float32 bias and as int64 ids).
 write_all(folder) writes every model as <folder>/<name>.onnx (the same bytes each time) and returns
 the folder. `python3 exports.py FOLDER` does the same from the shell.
 """
+
 import pathlib
 import sys
 
@@ -65,12 +66,17 @@ def layer_norm_expanded(g, x):
 
 
 def layer_norm_op(g, x):
-    return g.op("LayerNormalization", [x, g.weight([HIDDEN], "ln_g"), g.weight([HIDDEN], "ln_b")], axis=-1, epsilon=1e-12)
+    return g.op(
+        "LayerNormalization", [x, g.weight([HIDDEN], "ln_g"), g.weight([HIDDEN], "ln_b")], axis=-1, epsilon=1e-12
+    )
 
 
 def dim(g, x, i):
     """Dimension i of x as a 1-element int64 tensor (Shape -> Gather scalar -> Unsqueeze)."""
-    return g.op("Unsqueeze", [g.op("Gather", [g.op("Shape", [x]), g.scalar(i, np.int64)], axis=0), g.const(np.array([0], np.int64))])
+    return g.op(
+        "Unsqueeze",
+        [g.op("Gather", [g.op("Shape", [x]), g.scalar(i, np.int64)], axis=0), g.const(np.array([0], np.int64))],
+    )
 
 
 def split_heads(g, x):
@@ -93,12 +99,20 @@ def attention(g, x, mask_add=None, causal_fill=None):
         s = g.op("Where", [mask, s, g.scalar(causal_fill)])
     p = g.op("Softmax", [s], axis=-1)
     o = g.op("Transpose", [g.op("MatMul", [p, v])], perm=[0, 2, 1, 3])
-    merged = g.op("Reshape", [o, g.op("Concat", [dim(g, x, 0), dim(g, x, 1), g.const(np.array([-1], np.int64))], axis=0)])
+    merged = g.op(
+        "Reshape", [o, g.op("Concat", [dim(g, x, 0), dim(g, x, 1), g.const(np.array([-1], np.int64))], axis=0)]
+    )
     return g.op("MatMul", [merged, g.weight([HIDDEN, HIDDEN], "wo")])
 
 
 def gelu_tanh(g, x):
-    inner = g.op("Mul", [g.scalar(np.sqrt(2 / np.pi)), g.op("Add", [x, g.op("Mul", [g.scalar(0.044715), g.op("Pow", [x, g.scalar(3.0)])])])])
+    inner = g.op(
+        "Mul",
+        [
+            g.scalar(np.sqrt(2 / np.pi)),
+            g.op("Add", [x, g.op("Mul", [g.scalar(0.044715), g.op("Pow", [x, g.scalar(3.0)])])]),
+        ],
+    )
     return g.op("Mul", [g.op("Mul", [g.scalar(0.5), x]), g.op("Add", [g.scalar(1.0), g.op("Tanh", [inner])])])
 
 
@@ -119,15 +133,21 @@ def gpt2(seed=1, dynamic=False, fill=float(np.finfo(np.float32).min)):
     g = Graph(seed)
     wte = g.weight([VOCAB, HIDDEN], "wte")
     seq = g.op("Gather", [g.op("Shape", ["input_ids"]), g.scalar(1, np.int64)], axis=0)
-    pos = g.op("Unsqueeze", [g.op("Range", [g.scalar(0, np.int64), seq, g.scalar(1, np.int64)]), g.const(np.array([0], np.int64))])
+    pos = g.op(
+        "Unsqueeze",
+        [g.op("Range", [g.scalar(0, np.int64), seq, g.scalar(1, np.int64)]), g.const(np.array([0], np.int64))],
+    )
     x = g.op("Add", [g.op("Gather", [wte, "input_ids"]), g.op("Gather", [g.weight([SEQ, HIDDEN], "wpe"), pos])])
     for _ in range(LAYERS):
         x = g.op("Add", [x, attention(g, layer_norm_expanded(g, x), causal_fill=fill)])
         x = g.op("Add", [x, mlp(g, layer_norm_expanded(g, x), gelu_tanh)])
     logits = g.op("MatMul", [layer_norm_expanded(g, x), g.op("Transpose", [wte], perm=[1, 0])], "logits")
     ids_shape = ["batch", "seq"] if dynamic else [1, SEQ]
-    return g.model("gpt2_tiny", [helper.make_tensor_value_info("input_ids", TP.INT64, ids_shape)],
-                   [helper.make_tensor_value_info(logits, TP.FLOAT, ids_shape + [VOCAB])])
+    return g.model(
+        "gpt2_tiny",
+        [helper.make_tensor_value_info("input_ids", TP.INT64, ids_shape)],
+        [helper.make_tensor_value_info(logits, TP.FLOAT, ids_shape + [VOCAB])],
+    )
 
 
 def bert(seed=2):
@@ -135,8 +155,13 @@ def bert(seed=2):
     op, additive attention mask from an int64 attention_mask input (Unsqueeze, Cast, Sub, Mul), erf
     GELU, pooler on token 0 (Gather with a scalar index drops a dimension) with Tanh."""
     g = Graph(seed)
-    emb = g.op("Add", [g.op("Gather", [g.weight([VOCAB, HIDDEN], "word"), "input_ids"]),
-                       g.op("Gather", [g.weight([2, HIDDEN], "type"), "token_type_ids"])])
+    emb = g.op(
+        "Add",
+        [
+            g.op("Gather", [g.weight([VOCAB, HIDDEN], "word"), "input_ids"]),
+            g.op("Gather", [g.weight([2, HIDDEN], "type"), "token_type_ids"]),
+        ],
+    )
     x = layer_norm_op(g, g.op("Add", [emb, g.weight([1, SEQ, HIDDEN], "pos")]))
     m = g.op("Cast", [g.op("Unsqueeze", ["attention_mask", g.const(np.array([1, 2], np.int64))])], to=TP.FLOAT)
     mask_add = g.op("Mul", [g.op("Sub", [g.scalar(1.0), m]), g.scalar(-10000.0)])
@@ -144,10 +169,22 @@ def bert(seed=2):
         x = layer_norm_op(g, g.op("Add", [x, attention(g, x, mask_add=mask_add)]))
         x = layer_norm_op(g, g.op("Add", [x, mlp(g, x, gelu_erf)]))
     cls = g.op("Gather", [x, g.scalar(0, np.int64)], axis=1)
-    pooled = g.op("Tanh", [g.op("Add", [g.op("MatMul", [cls, g.weight([HIDDEN, HIDDEN], "pool")]), g.weight([HIDDEN], "pool_b")])], "pooled")
-    ids = [helper.make_tensor_value_info(n, TP.INT64, [1, SEQ]) for n in ("input_ids", "token_type_ids", "attention_mask")]
-    return g.model("bert_tiny", ids, [helper.make_tensor_value_info(x, TP.FLOAT, [1, SEQ, HIDDEN]),
-                                      helper.make_tensor_value_info(pooled, TP.FLOAT, [1, HIDDEN])])
+    pooled = g.op(
+        "Tanh",
+        [g.op("Add", [g.op("MatMul", [cls, g.weight([HIDDEN, HIDDEN], "pool")]), g.weight([HIDDEN], "pool_b")])],
+        "pooled",
+    )
+    ids = [
+        helper.make_tensor_value_info(n, TP.INT64, [1, SEQ]) for n in ("input_ids", "token_type_ids", "attention_mask")
+    ]
+    return g.model(
+        "bert_tiny",
+        ids,
+        [
+            helper.make_tensor_value_info(x, TP.FLOAT, [1, SEQ, HIDDEN]),
+            helper.make_tensor_value_info(pooled, TP.FLOAT, [1, HIDDEN]),
+        ],
+    )
 
 
 def scalars(seed=3):
@@ -158,8 +195,11 @@ def scalars(seed=3):
     s = g.op("Reshape", [g.op("Add", [total, "s"]), g.const(np.zeros([0], np.int64), "empty_shape")])
     v = g.op("Expand", [g.op("Mul", [s, g.scalar(0.5)]), g.const(np.array([4], np.int64))])
     y = g.op("Add", ["x", v], "y")
-    return g.model("scalars", [helper.make_tensor_value_info("x", TP.FLOAT, [4]), helper.make_tensor_value_info("s", TP.FLOAT, [])],
-                   [helper.make_tensor_value_info(y, TP.FLOAT, [4]), helper.make_tensor_value_info(s, TP.FLOAT, [])])
+    return g.model(
+        "scalars",
+        [helper.make_tensor_value_info("x", TP.FLOAT, [4]), helper.make_tensor_value_info("s", TP.FLOAT, [])],
+        [helper.make_tensor_value_info(y, TP.FLOAT, [4]), helper.make_tensor_value_info(s, TP.FLOAT, [])],
+    )
 
 
 def equal_bytes(seed=4):
@@ -168,8 +208,11 @@ def equal_bytes(seed=4):
     g = Graph(seed)
     b = g.op("Add", ["x", g.const(np.zeros([1024], np.float32), "zero_bias")])
     picked = g.op("Gather", [b, g.const(np.zeros([512], np.int64), "zero_ids")], axis=0, base="y")
-    return g.model("equal_bytes", [helper.make_tensor_value_info("x", TP.FLOAT, [1024])],
-                   [helper.make_tensor_value_info(picked, TP.FLOAT, [512])])
+    return g.model(
+        "equal_bytes",
+        [helper.make_tensor_value_info("x", TP.FLOAT, [1024])],
+        [helper.make_tensor_value_info(picked, TP.FLOAT, [512])],
+    )
 
 
 MODELS = {

@@ -12,6 +12,7 @@ Deterministic handling of what can go wrong (the same input gives the same calls
     (min = opt = max), as a minimal real application would do.
 Exit 0 means an engine was written to --out. The first stdout line says whether parsing succeeded.
 """
+
 import argparse
 import os
 import sys
@@ -37,9 +38,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model", help="the .onnx file")
     ap.add_argument("--out", required=True, help="the engine file to write")
-    ap.add_argument("--heap-shift", type=int, default=0,
-                    help="hold a malloc'd block of this many bytes during the build: another heap layout "
-                         "for the same build (the corpus runner's nondeterminism check; issue 12)")
+    ap.add_argument(
+        "--heap-shift",
+        type=int,
+        default=0,
+        help="hold a malloc'd block of this many bytes during the build: another heap layout "
+        "for the same build (the corpus runner's nondeterminism check; issue 12)",
+    )
     args = ap.parse_args()
     shift = bytearray(args.heap_shift)  # > 512 bytes: from malloc's heap, not Python's arenas  # noqa: F841
 

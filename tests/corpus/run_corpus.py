@@ -30,6 +30,7 @@ any path or tool has a defect outcome; the markdown has one table per path and t
   run_corpus.py [--sample tests/corpus/sample.txt] [--jobs N] [--out DIR] [--md docs/corpus.md]
                 [--paths ours,nvidia] [--tools all|none|export,strip,...] [--reduce-timeout S]
 """
+
 import argparse
 import concurrent.futures
 import json
@@ -133,8 +134,10 @@ class Network:
     def capture(self):
         """The app under our shim (once): work/ours.trtrace and work/ours-app.engine."""
         if self._capture is None:
-            self._capture = self.app(self.work / "ours-app.engine",
-                                     {"LD_PRELOAD": str(SHIM), "TRT_SHIM_OUTPUT_FILE": str(self.work / "ours.trtrace")})
+            self._capture = self.app(
+                self.work / "ours-app.engine",
+                {"LD_PRELOAD": str(SHIM), "TRT_SHIM_OUTPUT_FILE": str(self.work / "ours.trtrace")},
+            )
         return self._capture
 
     def app(self, engine, env=None, heap_shift=0):
@@ -145,8 +148,19 @@ class Network:
         return Step(cmd + ["--out", engine, "--heap-shift", str(heap_shift)], env, self.timeout)
 
     def player(self, trace, engine, *extra, env=None):
-        return self.tool(BIN / "tensorrt_player", "-j", trace, "-o", engine, "--lib", nv.setting("TRTRACE_TRT_LIB"),
-                         "--json", "-q", *extra, env=env)
+        return self.tool(
+            BIN / "tensorrt_player",
+            "-j",
+            trace,
+            "-o",
+            engine,
+            "--lib",
+            nv.setting("TRTRACE_TRT_LIB"),
+            "--json",
+            "-q",
+            *extra,
+            env=env,
+        )
 
     def confirm_nondeterminism(self, trace=None, play_engine=None):
         """A reason when a second build shows the library's own nondeterminism, else None. The
@@ -159,8 +173,10 @@ class Network:
                 again = self.work / "app-again.engine"
                 self.app(again, {"TRTRACE_CORPUS_PAD": "x" * n}, heap_shift=HEAP_SHIFTS[PADS.index(n)])
                 if read(again) != read(self.work / "app.engine"):
-                    self._confirmed = (f"app alone built again (environment +{n} bytes, heap shifted by "
-                                       f"{HEAP_SHIFTS[PADS.index(n)]} bytes): different bytes")
+                    self._confirmed = (
+                        f"app alone built again (environment +{n} bytes, heap shifted by "
+                        f"{HEAP_SHIFTS[PADS.index(n)]} bytes): different bytes"
+                    )
                     break
         if not self._confirmed and trace is not None:
             for n in PADS:
@@ -209,7 +225,10 @@ class Network:
         built_ok = reference is not None
         if play.rc == 3:
             if built_ok:
-                return {"outcome": "build-fails-on-replay", "reason": f"{ref_name} built; player: {play.first_error() if play.err.strip() else play.out.strip()[:200]}"}
+                return {
+                    "outcome": "build-fails-on-replay",
+                    "reason": f"{ref_name} built; player: {play.first_error() if play.err.strip() else play.out.strip()[:200]}",
+                }
             return {"outcome": "failure-reproduced"}
         if play.rc == 1:
             return defect("player-rejects", play)
@@ -222,24 +241,38 @@ class Network:
         if play.rc not in (0, 4):
             return defect("player-fails", play)
         if not built_ok:
-            return {"outcome": "failure-not-reproduced", "reason": f"the app's build failed; the player built an engine (exit {play.rc})"}
+            return {
+                "outcome": "failure-not-reproduced",
+                "reason": f"the app's build failed; the player built an engine (exit {play.rc})",
+            }
         if read(play_engine) == reference and play.rc == 0:
             return {"outcome": "replay-identical"}
         why = self.confirm_nondeterminism(trace, play_engine)
         if why:
             return {"outcome": "differs", "reason": why}
-        return {"outcome": "engine-differs", "reason": f"player engine != {ref_name} (player exit {play.rc}); second builds identical"}
+        return {
+            "outcome": "engine-differs",
+            "reason": f"player engine != {ref_name} (player exit {play.rc}); second builds identical",
+        }
 
     def ours(self):
-        trace, cap_engine, play_engine = self.work / "ours.trtrace", self.work / "ours-app.engine", self.work / "ours-play.engine"
+        trace, cap_engine, play_engine = (
+            self.work / "ours.trtrace",
+            self.work / "ours-app.engine",
+            self.work / "ours-play.engine",
+        )
         cap = self.capture()
         if cap.crashed() or cap.rc != self.alone.rc:
             return defect("capture-changes-app", cap, "app under our shim") | {
-                "reason": f"app alone exit {self.alone.rc}, under our shim exit {cap.rc}: {cap.first_error()}"}
+                "reason": f"app alone exit {self.alone.rc}, under our shim exit {cap.rc}: {cap.first_error()}"
+            }
         if read(cap_engine) != read(self.work / "app.engine"):
             why = self.confirm_nondeterminism() or self.confirm_under_shim(cap_engine)
             if not why:
-                return {"outcome": "capture-changes-engine", "reason": "the app's engine under our shim differs from the app alone's; second build identical"}
+                return {
+                    "outcome": "capture-changes-engine",
+                    "reason": "the app's engine under our shim differs from the app alone's; second build identical",
+                }
         if not trace.exists():
             return {"outcome": "no-trace", "reason": cap.first_error()}
         bad = self.check_trace(trace)
@@ -254,9 +287,11 @@ class Network:
         env = nv.shim_env(cap_json, base={})
         cap = self.app(nv_engine, env)
         if cap.crashed() or cap.rc != self.alone.rc or not cap_json.exists():
-            return {"outcome": "nvidia-shim-crash",
-                    "reason": f"app alone exit {self.alone.rc}, under NVIDIA's shim exit {cap.rc}"
-                              f"{'' if cap_json.exists() else ', no JSON'}: {cap.first_error()}"}
+            return {
+                "outcome": "nvidia-shim-crash",
+                "reason": f"app alone exit {self.alone.rc}, under NVIDIA's shim exit {cap.rc}"
+                f"{'' if cap_json.exists() else ', no JSON'}: {cap.first_error()}",
+            }
         c = self.tool(BIN / "trtrace", "convert", "-q", cap_json, conv)
         if c.rc != 0:
             return defect("convert-fails", c)
@@ -314,14 +349,18 @@ TOOL_REPRO = {
 def repro(result, column, out):
     """Commands that reproduce one network's path or tool by hand (for docs/corpus.md and findings)."""
     w = pathlib.Path(out) / "work" / result["source"] / result["name"]
-    capture = (f"LD_PRELOAD=build/lib/libtensorrt_shim.so TRT_SHIM_OUTPUT_FILE=t.trtrace python tests/corpus/onnx_app.py "
-               f"{result['model']} --out e.engine")
+    capture = (
+        f"LD_PRELOAD=build/lib/libtensorrt_shim.so TRT_SHIM_OUTPUT_FILE=t.trtrace python tests/corpus/onnx_app.py "
+        f"{result['model']} --out e.engine"
+    )
     if column == "ours":
         return f"{capture} && trtrace verify t.trtrace && tensorrt_player -j t.trtrace -o p.engine --check  # kept: {w}"
     if column in TOOL_REPRO:
         return f"{capture}; {TOOL_REPRO[column]}  # kept: {w}"
-    return (f"python tests/nvidia_capture.py --out nv.json -- tests/corpus/onnx_app.py {result['model']} --out e.engine && "
-            f"trtrace convert nv.json nv.trtrace && tensorrt_player -j nv.trtrace -o p.engine  # kept: {w}")
+    return (
+        f"python tests/nvidia_capture.py --out nv.json -- tests/corpus/onnx_app.py {result['model']} --out e.engine && "
+        f"trtrace convert nv.json nv.trtrace && tensorrt_player -j nv.trtrace -o p.engine  # kept: {w}"
+    )
 
 
 def summary_table(results, column):
@@ -333,35 +372,49 @@ def summary_table(results, column):
         sel = [r for r in results if s in ("all", r["source"])]
         counts = [sum(r[column]["outcome"] == o for r in sel) for o in outcomes]
         bad = sum(is_defect(r, column) for r in sel)
-        rows.append(f"| {'**all**' if s == 'all' else s} | " + " | ".join(str(c) for c in counts) + f" | {len(sel)} | {bad} |")
+        rows.append(
+            f"| {'**all**' if s == 'all' else s} | " + " | ".join(str(c) for c in counts) + f" | {len(sel)} | {bad} |"
+        )
     return rows
 
 
-INTRO = ("Generated by `make corpus` (tests/corpus/run_corpus.py and tests/corpus/corpus_tools.py, whose docstrings "
-         "define the outcomes). Each network is parsed and built on the CPU by tests/corpus/onnx_app.py: alone, under our "
-         "shim (then `trtrace verify`, UNSUPPORTED records counted, `tensorrt_player --check`) and under NVIDIA's "
-         "shim (then `trtrace convert`, `verify`, `tensorrt_player`); engines are compared byte for byte. "
-         "When parsing fails the app still builds what the parser left, so the capture ends in a build "
-         "whose outcome the replay must reproduce. Then every tool runs on our capture: export (build.py "
-         "rebuilds the app's engine or its failure), strip (replays), extract (each network's engine), diff "
-         "(equivalent to the trace's NVIDIA JSON round trip and to NVIDIA's capture converted), the Python API "
-         "(agrees with `trtrace verify`, reads every weight) and reduce (where the build fails: the same failure, "
-         "no more layers).")
+INTRO = (
+    "Generated by `make corpus` (tests/corpus/run_corpus.py and tests/corpus/corpus_tools.py, whose docstrings "
+    "define the outcomes). Each network is parsed and built on the CPU by tests/corpus/onnx_app.py: alone, under our "
+    "shim (then `trtrace verify`, UNSUPPORTED records counted, `tensorrt_player --check`) and under NVIDIA's "
+    "shim (then `trtrace convert`, `verify`, `tensorrt_player`); engines are compared byte for byte. "
+    "When parsing fails the app still builds what the parser left, so the capture ends in a build "
+    "whose outcome the replay must reproduce. Then every tool runs on our capture: export (build.py "
+    "rebuilds the app's engine or its failure), strip (replays), extract (each network's engine), diff "
+    "(equivalent to the trace's NVIDIA JSON round trip and to NVIDIA's capture converted), the Python API "
+    "(agrees with `trtrace verify`, reads every weight) and reduce (where the build fails: the same failure, "
+    "no more layers)."
+)
 
 
 def markdown(results, columns, meta):
     bad = {c: sum(is_defect(r, c) for r in results) for c in columns}
-    lines = ["# Corpus: capture, replay and every tool on real ONNX networks", "", INTRO, "",
-             f"{meta['networks']} networks, {meta['jobs']} workers, {meta['seconds']:.0f} s wall; "
-             f"trtrace {meta['commit']} ({meta['build']}), library {meta['library']}; {meta['date']}.", "",
-             "Defects: " + ", ".join(f"{c} {bad[c]}" for c in columns) + ".", ""]
+    lines = [
+        "# Corpus: capture, replay and every tool on real ONNX networks",
+        "",
+        INTRO,
+        "",
+        f"{meta['networks']} networks, {meta['jobs']} workers, {meta['seconds']:.0f} s wall; "
+        f"trtrace {meta['commit']} ({meta['build']}), library {meta['library']}; {meta['date']}.",
+        "",
+        "Defects: " + ", ".join(f"{c} {bad[c]}" for c in columns) + ".",
+        "",
+    ]
     for c in columns:
         kind = "Path" if c in PATHS else "Tool"
         lines += [f"## {kind} `{c}`", "", "Not defects: " + ", ".join(ok_outcomes(c)) + ".", ""]
         lines += summary_table(results, c) + [""]
         spent = sorted((r[c].get("seconds", 0.0), f"{r['source']}/{r['name']}") for r in results)
         if spent:
-            lines += [f"Time: {sum(t for t, _ in spent):.0f} s in all, the longest {spent[-1][0]:.0f} s ({spent[-1][1]}).", ""]
+            lines += [
+                f"Time: {sum(t for t, _ in spent):.0f} s in all, the longest {spent[-1][0]:.0f} s ({spent[-1][1]}).",
+                "",
+            ]
     lines += ["## Networks not OK", "", "| network | path or tool | outcome | reason |", "|---|---|---|---|"]
     for r in results:
         for c in columns:
@@ -386,8 +439,19 @@ def write_atomic(path, text):
         raise
 
 
-def run(nets, out, jobs, paths=PATHS, timeout=300, keep=False, progress=print, on_result=None, tools=(),
-        reduce_timeout=REDUCE_TIMEOUT, tools_on=None):
+def run(
+    nets,
+    out,
+    jobs,
+    paths=PATHS,
+    timeout=300,
+    keep=False,
+    progress=print,
+    on_result=None,
+    tools=(),
+    reduce_timeout=REDUCE_TIMEOUT,
+    tools_on=None,
+):
     """Runs every network (the tools only on those in `tools_on`, a set of (source, name); None: all);
     returns the results in `nets` order."""
     out = pathlib.Path(out)
@@ -403,8 +467,11 @@ def run(nets, out, jobs, paths=PATHS, timeout=300, keep=False, progress=print, o
         with lock:
             done[0] += 1
             results[(source, name)] = r
-            progress(f"[{done[0]:4d}/{len(nets)}] {source}/{name}: " + ", ".join(f"{c} {r[c]['outcome']}" for c in columns)
-                     + f" ({r['seconds']:.1f} s)")
+            progress(
+                f"[{done[0]:4d}/{len(nets)}] {source}/{name}: "
+                + ", ".join(f"{c} {r[c]['outcome']}" for c in columns)
+                + f" ({r['seconds']:.1f} s)"
+            )
             if on_result:
                 on_result([results[(s, nm)] for s, nm, _ in nets if (s, nm) in results])
         return r
@@ -426,21 +493,36 @@ def select(nets, sample_file):
 
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=pathlib.Path, default=None, help="onnx backend test data (default: $TRTRACE_ONNX_DATA)")
+    ap.add_argument(
+        "--data", type=pathlib.Path, default=None, help="onnx backend test data (default: $TRTRACE_ONNX_DATA)"
+    )
     ap.add_argument("--out", type=pathlib.Path, default=BUILD / "corpus", help="work folder and results.json")
     ap.add_argument("--jobs", type=int, default=os.cpu_count())
     ap.add_argument("--sample", help="only the networks listed in this file (source/name per line)")
     ap.add_argument("--match", help="only networks whose source/name contains this text")
     ap.add_argument("--paths", default=",".join(PATHS), help="ours, nvidia, both (comma-separated) or none")
-    ap.add_argument("--tools", default="all", help="the tools run on our capture: all, none, or some of "
-                    + ",".join(corpus_tools.TOOLS) + " (comma-separated)")
+    ap.add_argument(
+        "--tools",
+        default="all",
+        help="the tools run on our capture: all, none, or some of "
+        + ",".join(corpus_tools.TOOLS)
+        + " (comma-separated)",
+    )
     ap.add_argument("--timeout", type=int, default=300, help="seconds per step")
-    ap.add_argument("--reduce-timeout", type=int, default=REDUCE_TIMEOUT,
-                    help="seconds one network's `trtrace reduce` may search (then outcome reduce-timeout)")
+    ap.add_argument(
+        "--reduce-timeout",
+        type=int,
+        default=REDUCE_TIMEOUT,
+        help="seconds one network's `trtrace reduce` may search (then outcome reduce-timeout)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep every network's files, not only failed ones")
     ap.add_argument("--md", help="also write the markdown table here (e.g. docs/corpus.md)")
-    ap.add_argument("--retry", type=pathlib.Path, help="a results.json: run again only its networks that were not "
-                    "clean (e.g. replay-identical, failure-reproduced) on every path and tool, keep the others' results")
+    ap.add_argument(
+        "--retry",
+        type=pathlib.Path,
+        help="a results.json: run again only its networks that were not "
+        "clean (e.g. replay-identical, failure-reproduced) on every path and tool, keep the others' results",
+    )
     ap.add_argument("--outcomes", help="with --retry: only networks with one of these outcomes (comma-separated)")
     args = ap.parse_args()
     args.paths = choose(ap, args.paths, PATHS, "--paths")
@@ -461,8 +543,11 @@ def retry_split(nets, results_json, columns, outcomes):
     """(networks to run again, {(source, name): kept result}) for --retry."""
     prev = json.loads(results_json.read_text())["results"]
     want = set(outcomes.split(",")) if outcomes else None
-    clean = {(r["source"], r["name"]) for r in prev
-             if all(c in r and (is_clean(r, c) or want and r[c]["outcome"] not in want) for c in columns)}
+    clean = {
+        (r["source"], r["name"])
+        for r in prev
+        if all(c in r and (is_clean(r, c) or want and r[c]["outcome"] not in want) for c in columns)
+    }
     nets = [n for n in nets if (n[0], n[1]) not in clean]
     rerun = {(n[0], n[1]) for n in nets}
     return nets, {(r["source"], r["name"]): r for r in prev if (r["source"], r["name"]) not in rerun}
@@ -471,6 +556,7 @@ def retry_split(nets, results_json, columns, outcomes):
 def main():
     args = parse_args()
     import exports  # tests/corpus/exports.py: our own transformer-style networks
+
     data = args.data or data_dir()
     if not (data / "node").is_dir():
         print(f"run_corpus: {data}: no onnx backend test data (run tools/setup.sh)", file=sys.stderr)
@@ -491,10 +577,20 @@ def main():
     if args.retry:
         nets, kept = retry_split(nets, args.retry, columns, args.outcomes)
     t0 = time.time()
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    meta = {"networks": len(nets), "jobs": args.jobs, "library": nv.setting("TRTRACE_TRT_LIB"),
-            "build": str(BUILD), "commit": commit or "unknown", "paths": paths, "tools": args.tools,
-            "date": time.strftime("%Y-%m-%d"), "seconds": 0.0}
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    meta = {
+        "networks": len(nets),
+        "jobs": args.jobs,
+        "library": nv.setting("TRTRACE_TRT_LIB"),
+        "build": str(BUILD),
+        "commit": commit or "unknown",
+        "paths": paths,
+        "tools": args.tools,
+        "date": time.strftime("%Y-%m-%d"),
+        "seconds": 0.0,
+    }
 
     order = {(s, n): i for i, (s, n, _) in enumerate(discover(data, own, torch))}
 
@@ -503,18 +599,33 @@ def main():
 
     def save(results):
         meta["seconds"] = time.time() - t0
-        write_atomic(args.out / "results.json", json.dumps({"meta": meta | {"done": len(results)}, "results": merged(results)}, indent=1))
+        write_atomic(
+            args.out / "results.json",
+            json.dumps({"meta": meta | {"done": len(results)}, "results": merged(results)}, indent=1),
+        )
 
-    fresh = run(nets, args.out, args.jobs, paths, args.timeout, args.keep, on_result=save, tools=args.tools,
-                reduce_timeout=args.reduce_timeout)
+    fresh = run(
+        nets,
+        args.out,
+        args.jobs,
+        paths,
+        args.timeout,
+        args.keep,
+        on_result=save,
+        tools=args.tools,
+        reduce_timeout=args.reduce_timeout,
+    )
     results = merged(fresh)
     meta["networks"] = len(results)
     save(fresh)
     if args.md:
         write_atomic(args.md, markdown(results, columns, meta))
     defects = {c: sum(is_defect(r, c) for r in results) for c in columns}
-    print(f"run_corpus: {len(results)} networks, {sum(defects.values())} defect outcomes ("
-          + ", ".join(f"{c} {n}" for c, n in defects.items()) + f"); {args.out / 'results.json'}")
+    print(
+        f"run_corpus: {len(results)} networks, {sum(defects.values())} defect outcomes ("
+        + ", ".join(f"{c} {n}" for c, n in defects.items())
+        + f"); {args.out / 'results.json'}"
+    )
     return 1 if any(defects.values()) else 0
 
 

@@ -1,4 +1,5 @@
 """The corpus runner's child processes and how a failed one is named (run_corpus.py, corpus_tools.py)."""
+
 import errno
 import os
 import pathlib
@@ -42,8 +43,15 @@ class Step:
         moment (EACCES, ETXTBSY, ENOENT, ENOEXEC): that is tried again, a few seconds apart, before it counts."""
         for attempt in range(tries):
             try:
-                return subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True, errors="replace", env=env, start_new_session=True)
+                return subprocess.Popen(
+                    [str(c) for c in cmd],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    errors="replace",
+                    env=env,
+                    start_new_session=True,
+                )
             except OSError as e:
                 if attempt + 1 == tries or e.errno not in (errno.EACCES, errno.ETXTBSY, errno.ENOENT, errno.ENOEXEC):
                     raise
