@@ -129,3 +129,16 @@ def cpp_app(*args, env, **kw):
     e = dict(os.environ)
     e.update(env)
     return subprocess.run([str(BIN / "cpp_app"), *map(str, args)], capture_output=True, text=True, env=e, **kw)
+
+
+def assert_same_engines(replayed, app, threaded=False):
+    """Each replayed engine file equals the app's of the same index. With `threaded`, the app's
+    threads create their networks in an order the scheduler picks: the trace numbers networks in
+    creation order (as NVIDIA's shim does), the app by thread, so only the multiset of engines is
+    the same."""
+    got, want = [p.read_bytes() for p in replayed], [p.read_bytes() for p in app]
+    if threaded:
+        got, want = sorted(got), sorted(want)
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g == w, f"{replayed[i].name}: replay differs from the app's engine"

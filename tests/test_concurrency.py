@@ -14,7 +14,19 @@ import subprocess
 
 import pytest
 
-from conftest import BIN, ROOT, SHIM, cpp_app, drop_in_dir, play, run_app, trt_lib, trtrace, no_fork_under_asan
+from conftest import (
+    BIN,
+    ROOT,
+    SHIM,
+    assert_same_engines,
+    cpp_app,
+    drop_in_dir,
+    play,
+    run_app,
+    trt_lib,
+    trtrace,
+    no_fork_under_asan,
+)
 
 
 def info(trace):
@@ -47,9 +59,9 @@ def test_builder_threads_under_each_flush_policy(tmp, flag):
     if flag == "TRT_SHIM_FLUSH_AFTER_EVERY_CALL":
         assert s["segments"] == s["calls"]
     replays_identical(trace, tmp / "replay.engine", 4)
-    # Networks are numbered in creation order, which the threads decide: compare as sets.
-    replayed = sorted((tmp / f"replay.engine{i}").read_bytes() for i in range(4))
-    assert replayed == sorted((tmp / f"ref.engine{i}").read_bytes() for i in range(4))
+    assert_same_engines(
+        [tmp / f"replay.engine{i}" for i in range(4)], [tmp / f"ref.engine{i}" for i in range(4)], threaded=True
+    )
 
 
 @no_fork_under_asan

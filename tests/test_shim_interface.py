@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import APPS, PLAYER, ROOT, SHIM, trt_lib_dir
+from conftest import APPS, PLAYER, ROOT, SHIM, assert_same_engines, trt_lib_dir
 
 REAL = trt_lib_dir() / "libtensorrt_rtx.so.1"
 
@@ -159,8 +159,9 @@ def test_force_single_thread_api_captures_threaded_builds(tmp_path):
         text=True,
     )
     assert r.returncode == 0, r.stderr
-    for i in range(3):
-        assert (tmp_path / f"r.engine{i}").read_bytes() == (tmp_path / f"e.engine{i}").read_bytes()
+    assert_same_engines(
+        [tmp_path / f"r.engine{i}" for i in range(3)], [tmp_path / f"e.engine{i}" for i in range(3)], threaded=True
+    )
 
 
 def chosen_lines(stderr):

@@ -11,7 +11,7 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 # --- Debian packages ---------------------------------------------------------------------------
 apt_pkgs=(cmake g++ make pkg-config python3-venv libflatbuffers-dev flatbuffers-compiler
           libzstd-dev libxxhash-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-          libsimdjson-dev clang libclang-rt-14-dev time
+          libsimdjson-dev clang libclang-rt-14-dev time clang-format
           libcurl4-openssl-dev libssl-dev          # registry/: push and pull (HTTP, TLS, SHA-256)
           docker-registry apache2-utils openssl)   # tests/test_registry.py: the registry, htpasswd, a certificate
 missing=()

@@ -1,0 +1,37 @@
+"""The tree stays formatted as it was formatted once (issue 26): C++ by .clang-format, Python by
+ruff (pyproject.toml [tool.ruff]; lint and format). A change that is not formatted fails here with
+the command that formats it."""
+
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import ROOT
+
+RUFF = ROOT / ".deps" / "venv" / "bin" / "ruff"  # pinned in tools/requirements.txt
+CLANG_FORMAT = shutil.which("clang-format")  # Debian's, installed by tools/setup.sh
+
+
+def tracked(*patterns):
+    out = subprocess.run(["git", "ls-files", *patterns], cwd=ROOT, capture_output=True, text=True)
+    if out.returncode != 0:
+        pytest.skip("not a git checkout")
+    return [f for f in out.stdout.splitlines() if f]
+
+
+@pytest.mark.parametrize("args", [["check", "-q"], ["format", "--check", "-q"]], ids=["lint", "format"])
+def test_python_is_ruff_clean(args):
+    ruff = RUFF if RUFF.exists() else shutil.which("ruff")
+    assert ruff, "ruff is missing: bash tools/setup.sh installs it"
+    p = subprocess.run([str(ruff), *args, "."], cwd=ROOT, capture_output=True, text=True)
+    fix = "check --fix" if args[0] == "check" else "format"
+    assert p.returncode == 0, f"{p.stdout}{p.stderr}\nfix: .deps/venv/bin/ruff {fix} ."
+
+
+def test_cpp_is_clang_formatted():
+    assert CLANG_FORMAT, "clang-format is missing: bash tools/setup.sh installs it"
+    sources = tracked("*.cpp", "*.h", "*.cc")
+    p = subprocess.run([CLANG_FORMAT, "--dry-run", "-Werror", *sources], cwd=ROOT, capture_output=True, text=True)
+    bad = sorted({line.split(":")[0] for line in p.stderr.splitlines() if ": error:" in line})
+    assert p.returncode == 0 and not bad, f"not formatted: {bad}\nfix: clang-format -i {' '.join(bad)}"
