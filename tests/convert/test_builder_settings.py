@@ -18,15 +18,11 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(os.environ.get("TRTRACE_ROOT", pathlib.Path(__file__).resolve().parents[2]))
-BUILD = pathlib.Path(os.environ.get("TRTRACE_BUILD", ROOT / "build"))
-BIN = pathlib.Path(os.environ.get("TRTRACE_BIN", BUILD / "bin"))
-APP = ROOT / "tests" / "apps" / "builder_settings.py"
 sys.path.insert(0, str(ROOT / "tests"))
 import nvidia_capture as nv  # noqa: E402
+from conftest import APPS, PLAYER, TRTRACE, capture, run_app  # noqa: E402
 
-TRTRACE = BIN / "trtrace"
-PLAYER = BIN / "tensorrt_player"
-SHIM = BUILD / "lib" / "libtensorrt_shim.so"
+APP = APPS / "builder_settings.py"
 
 # Setters of the spec the app does not call, each with why it cannot be part of a CPU-only build.
 NOT_CALLED = {
@@ -66,16 +62,14 @@ def python_setters():
 def captures(tmp_path_factory):
     """The app alone, under our shim (trace + JSON+BIN), and under NVIDIA's shim (when installed)."""
     d = tmp_path_factory.mktemp("settings")
-    app = run([sys.executable, APP, "--out", d / "app.engine"])
-    assert app.returncode == 0, app.stdout + app.stderr
-    env = dict(
-        os.environ,
-        LD_PRELOAD=str(SHIM),
-        TRT_SHIM_OUTPUT_FILE=str(d / "ours.trtrace"),
-        TRT_SHIM_OUTPUT_JSON_FILE=str(d / "ours.json"),
+    run_app(APP.name, "--out", d / "app.engine")
+    capture(
+        APP.name,
+        d / "ours.trtrace",
+        "--out",
+        d / "ours.engine",
+        env={"TRT_SHIM_OUTPUT_JSON_FILE": str(d / "ours.json")},
     )
-    ours = run([sys.executable, APP, "--out", d / "ours.engine"], env=env)
-    assert ours.returncode == 0, ours.stdout + ours.stderr
     caps = {"dir": d, "engine": (d / "app.engine").read_bytes()}
     assert (d / "ours.engine").read_bytes() == caps["engine"]
     if nv.available():

@@ -16,15 +16,12 @@ import numpy as np
 import pytest
 
 ROOT = pathlib.Path(os.environ.get("TRTRACE_ROOT", pathlib.Path(__file__).resolve().parents[2]))
-BUILD = pathlib.Path(os.environ.get("TRTRACE_BUILD", ROOT / "build"))
-BIN = pathlib.Path(os.environ.get("TRTRACE_BIN", BUILD / "bin"))
-APP = ROOT / "tests" / "apps" / "nonfinite_constant.py"
 sys.path.insert(0, str(ROOT / "tests"))
 import nvidia_capture as nv  # noqa: E402
+import conftest  # noqa: E402
+from conftest import APPS, PLAYER, SHIM, TRTRACE, run_app  # noqa: E402
 
-TRTRACE = BIN / "trtrace"
-PLAYER = BIN / "tensorrt_player"
-SHIM = BUILD / "lib" / "libtensorrt_shim.so"
+APP = APPS / "nonfinite_constant.py"
 VALUES = [-np.inf, np.inf, np.nan, 1.0]
 
 
@@ -42,16 +39,14 @@ def has_null(v):
 def capture(tmp_path_factory):
     """The app's engine; our shim's trace and JSON+BIN of it; `trtrace convert` of the trace to JSON."""
     d = tmp_path_factory.mktemp("nonfinite")
-    app = run([sys.executable, APP, "--out", d / "app.engine"])
-    assert app.returncode == 0, app.stdout + app.stderr
-    env = dict(
-        os.environ,
-        LD_PRELOAD=str(SHIM),
-        TRT_SHIM_OUTPUT_FILE=str(d / "ours.trtrace"),
-        TRT_SHIM_OUTPUT_JSON_FILE=str(d / "shim.json"),
+    run_app(APP.name, "--out", d / "app.engine")
+    ours = conftest.capture(
+        APP.name,
+        d / "ours.trtrace",
+        "--out",
+        d / "ours.engine",
+        env={"TRT_SHIM_OUTPUT_JSON_FILE": str(d / "shim.json")},
     )
-    ours = run([sys.executable, APP, "--out", d / "ours.engine"], env=env)
-    assert ours.returncode == 0, ours.stdout + ours.stderr
     assert "warning" not in ours.stderr, ours.stderr
     r = run([TRTRACE, "convert", d / "ours.trtrace", d / "convert.json"])
     assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
