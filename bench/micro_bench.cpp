@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_calls.h"
 #include "internal.h"
 #include "trtrace/hash.h"
 #include "trtrace/reader.h"
@@ -169,18 +170,7 @@ HeaderInfo header() {
   return h;
 }
 
-// A typical network-build call: addConvolutionNd(input, nbOutputMaps, kernelSize, weights) -> layer.
-void encodeOne(Writer& w, uint64_t i) {
-  static const int64_t dims[] = {64, 3, 3, 3};
-  static const BlobRef ref{{1, 2}, 4096};
-  w.beginCall(1, 0x1000 + i, 1)
-      .argHandle(0x2000)
-      .argI64(64)
-      .argDims(dims)
-      .argWeightsBlob(0, 1024, ref)
-      .retHandle(0x3000 + i)
-      .endCall();
-}
+const BlobRef kWeightsRef{{1, 2}, 4096};
 
 void BM_EncodeCalls(benchmark::State& state) {
   auto path = tmpPath("enc");
@@ -189,7 +179,7 @@ void BM_EncodeCalls(benchmark::State& state) {
   o.flush = FlushPolicy::AtClose;
   auto w = Writer::create(o, header());
   uint64_t i = 0;
-  for (auto _ : state) encodeOne(*w, i++);
+  for (auto _ : state) bench::encodeConvCall(*w, i++, kWeightsRef);
   w->close();
   const double bytesPerCall = double(std::filesystem::file_size(path)) / double(i);
   state.counters["bytes_per_call"] = bytesPerCall;
@@ -206,22 +196,13 @@ void BM_DecodeCalls(benchmark::State& state) {
     o.path = path;
     o.flush = FlushPolicy::AtClose;
     auto w = Writer::create(o, header());
-    for (uint64_t i = 0; i < n; ++i) encodeOne(*w, i);
+    for (uint64_t i = 0; i < n; ++i) bench::encodeConvCall(*w, i, kWeightsRef);
     w->close();
   }
   const double bytesPerCall = double(std::filesystem::file_size(path)) / double(n);
   auto r = Reader::open(path);
   uint64_t calls = 0;
-  for (auto _ : state) {
-    int64_t sum = 0;
-    r->forEachCall([&](const CallView& c) {
-      sum += c.arg(1).asI64() + int64_t(c.arg(2).ints().size()) + int64_t(c.arg(3).blob().length) +
-             int64_t(c.ret()->asU64());
-      ++calls;
-      return true;
-    });
-    benchmark::DoNotOptimize(sum);
-  }
+  for (auto _ : state) calls += bench::decodeConvCalls(*r);
   state.counters["bytes_per_call"] = bytesPerCall;
   state.SetItemsProcessed(int64_t(calls));
   state.SetBytesProcessed(int64_t(double(calls) * bytesPerCall));

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_calls.h"
 #include "trtrace/reader.h"
 #include "trtrace/writer.h"
 
@@ -104,15 +105,7 @@ std::string makeTrace(bool close, uint64_t calls, uint64_t blobs) {
   auto& pool = randomPool();
   std::vector<BlobRef> refs;
   for (uint64_t i = 0; i < blobs; ++i) refs.push_back(w->putBlob(pool.data() + i * 64, 4096));
-  const int64_t dims[] = {64, 3, 3, 3};
-  for (uint64_t i = 0; i < calls; ++i)
-    w->beginCall(1, 0x1000 + i, 1)
-        .argHandle(0x2000)
-        .argI64(64)
-        .argDims(dims)
-        .argWeightsBlob(0, 1024, refs[i % refs.size()])
-        .retHandle(0x3000 + i)
-        .endCall();
+  for (uint64_t i = 0; i < calls; ++i) bench::encodeConvCall(*w, i, refs[i % refs.size()]);
   w->drainBlobs();
   w->flush();
   if (close)
@@ -140,19 +133,9 @@ void BM_EncodeCalls(benchmark::State& state) {
   o.path = path;
   o.flush = FlushPolicy::AtClose;
   auto w = Writer::create(o, header());
-  const int64_t dims[] = {64, 3, 3, 3};
-  BlobRef ref{{1, 2}, 4096};
+  const BlobRef ref{{1, 2}, 4096};
   uint64_t i = 0;
-  for (auto _ : state) {
-    w->beginCall(1, 0x1000 + i, 1)
-        .argHandle(0x2000)
-        .argI64(64)
-        .argDims(dims)
-        .argWeightsBlob(0, 1024, ref)
-        .retHandle(0x3000 + i)
-        .endCall();
-    ++i;
-  }
+  for (auto _ : state) bench::encodeConvCall(*w, i++, ref);
   state.SetItemsProcessed(int64_t(state.iterations()));
   w->close();
   std::filesystem::remove(path);
@@ -162,16 +145,7 @@ void BM_DecodeCalls(benchmark::State& state) {
   auto path = makeTrace(true, 100000, 16);
   auto r = Reader::open(path);
   uint64_t n = 0;
-  for (auto _ : state) {
-    int64_t sum = 0;
-    r->forEachCall([&](const CallView& c) {
-      sum += c.arg(1).asI64() + int64_t(c.arg(2).ints().size()) + int64_t(c.arg(3).blob().length) +
-             int64_t(c.ret()->asU64());
-      ++n;
-      return true;
-    });
-    benchmark::DoNotOptimize(sum);
-  }
+  for (auto _ : state) n += bench::decodeConvCalls(*r);
   state.SetItemsProcessed(int64_t(n));
   std::filesystem::remove(path);
 }
