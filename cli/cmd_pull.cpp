@@ -27,6 +27,8 @@ Command addPull(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("pull", "Pull a trace from an OCI registry; prints the manifest digest");
   sub->add_option("ref", p->ref, "[oci://]HOST[:PORT]/REPO[:TAG|@DIGEST]")->required();
   sub->add_option("-o,--output", p->out, "Trace file to write (appears complete or not at all)")->required();
+  sub->add_flag("--no-cache", p->o.noCache,
+                "Write each layer straight to the output: none kept in the cache (a failed pull starts over)");
   addRegistryOptions(sub, &p->o);
   return {sub, [p] { return run(*p); }};
 }

@@ -38,15 +38,24 @@ int runCommand(const Command& c) {
     return fromDamagedInput(e) ? kCorrupt : kError;
   }
 }
-// The oci:// arguments of a subcommand that reads traces, pulled whole into the reference cache
-// (docs/registry.md, "Replay from a reference") and replaced by the cached file's path. Returns the
-// exit code of a failed pull (one line said), or -1.
+// The traces pulled for this command's oci:// arguments, held while it runs (a partial one is
+// removed when the process ends).
+std::vector<registry::CachedTrace> gPulled;
+
+// The oci:// arguments of a subcommand that reads traces, pulled into the reference cache
+// (docs/registry.md, "Replay from a reference") and replaced by the cached file's path: info and
+// dump read the call log only (no weight is fetched), the others the whole trace. Returns the exit
+// code of a failed pull (one line said), or -1.
 int pullReferences(std::vector<std::string>& args) {
   if (args.size() < 2 || args[1] == "push" || args[1] == "pull" || args[1] == "capture") return -1;
+  registry::Need need;
+  if (args[1] == "info" || args[1] == "dump") need.kind = registry::Need::Kind::CallLog;
   for (size_t i = 2; i < args.size(); ++i) {
     if (!registry::isReference(args[i])) continue;
     try {
-      args[i] = registry::pullCached(registry::Reference::parse(args[i]), "trtrace " + args[1] + " " + args[i]);
+      gPulled.push_back(
+          registry::pullCached(registry::Reference::parse(args[i]), "trtrace " + args[1] + " " + args[i], need));
+      args[i] = gPulled.back().path;
     } catch (const trtrace::Error& e) {
       std::fprintf(stderr, "trtrace: %s\n", terminalText(e.what()).c_str());
       if (args[1] == "diff") return exits::diff::kCannotCompare;

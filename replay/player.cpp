@@ -229,6 +229,7 @@ DecodeCacheReport decodeWeights(WeightsSource& weights, const Args& a) {
   DecodeCacheOptions o = DecodeCacheOptions::fromEnv();
   if (!a.decodeCache.empty()) o.setMode(a.decodeCache);
   o.verify = !a.opt.trustWeights;
+  o.network = a.opt.network;  // --network: the other networks' weights are not decoded
   const bool folder = o.mode == DecodeCacheOptions::Mode::Folder;
   const DecodeCacheReport r = weights.useDecodeCache(o);
   using How = DecodeCacheReport::How;
@@ -437,9 +438,14 @@ int main(int argc, char** argv) {
   a.checkDepth = check == "thorough" ? CheckDepth::Thorough : CheckDepth::Quick;
   a.opt.network = a.network && *a.network >= 0 ? int64_t(traceNetworkId(uint64_t(*a.network))) : -1;
   try {
-    if (trtrace::registry::isReference(a.capture))  // oci://...: pulled whole into the cache (docs/registry.md)
-      a.capture =
-          trtrace::registry::pullCached(trtrace::registry::Reference::parse(a.capture), "tensorrt_player " + a.capture);
+    trtrace::registry::CachedTrace pulled;  // oci://...: the call log, then the weights replayed (docs/registry.md)
+    if (trtrace::registry::isReference(a.capture)) {
+      trtrace::registry::Need need;
+      if (a.opt.network >= 0) need = {trtrace::registry::Need::Kind::Network, a.opt.network};
+      pulled = trtrace::registry::pullCached(trtrace::registry::Reference::parse(a.capture),
+                                             "tensorrt_player " + a.capture, need);
+      a.capture = pulled.path;
+    }
     return play(a);
   } catch (const Divergence& e) {
     std::fprintf(stderr, "tensorrt_player: %s\n", terminalText(a.capture + ": divergence at " + e.what()).c_str());

@@ -29,6 +29,14 @@ _DECODE_CACHE = tempfile.mkdtemp(prefix="trtrace-test-cache-")
 os.environ.setdefault("TRTRACE_DECODE_CACHE", _DECODE_CACHE)
 atexit.register(shutil.rmtree, _DECODE_CACHE, True)
 
+
+@pytest.fixture(autouse=True)
+def _private_oci_cache(tmp_path, monkeypatch):
+    """Each test's registry layer store and reference cache (docs/registry.md, "The cache") is its
+    own: a layer another test fetched would hide this test's transfers, and ~/.cache is never used."""
+    monkeypatch.setenv("TRTRACE_OCI_CACHE", str(tmp_path / "oci-cache"))
+
+
 if ASAN_RUNTIME:
     _popen_init = subprocess.Popen.__init__
 

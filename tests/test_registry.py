@@ -705,7 +705,7 @@ def test_replay_from_a_reference_gives_the_local_traces_engine(registry, traces,
     remote = by_reference(tmp, PLAYER, "-j", ref, "-o", tmp / "remote.engine", "--lib", trt_lib())
     assert remote.returncode == 0, remote.stderr
     assert (tmp / "remote.engine").read_bytes() == (tmp / "local.engine").read_bytes()
-    cached = list((tmp / "oci-cache").iterdir())
+    cached = sorted((tmp / "oci-cache").glob("*.trtrace"))
     assert [p.name for p in cached] == [sha256(traces["base"]) + ".trtrace"] and sha256(cached[0]) == sha256(
         traces["base"]
     )
@@ -717,7 +717,7 @@ def test_the_reference_cache_is_private_and_a_changed_file_is_pulled_again(regis
     ref = f"oci://{registry.host}/team/model:v1"
     pushed(traces["base"], ref)
     assert by_reference(tmp, TRTRACE, "verify", ref).returncode == 0
-    cached = next((tmp / "oci-cache").iterdir())
+    cached = next((tmp / "oci-cache").glob("*.trtrace"))
     data = bytearray(cached.read_bytes())
     data[100] ^= 1
     cached.write_bytes(bytes(data))
@@ -730,3 +730,80 @@ def test_the_reference_cache_is_private_and_a_changed_file_is_pulled_again(regis
     (tmp / "oci-cache").chmod(0o700)
     missing = by_reference(tmp, TRTRACE, "diff", ref, f"oci://{registry.host}/team/model:nope")
     assert missing.returncode == 2 and "HTTP 404" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
+
+
+# --- the layer store: resume across runs, layers fetched once, only what a tool needs --------------
+
+
+def stored_layers(tmp):
+    return {p.name for p in (tmp / "oci-cache" / "blobs" / "sha256").iterdir()}
+
+
+def blob_gets(proxy):
+    return [path.rsplit(":", 1)[1] for method, path, _ in proxy.seen if method == "GET" and "/blobs/" in path]
+
+
+def test_a_failed_pull_resumes_where_it_stopped_in_the_next_run(proxied, traces, tmp):
+    """The bytes a failed pull received stay in the private layer store (never beside -o): the next
+    pull asks only for the rest of that blob (Range) and nothing already stored."""
+    proxy = proxied("drop", drops=1000)  # every weight transfer breaks: the first one fails this run
+    ref = f"{proxy.host}/team/model:v1"
+    out = tmp / "x.trtrace"
+    one_line_error(trtrace("pull", "--plain-http", "-j", "1", ref, "-o", out), 1, ref, "GET blob sha256:")
+    assert not out.exists() and not list(tmp.glob("x.trtrace*"))
+    partial = [n for n in stored_layers(tmp) if n.endswith(".partial")]
+    assert len(partial) == 1 and (tmp / "oci-cache/blobs/sha256" / partial[0]).stat().st_size > 0
+    done_before = {n for n in stored_layers(tmp) if not n.endswith(".partial")}
+    proxy.seen.clear()
+    proxy.drops = 0
+    ok(trtrace("pull", "--plain-http", "-j", "1", ref, "-o", out))
+    assert sha256(out) == sha256(traces["base"])
+    fetched = blob_gets(proxy)
+    assert not set(fetched) & done_before, (fetched, done_before)
+    ranges = [r for _, path, r in proxy.seen if partial[0].split(".")[0] in path]
+    assert ranges and ranges[0].startswith("bytes=") and ranges[0] != "bytes=0-", proxy.seen
+    assert not [n for n in stored_layers(tmp) if n.endswith(".partial")]
+
+
+def test_a_layer_another_trace_brought_is_not_fetched_again(registry, proxied, traces, tmp):
+    pushed(traces["base"], f"{registry.host}/team/model:v1")
+    pushed(traces["changed"], f"{registry.host}/team/model:v2")
+    proxy = proxied("none")
+    ok(trtrace("pull", "--plain-http", f"{proxy.host}/team/model:v1", "-o", tmp / "v1.trtrace"))
+    first = set(blob_gets(proxy))
+    proxy.seen.clear()
+    ok(trtrace("pull", "--plain-http", f"{proxy.host}/team/model:v2", "-o", tmp / "v2.trtrace"))
+    assert sha256(tmp / "v2.trtrace") == sha256(traces["changed"])
+    second = set(blob_gets(proxy))
+    # The config, the log and the one changed weight blob: the 3 other weights were stored by v1.
+    assert len(second) == 3 and len(second - first) == 3, (first, second)
+    proxy.seen.clear()
+    ok(trtrace("pull", "--plain-http", "--no-cache", f"{proxy.host}/team/model:v2", "-o", tmp / "again.trtrace"))
+    assert sha256(tmp / "again.trtrace") == sha256(traces["changed"]) and len(set(blob_gets(proxy))) == 6
+
+
+def test_info_and_one_network_replay_fetch_only_what_they_read(registry, tmp):
+    two = tmp / "two.trtrace"
+    capture("build_cnn.py", two, "--out", tmp / "app.engine", "--networks", "2")
+    ref = f"oci://{registry.host}/team/two:v1"
+    pushed(two, ref)
+    local_info = json.loads(ok(trtrace("info", "--json", two)).stdout)
+    info = by_reference(tmp, TRTRACE, "info", "--json", ref)
+    assert info.returncode == 0, info.stderr
+    remote_info = json.loads(info.stdout)
+    assert remote_info.pop("path") != local_info.pop("path") and remote_info == local_info
+    assert len(stored_layers(tmp)) == 1  # the call log only: not one weight was fetched
+    local = subprocess.run(
+        [str(PLAYER), "-j", two, "--network", "1", "-o", tmp / "local.engine", "--lib", trt_lib()],
+        capture_output=True,
+        text=True,
+    )
+    assert local.returncode == 0, local.stderr
+    remote = by_reference(tmp, PLAYER, "-j", ref, "--network", "1", "-o", tmp / "remote.engine", "--lib", trt_lib())
+    assert remote.returncode == 0, remote.stderr
+    assert (tmp / "remote.engine").read_bytes() == (tmp / "local.engine").read_bytes()
+    one = stored_layers(tmp)
+    everything = by_reference(tmp, PLAYER, "-j", ref, "-o", tmp / "all.engine", "--lib", trt_lib())
+    assert everything.returncode == 0, everything.stderr
+    assert 1 < len(one) < len(stored_layers(tmp)), (one, stored_layers(tmp))
+    assert not list((tmp / "oci-cache").glob("*.trtrace.*"))  # the partial traces went with their runs

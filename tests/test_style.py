@@ -2,6 +2,7 @@
 ruff (pyproject.toml [tool.ruff]; lint and format). A change that is not formatted fails here with
 the command that formats it."""
 
+import re
 import shutil
 import subprocess
 
@@ -35,3 +36,14 @@ def test_cpp_is_clang_formatted():
     p = subprocess.run([CLANG_FORMAT, "--dry-run", "-Werror", *sources], cwd=ROOT, capture_output=True, text=True)
     bad = sorted({line.split(":")[0] for line in p.stderr.splitlines() if ": error:" in line})
     assert p.returncode == 0 and not bad, f"not formatted: {bad}\nfix: clang-format -i {' '.join(bad)}"
+
+
+def test_every_pytest_file_runs_in_ctest():
+    """A test file no CMakeLists registers never runs in `make test` (nor in CI)."""
+    registered = set()
+    for cmake in (ROOT / "tests").rglob("CMakeLists.txt"):
+        for m in re.finditer(r"trtrace_add_pytest(?:_17)?\(\s*\S+\s+(\S+?)\s*\)", cmake.read_text()):
+            registered.add((cmake.parent / m.group(1)).resolve())
+    files = {p.resolve() for p in (ROOT / "tests").rglob("test_*.py")}
+    missing = sorted(str(p.relative_to(ROOT)) for p in files - registered)
+    assert not missing, f"never run by ctest: {missing} (tests/CMakeLists.txt: trtrace_add_pytest)"

@@ -1,15 +1,19 @@
-// Replay from a reference: the trace pulled whole into a private, content-addressed cache folder,
-// which every reading tool then opens as a file.
+// Replay from a reference: the trace assembled in a private cache folder from the layer store
+// (store.h), whole or with only the weights a tool needs, which the tool then opens as a file.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <memory>
+#include <set>
 
 #include "pull_internal.h"
 #include "trtrace/error.h"
 #include "trtrace/files.h"
+#include "trtrace/reader.h"
 #include "trtrace/registry.h"
 
 namespace trtrace::registry {
@@ -27,9 +31,11 @@ std::string cacheFolder() {
   throw Error("registry cache: neither $TRTRACE_OCI_CACHE, $XDG_CACHE_HOME nor $HOME is set");
 }
 
+}  // namespace
+
 // The folder made (0700) if missing, then held to the decode cache's rule: a folder of this user
 // that no other user may enter or write (a file found there is only as good as the folder).
-std::string privateFolder() {
+std::string privateCacheFolder() {
   const std::string folder = cacheFolder();
   files::makeFolders(folder);
   const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -45,6 +51,19 @@ std::string privateFolder() {
   }
   return folder;
 }
+
+uint64_t cacheBound() {
+  const std::string v = env("TRTRACE_OCI_CACHE_MB");
+  char* end = nullptr;
+  const unsigned long long mb = v.empty() ? 0 : std::strtoull(v.c_str(), &end, 10);
+  if (!v.empty() && (end == v.c_str() || *end || mb == 0 || mb > (uint64_t(1) << 40))) {
+    std::fprintf(stderr, "trtrace: TRTRACE_OCI_CACHE_MB=%s is not a size in MiB; using 20480\n", v.c_str());
+    return uint64_t(20480) << 20;
+  }
+  return (mb ? mb : 20480ull) << 20;
+}
+
+namespace {
 
 // A file found in the cache: a regular file of this user (never a link) whose bytes give `digest`.
 bool cachedMatches(const std::string& path, const Artifact& a) {
@@ -69,17 +88,80 @@ Options optionsFromEnv(const std::string& label) {
   return o;
 }
 
+// A trace file of this process in the cache folder (unguessable name), removed when dropped.
+struct TraceOfThisRun {
+  std::string name;
+  int fd;
+  explicit TraceOfThisRun(const std::string& prefix)
+      : fd(files::createUnique(prefix + ".", &name, 0600, "registry cache")) {}
+  ~TraceOfThisRun() {
+    ::close(fd);
+    ::unlink(name.c_str());
+  }
+  TraceOfThisRun(const TraceOfThisRun&) = delete;
+  TraceOfThisRun& operator=(const TraceOfThisRun&) = delete;
+};
+
 }  // namespace
 
 bool isReference(std::string_view arg) { return arg.substr(0, 6) == "oci://"; }
 
-std::string pullCached(const Reference& ref, const std::string& label) {
-  const std::string folder = privateFolder();
+namespace {
+
+// The whole trace, assembled into the cache under the pushed file's digest.
+CachedTrace wholeTrace(Session& s, const Resolved& r, LayerStore& store, const std::string& path) {
+  std::set<std::string> pieces;
+  for (const Piece& p : r.artifact.pieces) pieces.insert(p.digest);
+  fetchLayers(s, store, layersOf(r.artifact, pieces));
+  files::PendingOutputs outputs;
+  const int fd = outputs.add(path);
+  assembleChecked(s, r, store, fd, path);
+  outputs.commit();
+  return {path, false, nullptr};
+}
+
+// The pieces that hold the data of the blobs network `network`'s calls use (the trace's call log
+// read from the partial file `path`).
+std::set<std::string> piecesUsed(const Artifact& a, const std::string& path, int64_t network) {
+  const std::unique_ptr<Reader> reader = Reader::open(path);
+  const std::vector<bool> used = usedBlobs(*reader, network);
+  std::map<uint64_t, const Piece*> at;
+  for (const Piece& p : a.pieces) at[p.range.offset] = &p;
+  std::set<std::string> out;
+  for (size_t i = 0; i < used.size(); ++i)
+    if (auto it = at.find(reader->blobs()[i].dataOffset); used[i] && it != at.end()) out.insert(it->second->digest);
+  return out;
+}
+
+// A file of this process with the call log and the weights `need` asks for; the rest are holes.
+CachedTrace partialTrace(Session& s, const Resolved& r, LayerStore& store, const std::string& whole, const Need& need) {
+  fetchLayers(s, store, {r.artifact.log});
+  auto file = std::make_shared<TraceOfThisRun>(whole);
+  assemble(r.artifact, store, {}, file->fd, file->name, s.options().label);
+  if (need.kind == Need::Kind::Network) {
+    const std::set<std::string> pieces = piecesUsed(r.artifact, file->name, need.network);
+    fetchLayers(s, store, layersOf(r.artifact, pieces));
+    assemble(r.artifact, store, pieces, file->fd, file->name, s.options().label);
+  }
+  return {file->name, true, file};
+}
+
+}  // namespace
+
+CachedTrace pullCached(const Reference& ref, const std::string& label, const Need& need) {
+  const std::string folder = privateCacheFolder();
   Session s(ref, optionsFromEnv(label), "pull");
   const Resolved r = resolve(s);
-  const std::string path = folder + "/" + r.artifact.fileDigest.substr(7) + ".trtrace";
-  if (!cachedMatches(path, r.artifact)) fetchInto(s, r, path);
-  return path;
+  const std::string whole = folder + "/" + r.artifact.fileDigest.substr(7) + ".trtrace";
+  if (cachedMatches(whole, r.artifact))
+    return ::utimensat(AT_FDCWD, whole.c_str(), nullptr, AT_SYMLINK_NOFOLLOW), CachedTrace{whole, false, nullptr};
+  LayerStore store(folder);
+  CachedTrace t =
+      need.kind == Need::Kind::Everything ? wholeTrace(s, r, store, whole) : partialTrace(s, r, store, whole, need);
+  std::set<std::string> keep{t.path, store.path(r.artifact.log.digest)};
+  for (const Piece& p : r.artifact.pieces) keep.insert(store.path(p.digest));
+  trimCache(folder, cacheBound(), keep);
+  return t;
 }
 
 }  // namespace trtrace::registry

@@ -1,12 +1,16 @@
-// trtrace pull: the manifest, its config, then every layer straight to its place in a temporary
-// file beside the output (the log into the gaps between the pieces, each piece at its offsets),
-// each checked against its digest as it arrives; a dropped transfer resumes with a Range request.
-// The finished file is checked against the pushed file's digest before it is renamed into place.
+// trtrace pull: the manifest, its config, then every layer into the layer store (store.h: checked
+// against its digest as it arrives; a dropped transfer resumes with a Range request, in this run or
+// the next), and the trace assembled from them in file order into a temporary file beside the output
+// (the log into the gaps between the pieces, each piece at its offsets). --no-cache writes each layer
+// straight to its places instead (nothing kept to resume from). The finished file is checked against
+// the pushed file's digest before it is renamed into place.
 #include <unistd.h>
 
 #include <map>
+#include <set>
 
 #include "pull_internal.h"
+#include "store.h"
 #include "transfer.h"
 #include "trtrace/error.h"
 #include "trtrace/files.h"
@@ -14,8 +18,6 @@
 
 namespace trtrace::registry {
 namespace {
-
-constexpr int kBlobAttempts = 3;  // tries per blob (a dropped connection)
 
 void writeAt(int fd, const std::string& name, uint64_t off, const char* p, size_t n) {
   while (n) {
@@ -32,14 +34,14 @@ struct Target {
   std::vector<std::vector<Range>> copies;
 };
 
-// One blob's bytes, received in order (resumed or restarted), hashed and written as they come.
-class BlobSink {
+// One blob's bytes written straight to each of its places in the output (--no-cache).
+class BlobSink : public BlobBytes {
  public:
   BlobSink(const Target& t, int fd, const std::string& out) : t_(t), fd_(fd), out_(out) {}
-  bool take(const char* p, size_t n);  // false: more bytes than the descriptor says
-  void restart() { h_ = std::make_unique<Sha256>(), done_ = 0; }
-  uint64_t done() const { return done_; }
-  std::string digest() { return h_->digest(); }
+  bool take(const char* p, size_t n) override;
+  void restart() override { h_ = std::make_unique<Sha256>(), done_ = 0; }
+  uint64_t done() const override { return done_; }
+  std::string digest() override { return h_->digest(); }
 
  private:
   const Target& t_;
@@ -69,12 +71,10 @@ bool BlobSink::take(const char* p, size_t n) {
   return true;
 }
 
-std::string blobPath(const Session& s, const std::string& digest) { return "/v2/" + s.ref().repo + "/blobs/" + digest; }
-
 // GET a small blob (the config) whole, checked against its descriptor.
 std::string fetchSmall(Session& s, const Descriptor& d, const std::string& what) {
   Request r;
-  r.url = blobPath(s, d.digest);
+  r.url = blobUrl(s, d.digest);
   std::string body;
   r.sink = [&](const char* p, size_t n) { return body.size() + n <= d.size ? (body.append(p, n), true) : false; };
   const Response resp = s.send(r, what);
@@ -83,39 +83,6 @@ std::string fetchSmall(Session& s, const Descriptor& d, const std::string& what)
     throw Error(Error::Kind::Corrupt,
                 s.ref().str() + ": " + what + ": the bytes received do not match digest " + d.digest);
   return body;
-}
-
-// GET one blob into place; a transfer that breaks resumes from the bytes received (Range), up to
-// kBlobAttempts tries.
-void fetchBlob(Session& s, const Target& t, int fd, const std::string& out, ByteCounter& progress) {
-  const std::string what = "GET blob " + t.d.digest;
-  BlobSink sink(t, fd, out);
-  for (int attempt = 1;; ++attempt) {
-    Request r;
-    r.url = blobPath(s, t.d.digest);
-    const uint64_t from = sink.done();
-    if (from) r.headers.push_back("Range: bytes=" + std::to_string(from) + "-");
-    r.onStatus = [&](long status) {
-      if (status == 200) sink.restart();  // the whole blob again: the registry ignored the Range
-    };
-    r.sink = [&](const char* p, size_t n) {
-      progress.add(n);
-      return sink.take(p, n);
-    };
-    Response resp;
-    try {
-      resp = s.send(r, what);
-    } catch (const Error& e) {  // a broken transfer (Io) is tried again; an answer is not
-      if (e.kind() != Error::Kind::Io || attempt == kBlobAttempts || sink.done() == t.d.size) throw;
-      continue;
-    }
-    if (resp.status != 200 && resp.status != 206) s.fail(resp, what);
-    break;
-  }
-  if (sink.done() != t.d.size || sink.digest() != t.d.digest)
-    throw Error(Error::Kind::Corrupt, s.ref().str() + ": " + what + ": the bytes received (" +
-                                          std::to_string(sink.done()) +
-                                          ") do not match the digest and size the manifest gives");
 }
 
 // GET the manifest the reference names; checked against the digest when it names one.
@@ -167,8 +134,10 @@ void fetchInto(Session& s, const Resolved& r, const std::string& outPath) {
   for (const Target& t : targets) total += t.d.size;
   {
     ByteCounter progress(s.options().label, "pulling " + std::to_string(targets.size()) + " blobs", total);
-    forEachParallel(targets.size(), s.options().jobs,
-                    [&](size_t i) { fetchBlob(s, targets[i], fd, outPath, progress); });
+    forEachParallel(targets.size(), s.options().jobs, [&](size_t i) {
+      BlobSink sink(targets[i], fd, outPath);
+      fetchBlob(s, targets[i].d, sink, progress);
+    });
   }
   if (sha256OfRanges(fd, outPath, {{0, a.fileSize}}) != a.fileDigest)
     throw Error(Error::Kind::Corrupt,
@@ -176,11 +145,53 @@ void fetchInto(Session& s, const Resolved& r, const std::string& outPath) {
   outputs.commit();
 }
 
+std::vector<Descriptor> layersOf(const Artifact& a, const std::set<std::string>& pieces) {
+  std::vector<Descriptor> out{a.log};
+  std::set<std::string> seen;
+  for (const Piece& p : a.pieces)
+    if (pieces.count(p.digest) && seen.insert(p.digest).second) out.push_back({kWeightsType, p.digest, p.range.size});
+  return out;
+}
+
+void fetchLayers(Session& s, LayerStore& store, const std::vector<Descriptor>& layers) {
+  uint64_t total = 0;
+  for (const Descriptor& d : layers) total += d.size;
+  ByteCounter progress(s.options().label, "pulling " + std::to_string(layers.size()) + " blobs", total);
+  forEachParallel(layers.size(), s.options().jobs, [&](size_t i) { store.ensure(s, layers[i], progress); });
+}
+
+void assembleChecked(Session& s, const Resolved& r, LayerStore& store, int fd, const std::string& out) {
+  const Artifact& a = r.artifact;
+  std::set<std::string> all{a.log.digest};
+  for (const Piece& p : a.pieces) all.insert(p.digest);
+  for (int round = 0;; ++round) {
+    if (assemble(a, store, all, fd, out, s.options().label) == a.fileDigest) return;
+    // A stored layer damaged on disk since it was checked: dropped and fetched again, once.
+    if (round == 1 || store.dropDamaged(all) == 0)
+      throw Error(Error::Kind::Corrupt,
+                  s.ref().str() + ": the trace assembled does not match the pushed file's digest " + a.fileDigest);
+    fetchLayers(s, store, layersOf(a, all));
+  }
+}
+
 std::string pull(const Reference& ref, const std::string& outPath, const Options& o) {
   files::checkOutput(outPath);  // before anything is fetched
   Session s(ref, o, "pull");
   const Resolved r = resolve(s);
-  fetchInto(s, r, outPath);
+  if (o.noCache) return fetchInto(s, r, outPath), r.manifestDigest;
+  const std::string folder = privateCacheFolder();
+  LayerStore store(folder);
+  std::set<std::string> pieces;
+  for (const Piece& p : r.artifact.pieces) pieces.insert(p.digest);
+  const std::vector<Descriptor> layers = layersOf(r.artifact, pieces);
+  fetchLayers(s, store, layers);
+  files::PendingOutputs outputs;
+  const int fd = outputs.add(outPath);
+  assembleChecked(s, r, store, fd, outPath);
+  outputs.commit();
+  std::set<std::string> keep;
+  for (const Descriptor& d : layers) keep.insert(store.path(d.digest));
+  trimCache(folder, cacheBound(), keep);
   return r.manifestDigest;
 }
 

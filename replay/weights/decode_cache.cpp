@@ -476,22 +476,6 @@ std::string adviceFor(int dfd, const DecodeCacheOptions& o) {
          std::to_string(o.maxBytes >> 20) + ")";
 }
 
-// The blobs the calls hand to the library (weights arguments), by index of the reader's blobs. A
-// bad segment ends the walk: the replay stops there too.
-std::vector<bool> usedBlobs(const Reader& r) {
-  const std::vector<BlobInfo>& all = r.blobs();
-  std::vector<bool> used(all.size());
-  try {
-    r.forEachCall([&](const CallView& c) {
-      for (size_t i = 0; i < c.argCount(); ++i)
-        if (const ValueView v = c.arg(i); v.kind() == ValueKind::WeightsBlob)
-          if (const BlobInfo* b = r.blobInfo(v.blob())) used[size_t(b - all.data())] = true;
-      return true;
-    });
-  } catch (const Error&) {}
-  return used;
-}
-
 }  // namespace
 
 DecodeCache::~DecodeCache() {
@@ -608,7 +592,7 @@ std::unique_ptr<DecodeCache> DecodeCache::inFolderAt(const Reader& r, const Layo
 }
 
 std::unique_ptr<DecodeCache> DecodeCache::open(const Reader& r, const DecodeCacheOptions& o, DecodeCacheReport& rep) {
-  const Layout L = layoutOf(r.blobs(), usedBlobs(r));
+  const Layout L = layoutOf(r.blobs(), usedBlobs(r, o.network));
   rep = DecodeCacheReport{};
   rep.blobs = L.blobs.size(), rep.bytes = L.rawBytes;
   rep.threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());

@@ -272,4 +272,19 @@ Hash128 Reader::streamBlob(const BlobRef& ref, const BlobSink& sink) const {
   return h.digest();
 }
 
+std::vector<bool> usedBlobs(const Reader& r, int64_t network) {
+  const std::vector<BlobInfo>& all = r.blobs();
+  std::vector<bool> used(all.size());
+  try {
+    r.forEachCall([&](const CallView& c) {
+      if (network >= 0 && c.networkId() && c.networkId() != uint64_t(network)) return true;
+      for (size_t i = 0; i < c.argCount(); ++i)
+        if (const ValueView v = c.arg(i); v.kind() == ValueKind::WeightsBlob)
+          if (const BlobInfo* b = r.blobInfo(v.blob())) used[size_t(b - all.data())] = true;
+      return true;
+    });
+  } catch (const Error&) {}
+  return used;
+}
+
 }  // namespace trtrace

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,7 @@ struct Options {
   uint64_t chunkBytes = 64 << 20;      // push: a blob over this is sent in PATCH chunks of this size
   std::vector<std::string> mountFrom;  // push: repositories (same registry) to mount missing blobs from
   std::string label;                   // progress label ("trtrace push x.trtrace")
+  bool noCache = false;                // pull: each layer straight to the output; none kept to resume from
 };
 
 struct PushResult {
@@ -51,12 +53,34 @@ std::string pull(const Reference& ref, const std::string& out, const Options& o)
 // A capture argument that names a registry artifact: "oci://..." (a file path never starts so).
 bool isReference(std::string_view arg);
 
-// The trace `ref` names as a file in the private cache folder (docs/registry.md, "Replay from a
-// reference"): $TRTRACE_OCI_CACHE, else $XDG_CACHE_HOME/trtrace/oci, else ~/.cache/trtrace/oci, made
-// 0700 and refused unless it is this user's and private. The file is named by the pushed file's
-// digest; one found there is used only when its bytes still give that digest, else pulled again.
+// What a reading tool needs of a trace it names by reference (pullCached).
+struct Need {
+  enum class Kind {
+    Everything,  // every layer: the whole trace, byte for byte
+    CallLog,     // the call log only: the weights' data regions are holes, never to be read
+    Network,     // the call log and the weights of one network's calls (the player's --network)
+  };
+  Kind kind = Kind::Everything;
+  int64_t network = -1;  // Network: a trace network id
+};
+
+// A trace named by reference, as a file the tools open.
+struct CachedTrace {
+  std::string path;
+  bool partial = false;        // the weights not needed are holes (removed when `keep` goes)
+  std::shared_ptr<void> keep;  // hold while the file is used
+};
+
+// The trace `ref` names, from the private cache folder (docs/registry.md, "Replay from a reference"):
+// $TRTRACE_OCI_CACHE, else $XDG_CACHE_HOME/trtrace/oci, else ~/.cache/trtrace/oci, made 0700 and
+// refused unless it is this user's and private. The manifest, its config and the call log come
+// first; then only the layers `need` asks for, each fetched once into the layer store (whatever
+// trace brought it) and resumed where a failed run stopped. Everything: the whole trace, kept in the
+// folder by the pushed file's digest (a file found there is used only when its bytes still give
+// that digest); else a partial file of this process, removed when `keep` goes. The folder is bounded
+// by TRTRACE_OCI_CACHE_MB (default 20480), least recently used files first.
 // Options from the environment: TRTRACE_REGISTRY_PLAIN_HTTP=1, TRTRACE_REGISTRY_CA_FILE,
 // TRTRACE_REGISTRY_CONFIG (as push and pull's --plain-http, --ca-file, --registry-config).
-std::string pullCached(const Reference& ref, const std::string& label);
+CachedTrace pullCached(const Reference& ref, const std::string& label, const Need& need = {});
 
 }  // namespace trtrace::registry

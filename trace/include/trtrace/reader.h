@@ -280,6 +280,12 @@ class Reader {
 // trace whose blocks are all sound but that was never closed, as a Truncated issue (a clean prefix).
 VerifyReport verifyTrace(const Reader& reader, const std::function<void(uint64_t, uint64_t)>& progress = {});
 
+// The blobs the calls hand to the library (weights arguments), by index of reader.blobs(). With
+// `network` >= 0 (a trace network id), only those of that network's calls and of calls of no network:
+// what a replay of that network alone reads (replay/, the player's --network). A bad segment ends the
+// walk: a replay stops there too.
+std::vector<bool> usedBlobs(const Reader& reader, int64_t network = -1);
+
 // Pull-style walk over a reader's calls in seq order, one segment in memory at a time (for tools
 // that walk two traces side by side). The view next() returns is valid until the next next().
 class CallCursor {

@@ -19,6 +19,7 @@ struct DecodeCacheOptions {
   uint64_t maxBytes = uint64_t(20) << 30;  // the folder's bound (least recently used files go first)
   unsigned threads = 0;                    // decode / check threads; 0 = every core
   bool verify = true;                      // a reused file's blobs are hashed before they are trusted
+  int64_t network = -1;                    // >= 0: only the blobs this trace network's calls use (--network)
 
   // TRTRACE_DECODE_CACHE (a folder, `temp` or `off`; default $XDG_CACHE_HOME/trtrace, else
   // $HOME/.cache/trtrace, else temp), TRTRACE_DECODE_CACHE_MB (default 20480),
