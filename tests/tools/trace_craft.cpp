@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "crafted_trace.h"
 #include "trtrace/api_abi.h"
 #include "trtrace/api_table.h"
 #include "trtrace/format.h"
@@ -39,20 +40,9 @@ using namespace trtrace;
 
 namespace {
 
-std::unique_ptr<Writer> withBuilder(const std::string& out, const std::string& name, const std::string& version) {
-  WriterOptions o;
-  o.path = out;
-  HeaderInfo h;
-  h.producer = "trace_craft";
-  h.libraryName = name;
-  h.libraryVersion = version;
-  auto w = Writer::create(o, h);
-  w->beginCall(api::kentry_createInferBuilder_INTERNAL, 0, 0)
-      .argBool(true)
-      .argI64(abi::kLibraryVersionInt)
-      .retHandle(1)
-      .endCall();
-  return w;
+std::unique_ptr<Writer> withBuilder(const std::string& out, const std::string& name = abi::kLibraryName,
+                                    const std::string& version = abi::kLibraryVersion) {
+  return craft::withBuilder(out, "trace_craft", name, version);
 }
 
 int usage() {
@@ -67,7 +57,7 @@ int main(int argc, char** argv) {
   if (argc < 3) return usage();
   const std::string what = argv[1], out = argv[2];
   if (what == "unknown-api") {
-    auto w = withBuilder(out, abi::kLibraryName, abi::kLibraryVersion);
+    auto w = withBuilder(out);
     w->beginCall(99999, 1, 0).endCall();
     w->close();
   } else if (what == "version" && argc == 4) {
@@ -75,12 +65,12 @@ int main(int argc, char** argv) {
   } else if (what == "library-name" && argc == 4) {
     withBuilder(out, argv[3], abi::kLibraryVersion)->close();
   } else if (what == "set-library-path" && argc == 4) {
-    auto w = withBuilder(out, abi::kLibraryName, abi::kLibraryVersion);
+    auto w = withBuilder(out);
     w->beginCall(api::kentry_setInternalLibraryPath, 0, 0).argString(argv[3]).endCall();
     w->close();
   } else if (what == "random-count" && argc == 4) {
-    auto w = withBuilder(out, abi::kLibraryName, abi::kLibraryVersion);
-    w->beginCall(api::kBuilder_createNetworkV2, 1, 0).argU64(0).retHandle(2).endCall();
+    auto w = withBuilder(out);
+    craft::addNetwork(*w);
     const int64_t dims[] = {1};
     w->beginCall(api::kNetworkDefinition_addConstant, 2, 1)
         .argDims(dims)
@@ -90,8 +80,8 @@ int main(int argc, char** argv) {
     w->close();
   } else if (what == "misuse" && argc == 4) {
     const std::string how = argv[3];
-    auto w = withBuilder(out, abi::kLibraryName, abi::kLibraryVersion);
-    w->beginCall(api::kBuilder_createNetworkV2, 1, 0).argU64(0).retHandle(2).endCall();
+    auto w = withBuilder(out);
+    craft::addNetwork(*w);
     const int64_t dims[] = {1, 4};
     w->beginCall(api::kNetworkDefinition_addInput, 2, 1)
         .argString("x")
@@ -109,11 +99,11 @@ int main(int argc, char** argv) {
       return usage();
     w->close();
   } else if ((what == "array-count" && argc == 4) || (what == "api-descriptor" && argc == 3)) {
-    auto w = withBuilder(out, abi::kLibraryName, abi::kLibraryVersion);
+    auto w = withBuilder(out);
     const std::string_view einsum[] = {"inputs", "nbInputs", "equation"};
     if (what == "api-descriptor")
       w->describeApi(api::kNetworkDefinition_addConcatenation, "NetworkDefinition", "addEinsum", einsum);
-    w->beginCall(api::kBuilder_createNetworkV2, 1, 0).argU64(0).retHandle(2).endCall();
+    craft::addNetwork(*w);
     const int64_t dims[] = {1, 4};
     w->beginCall(api::kNetworkDefinition_addInput, 2, 1)
         .argString("a")
@@ -136,13 +126,13 @@ int main(int argc, char** argv) {
         .endCall();
     w->close();
   } else if (what == "null-receiver") {
-    auto w = withBuilder(out, abi::kLibraryName, abi::kLibraryVersion);
-    w->beginCall(api::kBuilder_createNetworkV2, 1, 0).argU64(0).retHandle(2).endCall();
+    auto w = withBuilder(out);
+    craft::addNetwork(*w);
     w->beginCall(api::kLayer_setName, 0, 1).argString("n").endCall();
     w->close();
   } else if (what == "names" && argc == 5) {
-    auto w = withBuilder(out, abi::kLibraryName, abi::kLibraryVersion);
-    w->beginCall(api::kBuilder_createNetworkV2, 1, 0).argU64(0).retHandle(2).endCall();
+    auto w = withBuilder(out);
+    craft::addNetwork(*w);
     const int64_t dims[] = {1, 4};
     w->beginCall(api::kNetworkDefinition_addInput, 2, 1)
         .argString(argv[3])
@@ -153,8 +143,7 @@ int main(int argc, char** argv) {
     w->beginCall(api::kTensor_getName, 3, 1).retString(argv[4]).endCall();
     w->close();
   } else if (what == "major" && argc == 5) {  // a new major starts at minor 0
-    std::ifstream in(argv[2], std::ios::binary);
-    std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto data = craft::readAll(argv[2]);
     if (data.size() < sizeof(format::FileHeader)) return usage();
     format::FileHeader fh;
     std::memcpy(&fh, data.data(), sizeof fh);
@@ -162,7 +151,7 @@ int main(int argc, char** argv) {
     fh.versionMinor = 0;
     fh.headerCheck = static_cast<uint32_t>(XXH3_64bits(&fh, offsetof(format::FileHeader, headerCheck)));
     std::memcpy(data.data(), &fh, sizeof fh);
-    std::ofstream(argv[3], std::ios::binary).write(data.data(), static_cast<std::streamsize>(data.size()));
+    craft::writeAll(argv[3], data);
   } else {
     return usage();
   }

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "crafted_trace.h"
 #include "internal.h"
 #include "trtrace/api_abi.h"
 #include "trtrace/api_table.h"
@@ -33,38 +34,16 @@
 using namespace trtrace;
 namespace F = format;
 using Bytes = std::vector<std::byte>;
+using craft::readAll;
+using craft::writeAll;
 
 namespace {
 
 constexpr uint64_t kPiece = 1 << 20;  // zeros are hashed and compressed this many at a time
 
-Bytes readAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  Bytes b(c.size());
-  std::memcpy(b.data(), c.data(), c.size());
-  return b;
-}
-
-void writeAll(const std::string& path, const Bytes& b) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
-}
-
 // A trace holding one call (createInferBuilder), closed.
 Bytes builderTrace(const std::string& out) {
-  WriterOptions o;
-  o.path = out;
-  HeaderInfo h;
-  h.producer = "trace_lies";
-  h.libraryName = abi::kLibraryName;
-  h.libraryVersion = abi::kLibraryVersion;
-  auto w = Writer::create(o, h);
-  w->beginCall(api::kentry_createInferBuilder_INTERNAL, 0, 0)
-      .argBool(true)
-      .argI64(abi::kLibraryVersionInt)
-      .retHandle(1)
-      .endCall();
-  w->close();
+  craft::withBuilder(out, "trace_lies")->close();
   return readAll(out);
 }
 
@@ -241,19 +220,8 @@ void footerLie(const std::string& out, const std::string& in, uint64_t more, uin
 }
 
 void lostBlob(const std::string& out, uint64_t n) {
-  WriterOptions o;
-  o.path = out;
-  HeaderInfo h;
-  h.producer = "trace_lies";
-  h.libraryName = abi::kLibraryName;
-  h.libraryVersion = abi::kLibraryVersion;
-  auto w = Writer::create(o, h);
-  w->beginCall(api::kentry_createInferBuilder_INTERNAL, 0, 0)
-      .argBool(true)
-      .argI64(abi::kLibraryVersionInt)
-      .retHandle(1)
-      .endCall();
-  w->beginCall(api::kBuilder_createNetworkV2, 1, 0).argU64(0).retHandle(2).endCall();
+  auto w = craft::withBuilder(out, "trace_lies");
+  craft::addNetwork(*w);
   const XXH128_hash_t k = XXH3_128bits("gone", 4);  // the key of bytes the capture never read
   const BlobRef ref{{k.low64, k.high64}, n * 4};
   w->putLostBlob(ref);
