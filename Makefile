@@ -12,7 +12,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 600
 FUZZ_JOBS ?= 1
-FUZZ_TARGETS = fuzz_seedgen fuzz_trace_reader fuzz_blob_decoder fuzz_json_reader fuzz_replay fuzz_capi fuzz_export
+FUZZ_TARGETS = fuzz_seedgen fuzz_trace_reader fuzz_blob_decoder fuzz_json_reader fuzz_replay fuzz_capi fuzz_export fuzz_registry
 
 .PHONY: setup build check test sanitize fuzz fuzz-build demo bench corpus wheel clean
 setup:

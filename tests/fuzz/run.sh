@@ -11,7 +11,7 @@ secs=${2:-60}
 jobs=${3:-1}
 here=$(cd "$(dirname "$0")" && pwd)
 tree=$(cd "$tree" && pwd)
-targets=(trace_reader blob_decoder json_reader replay export capi)
+targets=(trace_reader blob_decoder json_reader replay export capi registry)
 # fuzz_replay loads the real library: the project's (tools/setup.sh writes build/env.sh).
 if [ -z "${TRTRACE_TRT_LIB:-}" ] && [ -f "$here/../../build/env.sh" ]; then . "$here/../../build/env.sh"; fi
 "$tree/bin/fuzz_seedgen" "$tree/fuzz-seeds" >/dev/null || exit 1
