@@ -13,6 +13,7 @@ import sys
 
 import numpy as np
 import tensorrt_rtx as trt
+from app_common import save_engine
 
 
 def main():
@@ -41,13 +42,7 @@ def main():
     for c in consts[1:]:
         net.mark_output(net.add_cast(c.get_output(0), trt.float32).get_output(0))
     engine = builder.build_serialized_network(net, builder.create_builder_config())
-    if engine is None:
-        print("build FAILED", file=sys.stderr)
-        return 1
-    with open(args.out, "wb") as f:
-        f.write(engine)
-    print(f"network 0: engine {args.out} ({engine.nbytes} bytes)")
-    return 0
+    return save_engine(engine, args.out, "network 0: engine")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import sys
 
 import numpy as np
 import tensorrt_rtx as trt
+from app_common import save_engine
 
 
 def main():
@@ -50,12 +51,7 @@ def main():
     net.mark_output(t)
     print(f"{net.num_layers} layers", file=sys.stderr)
     engine = builder.build_serialized_network(net, builder.create_builder_config())
-    if engine is None:
-        print("build FAILED", file=sys.stderr)
-        return 1
-    with open(args.out, "wb") as f:
-        f.write(engine)
-    return 0
+    return save_engine(engine, args.out)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 import tensorrt_rtx as trt
+from app_common import save_engine
 
 
 def make_model(seed):
@@ -65,11 +66,8 @@ def main():
         return 1
     config = builder.create_builder_config()
     engine = builder.build_serialized_network(network, config)
-    if engine is None:
-        print("build FAILED", file=sys.stderr)
+    if save_engine(engine, args.out):
         return 1
-    with open(args.out, "wb") as f:
-        f.write(engine)
     print(f"network 0: engine {args.out} ({engine.nbytes} bytes, {network.num_layers} layers from ONNX)")
     return 0
 

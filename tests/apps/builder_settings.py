@@ -17,6 +17,7 @@ import sys
 
 import numpy as np
 import tensorrt_rtx as trt
+from app_common import save_engine
 
 
 def network(builder):
@@ -97,13 +98,7 @@ def main():
     config = builder.create_builder_config()
     configure(builder, config, layer)
     engine = builder.build_serialized_network(net, config)
-    if engine is None:
-        print("build FAILED", file=sys.stderr)
-        return 1
-    with open(args.out, "wb") as f:
-        f.write(engine)
-    print(f"engine {args.out} ({engine.nbytes} bytes)")
-    return 0
+    return save_engine(engine, args.out, "engine")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 import tensorrt_rtx as trt
+from app_common import save_engine
 
 
 def network(builder, arrays):
@@ -32,12 +33,8 @@ def network(builder, arrays):
 
 def build(builder, net, path):
     engine = builder.build_serialized_network(net, builder.create_builder_config())
-    if engine is None:
-        print("build FAILED", file=sys.stderr)
+    if save_engine(engine, path, "engine"):
         sys.exit(1)
-    with open(path, "wb") as f:
-        f.write(engine)
-    print(f"engine {path} ({engine.nbytes} bytes)")
 
 
 def main():

@@ -18,6 +18,7 @@ import sys
 
 import numpy as np
 import tensorrt_rtx as trt
+from app_common import save_engine
 
 
 def add_chain(net, x, args):
@@ -68,12 +69,7 @@ def main():
     populate(net, args)
     config = config or builder.create_builder_config()
     engine = builder.build_serialized_network(net, config)
-    if engine is None:
-        print("build FAILED", file=sys.stderr)
-        return 1
-    with open(args.out, "wb") as f:
-        f.write(bytes(engine))
-    return 0
+    return save_engine(engine, args.out)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,11 @@ share all weights but one. For the registry tests (blob-level dedup across trace
 """
 
 import argparse
+import sys
 
 import numpy as np
 import tensorrt_rtx as trt
+from app_common import save_engine
 
 
 def main():
@@ -30,9 +32,8 @@ def main():
         x = net.add_matrix_multiply(x, trt.MatrixOperation.NONE, c, trt.MatrixOperation.NONE).get_output(0)
     net.mark_output(x)
     engine = builder.build_serialized_network(net, builder.create_builder_config())
-    with open(args.out, "wb") as f:
-        f.write(engine)
+    return save_engine(engine, args.out)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 import tensorrt_rtx as trt
+from app_common import save_engine
 
 VALUES = [-np.inf, np.inf, np.nan, 1.0]
 
@@ -33,13 +34,7 @@ def main():
         fill.alpha, fill.beta = float("inf"), 1.0
         net.mark_output(fill.get_output(0))
     engine = builder.build_serialized_network(net, builder.create_builder_config())
-    if engine is None:
-        print("build FAILED", file=sys.stderr)
-        return 1
-    with open(args.out, "wb") as f:
-        f.write(engine)
-    print(f"engine {args.out} ({engine.nbytes} bytes)")
-    return 0
+    return save_engine(engine, args.out, "engine")
 
 
 if __name__ == "__main__":
