@@ -312,7 +312,8 @@ SUFFIXES = {".cpp", ".h", ".hpp", ".inc", ".c", ".py", ".md", ".txt", ".cmake", 
 NOT_SCANNED = {"BENCHMARKS.md", "tests/test_docs_code.py"}
 
 
-def scanned_files():
+def repo_files():
+    """Paths of the tree's files, relative to ROOT: tracked, and untracked but not ignored."""
     import subprocess
 
     out = subprocess.run(
@@ -322,11 +323,14 @@ def scanned_files():
         text=True,
         check=True,
     ).stdout.split("\n")
-    for name in out:
+    return [name for name in out if name]
+
+
+def scanned_files():
+    for name in repo_files():
         p = ROOT / name
         if (
-            name
-            and name not in NOT_SCANNED
+            name not in NOT_SCANNED
             and not name.startswith("dist/")
             and p.is_file()
             and (p.suffix in SUFFIXES or p.name in ("Makefile", "CMakeLists.txt"))
@@ -386,18 +390,10 @@ GENERATED = {"trtrace/api_abi.h", "trtrace/api_table.h", "capture_gen.inc", "rep
 
 def test_design_layout_homes_exist():
     """Each file the layout's concept table names as a home exists, so the index cannot drift."""
-    import subprocess
-
     section = DESIGN_MD.read_text().split("## Layout: who uses whom", 1)[1].split("\n## ", 1)[0]
     rows = [l for l in section.splitlines() if l.startswith("| ") and not l.startswith("| concept")]
     assert len(rows) >= 15, "the layout's concept table is gone"
-    names = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split("\n")
+    names = repo_files()
     basenames = {n.rsplit("/", 1)[-1] for n in names}
     missing = []
     for row in rows:

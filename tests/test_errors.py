@@ -21,29 +21,7 @@ from conftest import ASAN_RUNTIME, BIN, PLAYER, ROOT, TRTRACE, cpp_app, drop_in_
 from test_versions import VENVS, capture as capture_on, libfile
 
 DOC = ROOT / "docs" / "errors.md"
-TOOLS = {
-    "tensorrt_player",
-    "trtrace verify",
-    "trtrace info",
-    "trtrace dump",
-    "trtrace convert",
-    "trtrace rewrite",
-    "trtrace rewrite --salvage",
-    "trtrace diff",
-    "trtrace strip",
-    "trtrace extract",
-    "trtrace reduce",
-    "trtrace export",
-    "capture",
-    "trtrace capture",
-    "trtrace cache",
-    "trtrace push",
-    "trtrace pull",
-}
-# Inputs that claim huge sizes: their rows run with the address space capped at 1 GiB, so a tool that
-# allocated by the claim would fail (or be killed) instead of printing the documented line.
-MEMORY_CAPPED = {"random_count", "huge_json_ids"}
-SIX = [
+TRACE_READERS = [
     "tensorrt_player",
     "trtrace verify",
     "trtrace info",
@@ -56,6 +34,18 @@ SIX = [
     "trtrace reduce",
     "trtrace export",
 ]  # every tool that reads a trace
+TOOLS = {
+    *TRACE_READERS,
+    "trtrace rewrite --salvage",
+    "capture",
+    "trtrace capture",
+    "trtrace cache",
+    "trtrace push",
+    "trtrace pull",
+}
+# Inputs that claim huge sizes: their rows run with the address space capped at 1 GiB, so a tool that
+# allocated by the claim would fail (or be killed) instead of printing the documented line.
+MEMORY_CAPPED = {"random_count", "huge_json_ids"}
 # Cases whose command adds arguments to the tool's usual one (the player and dump take --network).
 EXTRA = {
     "network_missing": ["--network", "7"],
@@ -425,7 +415,7 @@ def test_every_case_has_rows_for_what_it_claims():
         assert {"tensorrt_player", "trtrace verify"} <= tools, case
     # A file that is not a regular file: every tool that reads a trace refuses it.
     for case in ("fifo", "folder", "proc_file"):
-        assert {r[1] for r in ROWS if r[0] == case} == set(SIX), case
+        assert {r[1] for r in ROWS if r[0] == case} == set(TRACE_READERS), case
 
 
 def snapshot(d, *paths):
