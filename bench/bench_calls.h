@@ -6,11 +6,21 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <memory>
+#include <string>
 
 #include "trtrace/reader.h"
 #include "trtrace/writer.h"
 
 namespace trtrace::bench {
+
+// The writer the call benchmarks encode into: no flush before close, so a call's figure is encoding.
+inline std::unique_ptr<Writer> callWriter(const std::string& path, const HeaderInfo& header) {
+  WriterOptions o;
+  o.path = path;
+  o.flush = FlushPolicy::AtClose;
+  return Writer::create(o, header);
+}
 
 inline void encodeConvCall(Writer& w, uint64_t i, const BlobRef& weights) {
   static const int64_t dims[] = {64, 3, 3, 3};

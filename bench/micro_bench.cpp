@@ -174,10 +174,7 @@ const BlobRef kWeightsRef{{1, 2}, 4096};
 
 void BM_EncodeCalls(benchmark::State& state) {
   auto path = tmpPath("enc");
-  WriterOptions o;
-  o.path = path;
-  o.flush = FlushPolicy::AtClose;
-  auto w = Writer::create(o, header());
+  auto w = bench::callWriter(path, header());
   uint64_t i = 0;
   for (auto _ : state) bench::encodeConvCall(*w, i++, kWeightsRef);
   w->close();
@@ -192,10 +189,7 @@ void BM_DecodeCalls(benchmark::State& state) {
   auto path = tmpPath("dec");
   const uint64_t n = 200000;
   {
-    WriterOptions o;
-    o.path = path;
-    o.flush = FlushPolicy::AtClose;
-    auto w = Writer::create(o, header());
+    auto w = bench::callWriter(path, header());
     for (uint64_t i = 0; i < n; ++i) bench::encodeConvCall(*w, i, kWeightsRef);
     w->close();
   }

@@ -129,10 +129,7 @@ void BM_OpenScan(benchmark::State& state) {
 
 void BM_EncodeCalls(benchmark::State& state) {
   auto path = tmpPath("enc");
-  WriterOptions o;
-  o.path = path;
-  o.flush = FlushPolicy::AtClose;
-  auto w = Writer::create(o, header());
+  auto w = bench::callWriter(path, header());
   const BlobRef ref{{1, 2}, 4096};
   uint64_t i = 0;
   for (auto _ : state) bench::encodeConvCall(*w, i++, ref);
