@@ -765,6 +765,22 @@ def test_a_failed_pull_resumes_where_it_stopped_in_the_next_run(proxied, traces,
     assert not [n for n in stored_layers(tmp) if n.endswith(".partial")]
 
 
+def test_a_damaged_partial_layer_is_fetched_again_whole(proxied, traces, tmp):
+    proxy = proxied("drop", drops=1000)
+    ref = f"{proxy.host}/team/model:v1"
+    out = tmp / "x.trtrace"
+    one_line_error(trtrace("pull", "--plain-http", "-j", "1", ref, "-o", out), 1, ref)
+    partial = next((tmp / "oci-cache/blobs/sha256").glob("*.partial"))
+    data = bytearray(partial.read_bytes())
+    data[0] ^= 0xFF
+    partial.write_bytes(bytes(data))
+    proxy.drops, proxy.seen = 0, []
+    ok(trtrace("pull", "--plain-http", "-j", "1", ref, "-o", out))
+    assert sha256(out) == sha256(traces["base"])
+    ranges = [r for _, path, r in proxy.seen if partial.name.split(".")[0] in path]
+    assert len(ranges) == 2 and ranges[0] != "bytes=0-" and ranges[1] is None, ranges
+
+
 def test_a_layer_another_trace_brought_is_not_fetched_again(registry, proxied, traces, tmp):
     pushed(traces["base"], f"{registry.host}/team/model:v1")
     pushed(traces["changed"], f"{registry.host}/team/model:v2")

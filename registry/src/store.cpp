@@ -144,11 +144,18 @@ std::string LayerStore::ensure(Session& s, const Descriptor& d, ByteCounter& pro
   if (has(d)) return done;                                  // it finished meanwhile
   PartialFile sink(f.fd, partial, d.size);
   progress.add(sink.done());
-  try {
-    fetchBlob(s, d, sink, progress);
-  } catch (const Error& e) {
-    if (e.kind() == Error::Kind::Corrupt) ::unlink(partial.c_str());  // bytes that lie: never resumed
-    throw;
+  // Bytes that do not give the digest are never resumed: dropped, and when an earlier run's bytes
+  // were part of them (they may be what broke), the whole blob is fetched once more.
+  for (bool resumed = sink.done() > 0;; resumed = false) {
+    try {
+      fetchBlob(s, d, sink, progress);
+      break;
+    } catch (const Error& e) {
+      if (e.kind() != Error::Kind::Corrupt) throw;  // a transfer that failed: the next run resumes it
+      if (!resumed) ::unlink(partial.c_str());
+      if (!resumed) throw;
+      sink.restart();
+    }
   }
   if (::rename(partial.c_str(), done.c_str()) != 0)
     throw Error(Error::Kind::Io, "registry cache: " + done + ": cannot rename into place (" + errnoText() + ")");
