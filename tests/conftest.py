@@ -1,6 +1,7 @@
 """Shared pytest fixtures: paths to the project's binaries, the real TensorRT-RTX library, apps."""
 
 import atexit
+import json
 import os
 import pathlib
 import shutil
@@ -112,6 +113,11 @@ def trtrace(*args, check=True):
             f"trtrace {' '.join(map(str, args))} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
         )
     return proc
+
+
+def info(trace, check=True):
+    """`trtrace info --json` of `trace`, parsed."""
+    return json.loads(trtrace("info", "--json", trace, check=check).stdout)
 
 
 @pytest.fixture

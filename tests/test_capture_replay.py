@@ -26,11 +26,8 @@ from conftest import (
     run_app,
     trt_lib,
     trtrace,
+    info,
 )
-
-
-def info(trace):
-    return json.loads(trtrace("info", "--json", trace).stdout)
 
 
 APP_CASES = {

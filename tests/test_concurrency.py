@@ -7,7 +7,6 @@ with the default policy (test_capture_replay.py), a Python fork after the builde
 (test_env_vars.py).
 """
 
-import json
 import os
 import re
 import subprocess
@@ -26,11 +25,8 @@ from conftest import (
     trt_lib,
     trtrace,
     no_fork_under_asan,
+    info,
 )
-
-
-def info(trace):
-    return json.loads(trtrace("info", "--json", trace).stdout)
 
 
 def replays_identical(trace, out, n):

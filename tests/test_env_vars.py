@@ -6,11 +6,7 @@ import signal
 import subprocess
 import sys
 
-from conftest import capture, play, run_app, trtrace, no_fork_under_asan
-
-
-def info(trace, check=True):
-    return json.loads(trtrace("info", "--json", trace, check=check).stdout)
+from conftest import capture, play, run_app, trtrace, no_fork_under_asan, info
 
 
 def test_output_file_names_the_trace(tmp):
@@ -116,7 +112,7 @@ def killed_capture(tmp, name, env, kill_after_builds, networks=2):
         env=env,
         check=False,
     )
-    assert proc.returncode == -signal.SIGKILL
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
     return tmp / f"{name}.trtrace"
 
 
@@ -219,21 +215,9 @@ def test_json_at_each_flush_point_equals_convert_of_the_trace(tmp):
         ("every", {"TRT_SHIM_FLUSH_AFTER_EVERY_CALL": "1", "TRTRACE_FAULT_KILL_AT_CALL": "7"}),
     ):
         env = dict(env, TRT_SHIM_OUTPUT_JSON_FILE=str(tmp / f"{name}.json"))
-        proc = capture(
-            "build_cnn.py",
-            tmp / f"{name}.trtrace",
-            "--out",
-            tmp / name,
-            "--networks",
-            3,
-            "--kill-after-builds",
-            2,
-            env=env,
-            check=False,
-        )
-        assert proc.returncode == -signal.SIGKILL, proc.stderr
+        trace = killed_capture(tmp, name, env, 2, networks=3)
         # The killed trace's prefix, closed (`trtrace convert` takes only a closed trace).
-        trtrace("rewrite", "--raw", "--salvage", tmp / f"{name}.trtrace", tmp / f"{name}.closed.trtrace")
+        trtrace("rewrite", "--raw", "--salvage", trace, tmp / f"{name}.closed.trtrace")
         (tmp / "c").mkdir(exist_ok=True)
         trtrace("convert", tmp / f"{name}.closed.trtrace", tmp / "c" / f"{name}.json")
         assert (tmp / f"{name}.json").read_bytes() == (tmp / "c" / f"{name}.json").read_bytes(), name

@@ -19,7 +19,7 @@ import sys
 import pytest
 
 import nvidia_capture as nv
-from conftest import APPS, BIN, ROOT, TRTRACE, capture, play, trt_lib, trtrace
+from conftest import APPS, BIN, ROOT, TRTRACE, capture, play, trt_lib, trtrace, info
 from test_capture_replay import engines
 
 NETWORKS = 2
@@ -45,10 +45,6 @@ def source(caps, which):
     if which not in caps:
         pytest.skip(nv.unavailable_reason())
     return caps[which]
-
-
-def info(path):
-    return json.loads(trtrace("info", "--json", path).stdout)
 
 
 @pytest.mark.parametrize("which", SOURCES)
