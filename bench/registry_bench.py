@@ -18,7 +18,6 @@ import os
 import pathlib
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -27,42 +26,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 APP = ROOT / "tests" / "apps" / "layered_weights.py"
 MiB = 2**20
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Registry:
-    def __init__(self, work):
-        self.storage = work / "storage"
-        self.port = free_port()
-        self.host = f"127.0.0.1:{self.port}"
-        cfg = work / "registry.yml"
-        cfg.write_text(
-            f"version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {self.storage}\n"
-            f"http:\n  addr: {self.host}\n"
-        )
-        self.proc = subprocess.Popen(
-            ["docker-registry", "serve", str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    sys.exit("registry_bench: docker-registry did not start")
-                time.sleep(0.05)
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait()
-
-    def bytes(self):
-        return sum(p.stat().st_size for p in self.storage.rglob("*") if p.is_file()) if self.storage.exists() else 0
+sys.path.insert(0, str(ROOT / "tests"))
+from registry_server import Registry  # noqa: E402
 
 
 def capture(build, out, *args):
