@@ -48,9 +48,11 @@ if ASAN_RUNTIME:
             # libstdc++ with it: ASan resolves its C++ exception interceptors at start-up.
             env["LD_PRELOAD"] = ":".join(p for p in (ASAN_RUNTIME, "libstdc++.so.6", preload) if p)
         # A Python interpreter gets no leak report at its exit, also when it is started through
-        # another program (/usr/bin/time python ..., trtrace capture -- python ..., sh -c "exec python ...").
+        # another program (/usr/bin/time python ..., trtrace capture -- python ..., sh -c "exec python ...",
+        # and `trtrace bench`, whose driver is Python).
         words = list(args) if isinstance(args, (list, tuple)) else str(args).split()
-        if any(os.path.basename(str(w)).startswith("python") or "/python" in str(w) for w in words[:8]):
+        bench = len(words) > 1 and os.path.basename(str(words[0])) == "trtrace" and str(words[1]) == "bench"
+        if bench or any(os.path.basename(str(w)).startswith("python") or "/python" in str(w) for w in words[:8]):
             env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
         kw["env"] = env
         _popen_init(self, args, *a, **kw)

@@ -11,7 +11,7 @@ import sys
 import jsonschema
 import pytest
 
-from conftest import ASAN_RUNTIME, PLAYER, ROOT, TRTRACE, capture, trt_lib
+from conftest import PLAYER, ROOT, TRTRACE, capture, trt_lib
 
 LIB17 = (
     ROOT
@@ -35,8 +35,6 @@ def cnn(tmp_path_factory):
 
 def bench(*args, check=None):
     env = dict(os.environ, TRTRACE_PYTHON=sys.executable, VIRTUAL_ENV=sys.prefix)  # the player's library: this venv's
-    if ASAN_RUNTIME:  # `trtrace bench` runs Python: no leak report at the interpreter's exit (conftest.py)
-        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
     p = subprocess.run([str(TRTRACE), "bench", *map(str, args)], capture_output=True, text=True, env=env)
     if check is not None:
         assert p.returncode == check, p.stdout + p.stderr
