@@ -28,12 +28,12 @@ void check(bool ok) {
 
 // A config accepted against its manifest: pieces in file order, apart, inside the file; each
 // piece's digest one of the manifest's layers.
-void manifestAndConfig(std::string_view text) {
-  const size_t nul = text.find('\0');
-  const R::Manifest m = R::parseManifest(text.substr(0, nul), "fuzz: manifest");
+void manifestAndConfig(std::string_view input) {
+  const size_t nul = input.find('\0');
+  const R::Manifest m = R::parseManifest(input.substr(0, nul), "fuzz: manifest");
   for (const R::Descriptor& d : m.layers) check(R::validDigest(d.digest));
   if (nul == std::string_view::npos) return;
-  const R::Artifact a = R::parseConfig(text.substr(nul + 1), m, "fuzz: config");
+  const R::Artifact a = R::parseConfig(input.substr(nul + 1), m, "fuzz: config");
   uint64_t at = 0;
   for (const R::Piece& p : a.pieces) {
     check(p.range.offset >= at && p.range.size <= a.fileSize && p.range.offset <= a.fileSize - p.range.size);
@@ -47,29 +47,29 @@ void manifestAndConfig(std::string_view text) {
   check(gaps == a.log.size);
 }
 
-void reference(std::string_view text) {
-  const R::Reference r = R::Reference::parse(text);
+void reference(std::string_view input) {
+  const R::Reference r = R::Reference::parse(input);
   const R::Reference again = R::Reference::parse(r.str());
   check(again.str() == r.str() && again.host == r.host && again.repo == r.repo);
 }
 
-void base64(std::string_view text) {
+void base64(std::string_view input) {
   std::string bytes;
-  if (R::base64Decode(text, &bytes)) check(R::base64Decode(R::base64Encode(bytes), &bytes));
+  if (R::base64Decode(input, &bytes)) check(R::base64Decode(R::base64Encode(bytes), &bytes));
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
+  const std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
     switch (data[0] % 5) {
-      case 0: manifestAndConfig(text); break;
-      case 1: R::parseChallenges(text); break;
-      case 2: R::tokenFromJson(text, "fuzz: token"); break;
-      case 3: reference(text); break;
-      case 4: base64(text); break;
+      case 0: manifestAndConfig(input); break;
+      case 1: R::parseChallenges(input); break;
+      case 2: R::tokenFromJson(input, "fuzz: token"); break;
+      case 3: reference(input); break;
+      case 4: base64(input); break;
     }
   } catch (const trtrace::Error&) {}
   return 0;
