@@ -90,6 +90,8 @@ Config Config::parse(const EnvLookup& env) {
   c.durable = envBool(env, "TRTRACE_SYNC", false);
   c.workers = static_cast<int>(std::min<int64_t>(envInt(env, "TRTRACE_CAPTURE_WORKERS", c.workers), 64));
   c.queueMiB = envInt(env, "TRTRACE_CAPTURE_QUEUE_MB", c.queueMiB);
+  c.finisher = envBool(env, "TRTRACE_FINISHER", c.finisher);
+  c.finisherMiB = envInt(env, "TRTRACE_FINISHER_MB", c.finisherMiB);
   c.testJsonCounts = envBool(env, "TRTRACE_TEST_JSON_COUNTS", false);
   return c;
 }

@@ -38,6 +38,11 @@ struct Config {
   // limit. TensorRT requires weights to stay valid until the build, and the queue drains at every
   // build and when a network is destroyed, so the app's thread need not wait for compression.
   int64_t queueMiB = 0;  // TRTRACE_CAPTURE_QUEUE_MB
+  // Finishing off the application's clock (docs/design.md, "Finishing off the application's
+  // clock"): at a build, a network's deletion or the process's end, weights still queued from this
+  // many MiB on are written by a forked finisher while the application goes on or exits.
+  bool finisher = true;       // TRTRACE_FINISHER (0: the application always waits, as before 2026-11-26)
+  int64_t finisherMiB = 256;  // TRTRACE_FINISHER_MB (0: whatever is queued)
   // Test hook (TRTRACE_TEST_JSON_COUNTS): one closing line with the JSON+BIN export's counts
   // (JsonExport::counts): its work is linear in the calls. Off: no effect.
   bool testJsonCounts = false;

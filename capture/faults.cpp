@@ -21,6 +21,7 @@ std::optional<WriteFaultSpec> parseWriteFault(const char* value) {
 
 void Faults::configure(const EnvLookup& env) {
   if (env("TRTRACE_FAULT_KILL_AT_CALL")) killAtCall_ = envInt(env, "TRTRACE_FAULT_KILL_AT_CALL", -1);
+  finisherStallMs_ = envInt(env, "TRTRACE_FAULT_FINISHER_STALL_MS", 0);
   if (const char* v = env("TRTRACE_FAULT_WRITE_FAIL")) {
     if (const std::optional<WriteFaultSpec> f = parseWriteFault(v))
       writeFail_ = *f;

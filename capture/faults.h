@@ -29,12 +29,16 @@ class Faults {
   // The writer's fault hook (WriterOptions::writeFault) for TRTRACE_FAULT_WRITE_FAIL: counts every
   // write the trace writer makes to the file, on any thread. Empty when that injector is off.
   std::function<int()> writeHook();
+  // TRTRACE_FAULT_FINISHER_STALL_MS=N: a finisher sleeps N ms before it writes (so that a test can
+  // kill it, or start a tool while it runs). 0 when unset.
+  int64_t finisherStallMs() const { return finisherStallMs_; }
 
  private:
   std::atomic<int64_t> killAtCall_{-1};
   std::atomic<int64_t> callsStarted_{0};
   WriteFaultSpec writeFail_;
   std::atomic<int64_t> writes_{0};
+  int64_t finisherStallMs_ = 0;
 };
 
 }  // namespace trtrace::capture

@@ -121,6 +121,15 @@ void Session::openWriter(int fd) {
   if (!config_.outputJson.empty()) json_.start(path_, h.libraryVersion, o);
   writer_ = Writer::create(o, h);
   lib::describeApis(*writer_);
+  finishers_.configure(config_, !config_.outputJson.empty(), faults_.finisherStallMs());
+}
+
+// A writer this process must never close or destroy (a finisher closes it, or it is the parent's
+// after a fork: its workers did not survive): kept reachable, so leak checkers see it as kept.
+static void keepUnclosed(std::unique_ptr<Writer> w) {
+  [[maybe_unused]] static Writer* kept[64];
+  static unsigned n;
+  kept[n++ % 64] = w.release();
 }
 
 Writer* Session::writer() {
@@ -166,7 +175,10 @@ void Session::afterCall() noexcept {
 }
 
 void Session::drain() noexcept {
-  guarded([](Writer& w) { w.drainBlobs(); });
+  guarded([this](Writer& w) {
+    finishers_.handOff(w, path_);  // from TRTRACE_FINISHER_MB queued: written by a finisher (finisher.h)
+    w.drainBlobs();                // what the workers are writing now
+  });
 }
 
 void Session::afterBuild() noexcept {
@@ -200,6 +212,11 @@ void Session::close() noexcept {
   // The writer's destructor only stops its workers (a failed writer writes nothing more).
   if (!w || failed) return;
   try {
+    if (const pid_t finisher = finishers_.closing(*w, path_)) {  // it completes the trace (finisher.h)
+      summary(w->stats(), finisher);
+      keepUnclosed(std::move(w));
+      return;
+    }
     // A huge model's weights may still be queued for compression: report the final drain.
     if (const uint64_t pending = w->pendingBlobBytes()) {
       Progress p("trtrace " + path_, "writing queued weights", pending);
@@ -217,8 +234,9 @@ void Session::close() noexcept {
 }
 
 // The closing line: what was captured, and where it went.
-void Session::summary(const Writer::Stats& s) {
+void Session::summary(const Writer::Stats& s, pid_t finisher) {
   std::string out = path_;
+  if (finisher) out += " (being finished by pid " + std::to_string(finisher) + ")";
   if (!config_.outputJson.empty() && !json_.failed())
     out += " and " + config_.outputJson + " (+ " + convert::binPathFor(config_.outputJson) + ")";
   // Weights the app released before the capture read them (format.h, Lost): said in the same line.
@@ -226,13 +244,16 @@ void Session::summary(const Writer::Stats& s) {
   if (s.lostBlobs)
     lost = "; " + std::to_string(s.lostBlobs) + " blobs (" + humanBytes(double(s.lostBytes)) +
            ") released by the app before they were read: stored as lost, replayed as zeros";
-  std::fprintf(stderr, "trtrace: captured %llu calls, %u networks; weights %s logical, %s unique, %s stored%s -> %s\n",
+  const char* by = finisher ? " by the app (the rest by its finisher)" : "";
+  std::fprintf(stderr,
+               "trtrace: captured %llu calls, %u networks; weights %s logical, %s unique, %s stored%s%s -> %s\n",
                static_cast<unsigned long long>(s.calls), objects_.networks(),
                humanBytes(double(s.blobPutBytes)).c_str(), humanBytes(double(s.uniqueBytes)).c_str(),
-               humanBytes(double(s.storedBytes)).c_str(), lost.c_str(), out.c_str());
+               humanBytes(double(s.storedBytes)).c_str(), by, lost.c_str(), out.c_str());
 }
 
 void Session::forkedChild() {
+  if (Finishers::forkingFinisher()) return;  // our own finisher: it never returns to the application
   // The parent's writer shares the parent's file and its worker threads did not survive the fork:
   // leave it untouched (leaked on purpose) and let the child write its own file. A lock another
   // thread held at the fork stays held in the child: each is made anew.
@@ -240,10 +261,9 @@ void Session::forkedChild() {
   objects_.afterFork();
   weights_.afterFork();
   live::ownedByThisProcess();
-  [[maybe_unused]] static Writer* abandonedAtFork[64];  // reachable, so leak checkers see them as kept, not lost
-  static unsigned forks;
   json_.abandon();
-  abandonedAtFork[forks++ % 64] = writer_.release();
+  keepUnclosed(std::move(writer_));
+  finishers_.afterForkInApp();
   reopenable();
   forked_ = true;
 }

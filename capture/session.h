@@ -16,6 +16,7 @@
 #include "api_lock.h"
 #include "config.h"
 #include "faults.h"
+#include "finisher.h"
 #include "flush_policy.h"
 #include "json_output.h"
 #include "registry.h"
@@ -82,7 +83,7 @@ class Session {
   void openWriter(int fd);
   HeaderInfo header() const;
   void reopenable();  // mu_ held: names back to the configured ones, the next call opens a new trace
-  void summary(const Writer::Stats& s);
+  void summary(const Writer::Stats& s, pid_t finisher = 0);  // finisher: the pid that completes the trace
 
   Config config_;
   Faults faults_;
@@ -91,6 +92,7 @@ class Session {
   std::mutex mu_;
   JsonOutput json_;  // fed by writer_ (Writer::onCall): declared before it
   std::unique_ptr<Writer> writer_;
+  Finishers finishers_;  // weights left to write at a drain point, written off the app's clock
   bool opened_ = false, disabled_ = false, closed_ = false;
   std::string path_;
   std::string baseTrace_, baseJson_;  // the configured names, before a suffix made them free

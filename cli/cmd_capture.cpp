@@ -185,7 +185,14 @@ std::map<std::string, FileStamp> candidateTraces(const std::string& out) {
 // One line per trace the run wrote (and the JSON+BIN with the same suffix, when exported).
 void printWritten(const std::vector<std::string>& traces, const std::string& out, const std::string& jsonPath) {
   for (const std::string& t : traces) {
-    auto r = Reader::open(t);
+    std::unique_ptr<Reader> r;
+    try {
+      r = Reader::open(t);  // waits for the trace's finisher (trtrace/finishing.h), unless --no-wait
+    } catch (const Error& e) {
+      if (e.kind() != Error::Kind::Finishing) throw;
+      std::fprintf(stderr, "trtrace: capture: %s\n", e.what());
+      continue;
+    }
     std::string sfx, json;
     if (!jsonPath.empty() && capture_names::isCandidate(out, t, &sfx))
       json = capture_names::jsonWithSuffix(jsonPath, sfx);

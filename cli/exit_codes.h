@@ -19,6 +19,7 @@ enum Exit : int {
   kEngineDiffers = 4,      // --check: an engine differs from the one recorded at capture
   kNondeterministic = 5,   // --check: rebuilds at other heap layouts gave different engines
   kNothingWritten = 6,     // -o given, but the capture (or its replayed prefix) holds no build: no engine
+  kStillFinishing = 7,     // --no-wait: the capture is still being finished by its finisher
 };
 }  // namespace player
 
@@ -28,11 +29,12 @@ enum Exit : int {
 namespace tool {
 enum Exit : int {
   kOk = 0,
-  kError = 1,          // cannot read or write a file, bad input or options, nothing to do
-  kCorrupt = 2,        // corrupt input
-  kTruncated = 3,      // truncated input, where the subcommand needs a whole trace
-  kNotFailing = 4,     // reduce: the capture does not fail, nothing to reduce
-  kInexpressible = 5,  // export: a call the Python API cannot express, nothing written
+  kError = 1,           // cannot read or write a file, bad input or options, nothing to do
+  kCorrupt = 2,         // corrupt input
+  kTruncated = 3,       // truncated input, where the subcommand needs a whole trace
+  kNotFailing = 4,      // reduce: the capture does not fail, nothing to reduce
+  kInexpressible = 5,   // export: a call the Python API cannot express, nothing written
+  kStillFinishing = 6,  // --no-wait: an input trace is still being finished by its finisher
 };
 }  // namespace tool
 

@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "trtrace/error.h"
+#include "trtrace/finishing.h"
 #include "trtrace/registry.h"
 #include "trtrace/text.h"
 #include "usage.h"
@@ -31,6 +32,7 @@ int runCommand(const Command& c) {
     switch (e.kind()) {
       case trtrace::Error::Kind::Corrupt: return kCorrupt;
       case trtrace::Error::Kind::Truncated: return kTruncated;
+      case trtrace::Error::Kind::Finishing: return exits::tool::kStillFinishing;
       default: return kError;
     }
   } catch (const std::exception& e) {
@@ -92,7 +94,15 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<Command> commands;
   for (auto add : kCommands) commands.push_back(add(app));
+  // Every subcommand reads traces: one that a finisher is still writing is waited for, unless
+  // --no-wait (trtrace/finishing.h; exit code kStillFinishing).
+  bool noWait = false;
+  for (auto& c : commands)
+    c.sub->add_flag("--no-wait", noWait,
+                    "a trace still being finished by its capture's finisher: fail at once (exit 6) instead of "
+                    "waiting for it (capture: do not wait for the trace the command wrote)");
   if (const int rc = parseCommandLine(app, argc, argv, "trtrace"); rc >= 0) return rc;
+  trtrace::finishing::setWait(!noWait);
   for (auto& c : commands)
     if (c.sub->parsed()) return runCommand(c);
   return kError;

@@ -29,6 +29,7 @@
 #include "trtrace/decode_cache.h"
 #include "trtrace/error.h"
 #include "trtrace/files.h"
+#include "trtrace/finishing.h"
 #include "trtrace/format.h"
 #include "trtrace/hash.h"
 #include "trtrace/network_id.h"
@@ -424,6 +425,9 @@ int main(int argc, char** argv) {
   app.add_flag("--stats", a.stats, "print open/dispatch/build times per network");
   app.add_flag("--json", a.json, "machine-readable summary on stdout");
   app.add_flag("-q,--quiet", a.opt.quiet, "hide the library's warnings");
+  bool noWait = false;
+  app.add_flag("--no-wait", noWait,
+               "a capture still being finished by its finisher: fail at once (exit 7) instead of waiting for it");
   app.add_option("--set", a.sets,
                  "Interface::method=VALUE: a builder setting for this replay (a one-scalar method of the "
                  "API spec; enums by name): replaces the recorded call's value, or is made before the "
@@ -434,6 +438,7 @@ int main(int argc, char** argv) {
   app.add_option("--heap-shift", heapShift)->group("")->check(CLI::Range(0, 64));
   if (const int rc = trtrace::cli::parseCommandLine(app, argc, argv, "tensorrt_player"); rc >= 0) return rc;
   if (heapShift > 0) shiftHeap(std::min(heapShift, 64));
+  trtrace::finishing::setWait(!noWait);
   a.check = !check.empty();
   a.checkDepth = check == "thorough" ? CheckDepth::Thorough : CheckDepth::Quick;
   a.opt.network = a.network && *a.network >= 0 ? int64_t(traceNetworkId(uint64_t(*a.network))) : -1;
@@ -452,6 +457,7 @@ int main(int argc, char** argv) {
     return kDivergence;
   } catch (const std::exception& e) {  // trtrace::Error and the rest: one line, bad input
     std::fprintf(stderr, "tensorrt_player: %s\n", trtrace::cli::topLevelMessage(e, "replaying " + a.capture).c_str());
-    return kBadInput;
+    const auto* err = dynamic_cast<const Error*>(&e);
+    return err && err->kind() == Error::Kind::Finishing ? kStillFinishing : kBadInput;
   }
 }

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <new>
 
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>
@@ -102,6 +103,20 @@ class CallerBytes {
 
 // Raw bytes are read and written in pieces of this size.
 constexpr uint64_t kRawPiece = 4 << 20;
+
+// Where a raw blob block at `at` puts its data, and where the next block starts: data at the next
+// 4 KiB boundary after the record (a small blob: the next 64-byte one, RawSmall, so that small
+// weights cost no page of padding each).
+struct RawLayout {
+  bool small;
+  uint64_t dataAt, next;
+};
+RawLayout rawLayout(uint64_t at, uint64_t bytes) {
+  const bool small = bytes < F::kSmallBlobMax;
+  const uint64_t dataAt =
+      F::alignUp(at + sizeof(F::BlockHeader) + sizeof(F::BlobRecord), small ? F::kSmallBlobAlign : F::kBlobAlign);
+  return {small, dataAt, F::alignUp(dataAt + bytes, F::kBlockAlign)};
+}
 
 }  // namespace
 }  // namespace trtrace::detail
@@ -388,14 +403,13 @@ void BlobStore::writeLostLocked(const Job& j, bool replaced) {
   stats_.lostBytes += j.bytes;
 }
 
-// Raw blob at `end`: record, zero padding, data at the next 4 KiB boundary (a small blob: the next
-// 64-byte one, RawSmall, so that small weights cost no page of padding each). Holds file_.mu.
+// Raw blob at `end`: record, zero padding, data (rawLayout). Holds file_.mu.
 bool BlobStore::writeRawLocked(const Job& j, Scratch& s) {
   static const std::byte kZeros[F::kBlobAlign] = {};
   uint64_t at = file_.end;
-  const bool small = j.bytes < F::kSmallBlobMax;
-  uint64_t dataAt =
-      F::alignUp(at + sizeof(F::BlockHeader) + sizeof(F::BlobRecord), small ? F::kSmallBlobAlign : F::kBlobAlign);
+  const RawLayout layout = rawLayout(at, j.bytes);
+  const bool small = layout.small;
+  const uint64_t dataAt = layout.dataAt;
   F::BlobRecord r = recordFor(j, small ? F::BlobEncoding::RawSmall : F::BlobEncoding::Raw, j.bytes,
                               dataAt - at - sizeof(F::BlockHeader));
   const auto h = makeBlockHeader(F::BlockType::Blob, r.dataOffset + j.bytes, sizeof r, check32(&r, sizeof r));
@@ -504,6 +518,114 @@ bool BlobStore::writeCompressed(const Job& j, Scratch& s) {
   }
   indexLocked(j, at, written, at + sizeof(F::BlockHeader) + dataOffset, r);
   return true;
+}
+
+// ---- finishing in another process ------------------------------------------------------------
+uint64_t BlobStore::reserveQueued() {
+  std::vector<Reserved> batch;
+  uint64_t total = 0;
+  {
+    std::lock_guard g(mu_);
+    for (const Job& j : queue_) {
+      const BlobRef key{j.hash, j.bytes};
+      Reserved r{j, 0, 0, {}};
+      if (auto o = others_.find(key); o != others_.end()) {
+        r.others = std::move(o->second);
+        others_.erase(o);
+      }
+      if (auto it = seen_.find(key); it != seen_.end()) it->second = false;  // no longer queued here
+      pendingBytes_ -= j.bytes;
+      pendingJobs_--;
+      total += j.bytes;
+      batch.push_back(std::move(r));
+    }
+    queue_.clear();
+    queuedBytes_ = 0;
+    if (blocked_ || (draining_ && pendingJobs_ == 0)) doneCv_.notify_all();
+  }
+  std::lock_guard f(file_.mu);
+  for (Reserved& r : batch) {
+    r.at = file_.end;
+    r.next = file_.end = rawLayout(r.at, r.job.bytes).next;  // a hole until the child writes it
+    reserved_.push_back(std::move(r));
+  }
+  return total;
+}
+
+// The child is alone in its process: no lock is contended, and the blocks go where they were
+// reserved (file_.end is moved for each, then put back). The index entries are made at close,
+// from the file (indexReserved), in whichever process closes.
+void BlobStore::writeReserved() {
+  static thread_local Scratch scratch;
+  std::lock_guard f(file_.mu);
+  const uint64_t end = file_.end;
+  const size_t indexed = file_.blobEntries.size();
+  for (size_t i = batchStart_; i < reserved_.size(); ++i) {
+    const Reserved& r = reserved_[i];
+    const BlobRef key{r.job.hash, r.job.bytes};
+    if (!r.others.empty()) others_[key] = r.others;
+    file_.end = r.at;
+    Job from = r.job;
+    bool stored = false;
+    do { stored = writeRawLocked(from, scratch); } while (!stored && (from.data = nextSource(r.job)) != nullptr);
+    if (!stored) writeLostInRange(r, superseded_.count(key) > 0);
+    if (file_.end != r.at && file_.end != r.next)
+      throw Error(Error::Kind::Io, file_.path() + ": reserved range overrun");
+  }
+  file_.end = end;
+  file_.blobEntries.resize(indexed);
+}
+
+// A Lost (or Replaced) record filling the range: its data offset is the payload's end (format.h),
+// and bytes of a failed attempt are zeroed first.
+void BlobStore::writeLostInRange(const Reserved& r, bool replaced) {
+  const uint64_t payload = r.next - r.at - sizeof(F::BlockHeader);
+  file_.writeZeros(r.at + sizeof(F::BlockHeader), payload);
+  const F::BlobRecord rec = recordFor(r.job, replaced ? F::BlobEncoding::Replaced : F::BlobEncoding::Lost, 0, payload);
+  file_.pwriteAll(&rec, sizeof rec, r.at + sizeof(F::BlockHeader));
+  file_.finishBlock(r.at, makeBlockHeader(F::BlockType::Blob, payload, sizeof rec, check32(&rec, sizeof rec)));
+}
+
+void BlobStore::forked() { batchStart_ = reserved_.size(); }
+
+void BlobStore::indexReserved() {
+  std::lock_guard f(file_.mu);
+  for (const Reserved& r : reserved_) indexReservedOne(r);
+}
+
+// The block a finisher wrote at r.at, checked as the reader would before its entry is indexed:
+// a range never written (the finisher was killed) or written wrong fails the close.
+void BlobStore::indexReservedOne(const Reserved& r) {
+  F::BlockHeader h{};
+  F::BlobRecord rec{};
+  const bool read = file_.preadAll(&h, sizeof h, r.at) && file_.preadAll(&rec, sizeof rec, r.at + sizeof h);
+  const auto expect = makeBlockHeader(F::BlockType::Blob, h.payloadSize, sizeof rec, check32(&rec, sizeof rec));
+  if (!read || std::memcmp(&h, &expect, sizeof h) != 0 ||
+      F::alignUp(r.at + sizeof h + h.payloadSize, F::kBlockAlign) != r.next || rec.hashLo != r.job.hash.lo ||
+      rec.hashHi != r.job.hash.hi || rec.rawSize != r.job.bytes)
+    throw Error(Error::Kind::Io, file_.path() + ": the weights reserved at offset " + std::to_string(r.at) +
+                                     " were not written (their finisher did not finish)");
+  file_.blobEntries.emplace_back(rec.hashLo, rec.hashHi, rec.rawSize, r.at, rec.storedSize,
+                                 r.at + sizeof h + rec.dataOffset, rec.encoding, rec.transform, rec.elementHint);
+  std::lock_guard g(statsMu_);
+  if (rec.encoding == uint16_t(F::BlobEncoding::Replaced)) {
+    stats_.replacedBlobs++;
+  } else if (rec.encoding == uint16_t(F::BlobEncoding::Lost)) {
+    stats_.lostBlobs++;
+    stats_.lostBytes += rec.rawSize;
+  } else {
+    stats_.storedBytes += rec.storedSize;
+  }
+}
+
+void BlobStore::afterForkInChild() {
+  new (&mu_) std::mutex();
+  new (&statsMu_) std::mutex();
+  new (&workCv_) std::condition_variable();
+  new (&doneCv_) std::condition_variable();
+  // The std::thread objects name threads that do not exist here: never joined, never destroyed.
+  new std::vector<std::thread>(std::move(workers_));
+  workers_.clear();
 }
 
 }  // namespace trtrace::detail

@@ -42,6 +42,21 @@ class BlobStore {
   void stop();
   Writer::Stats stats() const;  // its counters: blobPuts .. compressedBlobs (the others 0)
 
+  // ---- finishing in another process (writer.h, "Finishing in another process") ----
+  // The queued blobs leave the queue as a new batch, each given the file range of its raw block
+  // (the writer goes on after them). Returns their bytes. Holds no lock on return.
+  uint64_t reserveQueued();
+  // The batch reserved since the last forked(): its blocks, written on this thread (in a forked
+  // child, alone in its process; or by the parent when the fork failed).
+  void writeReserved();
+  void forked();                                         // that batch is another process's now (file_.mu held)
+  bool busyLocked() const { return pendingJobs_ != 0; }  // a blob queued or being written (mu_ held)
+  // Every reserved range's record read back into the footer index (close): an unwritten one throws.
+  void indexReserved();
+  // In a forked child: its locks made anew, the workers (which did not survive) forgotten.
+  void afterForkInChild();
+  std::mutex& mutex() { return mu_; }
+
   // One blob waiting for a worker: the caller's bytes (not copied) and its key.
   struct Job {
     const std::byte* data;
@@ -68,6 +83,16 @@ class BlobStore {
   // Workers sleep until a batch is worth a wake-up (a context switch per small blob costs more
   // than compressing it), or until somebody waits for them. Holds mu_.
   bool batchReadyLocked() const;
+
+  // One blob handed to another process: its job, the range [at, next) of its raw block, and the
+  // other caller buffers passed with its key (others_).
+  struct Reserved {
+    Job job;
+    uint64_t at, next;
+    std::vector<const std::byte*> others;
+  };
+  void writeLostInRange(const Reserved& r, bool replaced);
+  void indexReservedOne(const Reserved& r);
 
   BlockFile& file_;
   const WriterOptions& opt_;
@@ -98,6 +123,8 @@ class BlobStore {
   // entry is gone, so the same bytes passed again are stored normally.
   std::unordered_map<BlobRef, BlobHint, BlobRefHasher> failed_;
   std::unordered_set<BlobRef, BlobRefHasher> superseded_;  // pending or failed keys the app changed (mu_)
+  std::vector<Reserved> reserved_;  // every range handed off (file_.mu); the last batch from batchStart_
+  size_t batchStart_ = 0;
 };
 
 }  // namespace trtrace::detail

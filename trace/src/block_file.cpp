@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <tuple>
 
 #include "blob_decode.h"
@@ -26,7 +27,7 @@ namespace F = format;
 // exit waiting for the disk; with the mark spent on an empty file, the close only hands the data
 // to the kernel (WriterOptions::durable asks for the disk explicitly).
 static int createTruncated(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   struct stat st {};
   if (fd < 0 || ::fstat(fd, &st) != 0 || st.st_size == 0) return fd;
   if (::ftruncate(fd, 0) != 0) {
@@ -82,6 +83,21 @@ void BlockFile::pwriteAll(const void* p, uint64_t n, uint64_t off) {
     off += static_cast<uint64_t>(k);
     n -= static_cast<uint64_t>(k);
   }
+}
+
+void BlockFile::afterForkInChild() {
+  new (&mu) std::mutex();
+  new (&failMu_) std::mutex();
+}
+
+bool BlockFile::preadAll(void* p, uint64_t n, uint64_t off) const {
+  for (uint64_t done = 0; done < n;) {
+    const ssize_t k = ::pread(fd_, static_cast<char*>(p) + done, n - done, static_cast<off_t>(off + done));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    done += static_cast<uint64_t>(k);
+  }
+  return true;
 }
 
 void BlockFile::writeZeros(uint64_t off, uint64_t n) {

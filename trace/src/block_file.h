@@ -31,9 +31,12 @@ class BlockFile {
 
   const std::string& path() const { return path_; }
   bool failed() const { return failed_; }
+  int fd() const { return fd_; }
   [[noreturn]] void throwFailed();  // the first failed write's message, as an Io Error
 
   void pwriteAll(const void* p, uint64_t n, uint64_t off);
+  // n bytes at `off` of what was written (a finisher's blocks, read back at close): false if short.
+  bool preadAll(void* p, uint64_t n, uint64_t off) const;
   void writeZeros(uint64_t off, uint64_t n);
   // A whole block whose payload is in memory, at `end`; returns its offset.
   uint64_t appendBlock(format::BlockType type, const void* payload, uint64_t n, uint16_t flags = 0);
@@ -46,6 +49,7 @@ class BlockFile {
   // Footer index (blobs sorted for binary search), truncate, fdatasync if durable, then the file header
   // that says "complete"; closes the file.
   void finish(uint64_t calls, uint64_t blobPuts, uint64_t blobPutBytes);
+  void afterForkInChild();  // a forked child's locks, made anew
 
   std::mutex mu;
   uint64_t end = 0;                          // next block offset (8-aligned)

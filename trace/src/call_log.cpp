@@ -2,6 +2,8 @@
 // (see call_log.h).
 #include "call_log.h"
 
+#include <new>
+
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -39,6 +41,14 @@ CallLog::~CallLog() {
     bgThread_.join();
   }
   ZSTD_freeCCtx(cctx_);
+}
+
+void CallLog::afterForkInChild() {
+  new (&mu_) std::mutex();
+  new (&bgMu_) std::mutex();
+  new (&statsMu_) std::mutex();
+  new (&bgCv_) std::condition_variable();
+  new std::thread(std::move(bgThread_));  // names a thread that does not exist here: never joined
 }
 
 void CallLog::describe(uint32_t apiId, std::string_view iface, std::string_view method,

@@ -42,6 +42,9 @@ class CallLog {
   // No call is appended after this; the returned lock keeps appends out while the file is closed.
   std::unique_lock<std::mutex> seal();
   Writer::Stats stats() const;  // its counters: calls .. compressedSegments (the others 0)
+  std::mutex& mutex() { return mu_; }
+  // In a forked child: its locks made anew, the log's thread (which did not survive) forgotten.
+  void afterForkInChild();
 
  private:
   // `stored` (with its block flags): the segment as another trace stores it, kept when smaller.

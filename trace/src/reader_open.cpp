@@ -13,6 +13,7 @@
 #include "blob_decode.h"
 #include "block_file.h"
 #include "reader_impl.h"
+#include "trtrace/finishing.h"
 #include "trtrace/files.h"
 
 namespace trtrace {
@@ -222,6 +223,7 @@ Reader::Reader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Reader::~Reader() = default;
 
 std::unique_ptr<Reader> Reader::open(const std::string& path) {
+  finishing::await(path);                 // a finisher still writing it: waited for (or refused with --no-wait)
   const int fd = files::openInput(path);  // a regular file, or one line naming what it is
   try {
     auto r = open(fd, path);

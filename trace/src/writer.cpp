@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <new>
 
 #include "writer_impl.h"
 
@@ -114,9 +115,41 @@ void Writer::close() {
   p->blobs.stop();
   auto sealed = p->log.seal();
   p->closed = true;
+  p->blobs.indexReserved();
   std::lock_guard g(p->file.mu);
   Stats st = stats();
   p->file.finish(st.calls, st.blobPuts, st.blobPutBytes);
+}
+
+int Writer::fileDescriptor() const { return impl_->file.fd(); }
+
+uint64_t Writer::reserveQueued() { return impl_->blobs.reserveQueued(); }
+
+void Writer::writeReserved() {
+  impl_->blobs.writeReserved();
+  std::lock_guard g(impl_->file.mu);
+  impl_->blobs.forked();  // written here (the fork failed): not again
+}
+
+pid_t Writer::forkFinisher(bool closing) {
+  auto* p = impl_.get();
+  for (;;) {
+    if (closing) {
+      p->blobs.reserveQueued();
+      p->log.flush(true);  // waits for blobs being written (not those reserved)
+    }
+    std::unique_lock a(p->log.mutex()), b(p->blobs.mutex()), c(p->file.mu);
+    if (closing && p->blobs.busyLocked()) continue;  // another thread queued a blob meanwhile
+    const pid_t pid = ::fork();
+    if (pid > 0) p->blobs.forked();
+    if (pid != 0) return pid;
+    a.release(), b.release(), c.release();  // held by a thread of the parent: made anew here
+    p->file.afterForkInChild();
+    p->blobs.afterForkInChild();
+    p->log.afterForkInChild();
+    new (&p->copiedMu) std::mutex();
+    return 0;
+  }
 }
 
 Writer::Stats Writer::stats() const {

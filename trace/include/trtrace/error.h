@@ -15,6 +15,7 @@ class Error : public std::runtime_error {
     Truncated,  // a clean prefix, cut
     Usage,      // bad options; an output that would replace an input
     Empty,      // well-formed input with nothing to do in it (no calls)
+    Finishing,  // --no-wait: the trace is still being finished by another process (trtrace/finishing.h)
   };
   Error(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
   explicit Error(const std::string& message) : Error(Kind::Io, message) {}

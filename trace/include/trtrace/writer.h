@@ -11,6 +11,8 @@
 // putBlob() hashes on the caller's thread and enqueues new blobs ZERO-COPY for the worker threads,
 // which compress and write them; the caller keeps the bytes alive until drainBlobs() returns.
 #pragma once
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -199,7 +201,25 @@ class Writer {
   void copyEncodedBlob(std::span<const std::byte> blockPayload);
 
   void flush();  // writes the pending segment and waits for pending blobs
-  void close();  // flush, footer index, file_length patch; idempotent
+  // flush, footer index, file_length patch; idempotent. Every range reserved (below) must be
+  // written by then: its record is read back from the file for the index (else Io, file unclosed).
+  void close();
+
+  // ---- Finishing in another process (docs/design.md, "Finishing off the application's clock") ----
+  // The blobs queued now leave the queue, each given the file range its raw block will fill (the
+  // writer's later blocks go after them); returns their bytes. Cheap: nothing is read or written.
+  uint64_t reserveQueued();
+  // fork(2) with the writer consistent: its locks are held across the fork, and with `closing` the
+  // open segment is written and no blob is queued or being written first (the child will close).
+  // Returns the child's pid to the parent (-1: fork failed, errno set), 0 in the child, where the
+  // writer has no threads left and is alone: it calls writeReserved, then close() if it closes. The
+  // parent must not close the writer after a `closing` fork.
+  pid_t forkFinisher(bool closing);
+  // The ranges reserved before the last forkFinisher (or since, when called in the process that
+  // reserved them: the fork failed), written on this thread: a released source is stored Lost.
+  void writeReserved();
+  // The trace's file descriptor (a finisher keeps it open when it closes the application's others).
+  int fileDescriptor() const;
 
   struct Stats {
     uint64_t calls = 0, segments = 0;

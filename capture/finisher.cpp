@@ -1,0 +1,193 @@
+// Finishing off the application's clock (finisher.h).
+#include "finisher.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "trtrace/error.h"
+#include "trtrace/finishing.h"
+#include "trtrace/progress.h"
+
+namespace trtrace::capture {
+namespace {
+
+thread_local bool tForking = false;
+
+// What a finisher's pipe said once it closed: 'K' (done), or nothing (it failed or was killed).
+// Blocking: waits for the finisher to end.
+bool saidDone(int fd) {
+  bool done = false;
+  char c;
+  for (;;) {
+    const ssize_t k = ::read(fd, &c, 1);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return done;
+    done = done || c == 'K';
+  }
+}
+
+// The finisher leaves like a crashed process would, never through the application's handlers (the
+// capture's own flush a fatal signal triggers would take locks of threads that are gone here).
+void defaultSignals() {
+  for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD})
+    ::signal(sig, SIG_DFL);
+  ::signal(SIGPIPE, SIG_IGN);
+}
+
+// Every descriptor of the application's but `keep` closed, and 0-2 onto /dev/null: a pipeline or a
+// harness that waits for the application's output to end does not wait for its finisher too.
+void closeOthers(const std::vector<int>& keep) {
+  std::vector<int> open;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (const dirent* e = ::readdir(d))
+      if (e->d_name[0] >= '0' && e->d_name[0] <= '9') open.push_back(std::atoi(e->d_name));
+    ::closedir(d);
+  }
+  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  for (int fd : open)
+    if (fd != null && std::find(keep.begin(), keep.end(), fd) == keep.end()) {
+      if (fd <= 2 && null >= 0)
+        ::dup2(null, fd);
+      else
+        ::close(fd);  // the directory's own descriptor is already closed: EBADF, harmless
+    }
+  if (null > 2) ::close(null);
+}
+
+[[noreturn]] void exitNow(int code) {
+  ::syscall(SYS_exit_group, code);
+  __builtin_unreachable();
+}
+
+// The marker is removed by the finisher that completed the trace, if it is still the one on `fd`.
+void removeMarker(const std::string& trace, int fd) {
+  struct stat held {
+  }, named{};
+  const std::string m = finishing::markerOf(trace);
+  if (::fstat(fd, &held) == 0 && ::lstat(m.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
+      held.st_dev == named.st_dev)
+    ::unlink(m.c_str());
+}
+
+}  // namespace
+
+bool Finishers::forkingFinisher() noexcept { return tForking; }
+
+void Finishers::configure(const Config& c, bool jsonExport, int64_t stallMs) {
+  enabled_ = c.finisher && !jsonExport && !c.flushEveryCall && !c.flushOnBuild;  // those stay synchronous
+  minBytes_ = static_cast<uint64_t>(c.finisherMiB) << 20;
+  stallMs_ = stallMs;
+}
+
+bool Finishers::wanted(uint64_t queued) const { return enabled_ && queued > 0 && queued >= minBytes_; }
+
+bool Finishers::handOff(Writer& w, const std::string& trace) {
+  reap();
+  if (!wanted(w.pendingBlobBytes()) || w.reserveQueued() == 0) return false;
+  fork(w, trace, false);
+  return true;
+}
+
+pid_t Finishers::closing(Writer& w, const std::string& trace) {
+  reap();
+  if (failed_ || (running_.empty() && !wanted(w.pendingBlobBytes()))) return 0;
+  return fork(w, trace, true);
+}
+
+// A finisher for what is reserved (with `closing`: all that is queued, and the close). Where none
+// can be had (no marker, no pipe, no fork) the reserved weights are written here and now, and a
+// closing caller waits for the finishers already running: 0 is returned, the caller closes.
+pid_t Finishers::fork(Writer& w, const std::string& trace, bool closing) {
+  ino_t ino = marker_;
+  const int marker = finishing::lockMarker(trace, marker_ == 0, &ino, ::getpid());
+  int fds[2] = {-1, -1};
+  pid_t pid = -1;
+  if (marker >= 0 && ::pipe2(fds, O_CLOEXEC) == 0) {
+    tForking = true;
+    pid = w.forkFinisher(closing);
+    tForking = false;
+    if (pid == 0) runChild(w, trace, closing, fds[1], marker);
+    ::close(fds[1]);
+  }
+  if (marker >= 0) ::close(marker);
+  if (pid < 0) {
+    if (fds[0] >= 0) ::close(fds[0]);
+    w.writeReserved();
+    if (closing && !earlierSucceeded()) failed_ = true;
+    return 0;
+  }
+  marker_ = ino;
+  running_.push_back({pid, fds[0]});
+  return pid;
+}
+
+void Finishers::runChild(Writer& w, const std::string& trace, bool closes, int status, int marker) {
+  defaultSignals();
+  std::vector<int> keep = {w.fileDescriptor(), status, marker};
+  for (const Child& c : running_) keep.push_back(c.status);
+  closeOthers(keep);
+  finishing::logToMarker(marker, "finisher pid " + std::to_string(::getpid()));
+  if (stallMs_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(stallMs_));  // test hook
+  std::string failure;
+  try {
+    w.writeReserved();
+    if (closes && !earlierSucceeded()) throw Error(Error::Kind::Io, "an earlier finisher did not finish");
+    if (closes) w.close();
+  } catch (const std::exception& e) { failure = describe(e); } catch (...) {
+    failure = "unknown error";
+  }
+  if (!failure.empty()) {
+    finishing::logToMarker(marker, "failed: " + failure);
+    exitNow(1);  // said in the marker, which the next tool run reports (stderr is /dev/null by now)
+  }
+  if (closes) removeMarker(trace, marker);
+  (void)!::write(status, "K", 1);
+  exitNow(0);
+}
+
+bool Finishers::earlierSucceeded() {
+  for (const Child& c : running_) {
+    if (!saidDone(c.status)) failed_ = true;
+    ::close(c.status);
+  }
+  running_.clear();
+  return !failed_;
+}
+
+void Finishers::reap() {
+  for (size_t i = 0; i < running_.size();) {
+    pollfd p{running_[i].status, POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) {
+      ++i;
+      continue;
+    }
+    if (!saidDone(running_[i].status)) failed_ = true;  // it said 'K' and is exiting, or it ended without
+    ::close(running_[i].status);
+    ::waitpid(running_[i].pid, nullptr, 0);  // not left a zombie of an application that goes on
+    running_.erase(running_.begin() + static_cast<long>(i));
+  }
+}
+
+void Finishers::afterForkInApp() noexcept {
+  for (const Child& c : running_) ::close(c.status);
+  running_.clear();
+  enabled_ = false;  // the child captures into a trace of its own, from the start (session.h)
+  marker_ = 0;
+  failed_ = false;
+}
+
+}  // namespace trtrace::capture
