@@ -22,6 +22,7 @@ std::optional<WriteFaultSpec> parseWriteFault(const char* value) {
 void Faults::configure(const EnvLookup& env) {
   if (env("TRTRACE_FAULT_KILL_AT_CALL")) killAtCall_ = envInt(env, "TRTRACE_FAULT_KILL_AT_CALL", -1);
   finisherStallMs_ = envInt(env, "TRTRACE_FAULT_FINISHER_STALL_MS", 0);
+  finisherFail_ = envInt(env, "TRTRACE_FAULT_FINISHER_FAIL", 0) != 0;
   if (const char* v = env("TRTRACE_FAULT_WRITE_FAIL")) {
     if (const std::optional<WriteFaultSpec> f = parseWriteFault(v))
       writeFail_ = *f;
@@ -35,8 +36,12 @@ void Faults::callStarting() {
   if (n == killAtCall_.load(std::memory_order_relaxed)) raise(SIGKILL);
 }
 
+void Faults::finisherStarted() {
+  if (finisherFail_) writeFail_ = {writes_.load(), ENOSPC};
+}
+
 std::function<int()> Faults::writeHook() {
-  if (writeFail_.at < 0) return {};
+  if (writeFail_.at < 0 && !finisherFail_) return {};
   return [this] { return writes_.fetch_add(1) == writeFail_.at ? writeFail_.err : 0; };
 }
 

@@ -32,6 +32,9 @@ class Faults {
   // TRTRACE_FAULT_FINISHER_STALL_MS=N: a finisher sleeps N ms before it writes (so that a test can
   // kill it, or start a tool while it runs). 0 when unset.
   int64_t finisherStallMs() const { return finisherStallMs_; }
+  // TRTRACE_FAULT_FINISHER_FAIL=1: in a finisher (called when it starts), its next write fails with
+  // ENOSPC: a full disk under the finisher, which a test cannot have on demand.
+  void finisherStarted();
 
  private:
   std::atomic<int64_t> killAtCall_{-1};
@@ -39,6 +42,7 @@ class Faults {
   WriteFaultSpec writeFail_;
   std::atomic<int64_t> writes_{0};
   int64_t finisherStallMs_ = 0;
+  bool finisherFail_ = false;
 };
 
 }  // namespace trtrace::capture

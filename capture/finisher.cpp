@@ -87,10 +87,13 @@ void removeMarker(const std::string& trace, int fd) {
 
 bool Finishers::forkingFinisher() noexcept { return tForking; }
 
-void Finishers::configure(const Config& c, bool jsonExport, int64_t stallMs) {
+void Finishers::configure(const Config& c, bool jsonExport, Faults* faults) {
   enabled_ = c.finisher && !jsonExport && !c.flushEveryCall && !c.flushOnBuild;  // those stay synchronous
+#if defined(__SANITIZE_ADDRESS__)
+  enabled_ = false;  // GCC 12's ASan allocator is not fork-safe: a child can inherit its lock held
+#endif
   minBytes_ = static_cast<uint64_t>(c.finisherMiB) << 20;
-  stallMs_ = stallMs;
+  faults_ = faults;
 }
 
 bool Finishers::wanted(uint64_t queued) const { return enabled_ && queued > 0 && queued >= minBytes_; }
@@ -141,7 +144,9 @@ void Finishers::runChild(Writer& w, const std::string& trace, bool closes, int s
   for (const Child& c : running_) keep.push_back(c.status);
   closeOthers(keep);
   finishing::logToMarker(marker, "finisher pid " + std::to_string(::getpid()));
-  if (stallMs_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(stallMs_));  // test hook
+  faults_->finisherStarted();  // test hooks (faults.h)
+  if (faults_->finisherStallMs() > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(faults_->finisherStallMs()));
   std::string failure;
   try {
     w.writeReserved();

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "config.h"
+#include "faults.h"
 #include "trtrace/writer.h"
 
 namespace trtrace::capture {
@@ -25,7 +26,7 @@ namespace trtrace::capture {
 class Finishers {
  public:
   // Configured from the capture's settings (a flush setting or a JSON+BIN export: never used).
-  void configure(const Config& c, bool jsonExport, int64_t stallMs);
+  void configure(const Config& c, bool jsonExport, Faults* faults);
   // At a drain point: whether the queued weights were handed to a new finisher (the caller still
   // drains: blobs a worker is writing stay its own). Throws only what the writer throws.
   bool handOff(Writer& w, const std::string& trace);
@@ -46,8 +47,8 @@ class Finishers {
 
   bool enabled_ = false;
   uint64_t minBytes_ = 0;
-  int64_t stallMs_ = 0;
-  ino_t marker_ = 0;  // the marker this capture created (0: none yet)
+  Faults* faults_ = nullptr;  // the test fault injectors (faults.h)
+  ino_t marker_ = 0;          // the marker this capture created (0: none yet)
   struct Child {
     pid_t pid;
     int status;  // read end of its pipe

@@ -121,7 +121,7 @@ void Session::openWriter(int fd) {
   if (!config_.outputJson.empty()) json_.start(path_, h.libraryVersion, o);
   writer_ = Writer::create(o, h);
   lib::describeApis(*writer_);
-  finishers_.configure(config_, !config_.outputJson.empty(), faults_.finisherStallMs());
+  finishers_.configure(config_, !config_.outputJson.empty(), &faults_);
 }
 
 // A writer this process must never close or destroy (a finisher closes it, or it is the parent's

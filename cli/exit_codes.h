@@ -24,8 +24,8 @@ enum Exit : int {
 }  // namespace player
 
 // The trtrace subcommands. A code past kTruncated belongs to the one subcommand its comment names
-// first. diff follows diff(1) instead (below); bench's codes are its Python side's
-// (python/trtrace/bench.py, EXIT_*); capture returns the command's own code where it ran.
+// first, except kStillFinishing (every subcommand that reads a trace). diff follows diff(1) instead (below); bench's
+// codes are its Python side's (python/trtrace/bench.py, EXIT_*); capture returns the command's own code where it ran.
 namespace tool {
 enum Exit : int {
   kOk = 0,
@@ -34,7 +34,7 @@ enum Exit : int {
   kTruncated = 3,       // truncated input, where the subcommand needs a whole trace
   kNotFailing = 4,      // reduce: the capture does not fail, nothing to reduce
   kInexpressible = 5,   // export: a call the Python API cannot express, nothing written
-  kStillFinishing = 6,  // --no-wait: an input trace is still being finished by its finisher
+  kStillFinishing = 6,  // every subcommand, --no-wait: an input trace is still being finished by its finisher
 };
 }  // namespace tool
 

@@ -100,7 +100,7 @@ def test_subcommand_exit_codes_match_the_table():
     table = exit_table()
     own = {}  # code -> the subcommand that owns it
     for v, (name, comment) in tool.items():
-        if v > 3:
+        if v > 3 and not comment.startswith("every subcommand"):
             own[v] = comment.split(":")[0]
     seen = set()
     for row, cells in table.items():

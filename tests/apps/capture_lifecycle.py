@@ -14,6 +14,8 @@ traces written (tests/test_capture_lifecycle.py). Modes:
   subprocess          one build, subprocess.run of /bin/true (a vfork child that execs), a second
                       build, a normal exit
   driver              runs `build` --n times one after another, each a new process (same environment)
+  fork-after-build    one build, then os.fork: the child sleeps --sleep seconds and leaves with
+                      os._exit, the parent exits normally at once
 """
 
 import argparse
@@ -21,6 +23,7 @@ import multiprocessing
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import tensorrt_rtx as trt
@@ -48,11 +51,15 @@ def worker(variant):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["build", "exec", "exit", "workers", "parent-after-child", "subprocess", "driver"])
+    ap.add_argument(
+        "mode",
+        choices=["build", "exec", "exit", "workers", "parent-after-child", "subprocess", "driver", "fork-after-build"],
+    )
     ap.add_argument("--how", choices=["execv", "execve"], default="execv")
     ap.add_argument("--method", choices=["fork", "forkserver", "spawn"], default="fork")
     ap.add_argument("--n", type=int, default=2)
     ap.add_argument("--variant", type=int, default=0)
+    ap.add_argument("--sleep", type=float, default=0)
     a = ap.parse_args()
     if a.mode == "workers":
         ctx = multiprocessing.get_context(a.method)
@@ -79,6 +86,9 @@ def main():
         argv = [sys.executable, "-c", "pass"]
         os.execv(sys.executable, argv) if a.how == "execv" else os.execve(sys.executable, argv, dict(os.environ))
     if a.mode == "exit":
+        os._exit(0)
+    if a.mode == "fork-after-build" and os.fork() == 0:
+        time.sleep(a.sleep)
         os._exit(0)
     if a.mode == "subprocess":
         subprocess.run(["/bin/true"], check=True)
