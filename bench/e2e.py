@@ -34,6 +34,8 @@ FULL = [
     ("fp16-1g-rep2", ["--blocks", "40", "--hidden", "1024", "--dtype", "fp16", "--repeat", "2"], None, True),
     ("bf16-1g-rep2", ["--blocks", "40", "--hidden", "1024", "--dtype", "bf16", "--repeat", "2"], None, True),
     ("fp32-8g", ["--blocks", "40", "--hidden", "2048", "--dtype", "fp32"], 1, True),
+    # Mid-size (issue 27): 503 MB of fp16, where the player's fixed costs stop hiding its growth.
+    ("fp16-512m", ["--blocks", "5", "--hidden", "2048", "--dtype", "fp16"], None, True),
 ]
 FULL_BUILD = ("fp32-400m-build", ["--blocks", "8", "--hidden", "1024", "--dtype", "fp32"])
 SMOKE = [
@@ -123,21 +125,45 @@ def rm(*paths):
             pass
 
 
+def until_complete(trace, timeout=3600):
+    """Seconds until `trace`'s finisher (if any) completed it: its marker gone (docs/design.md,
+    "Finishing off the application's clock")."""
+    marker = trace.with_name(trace.name + ".finishing")
+    t0 = time.perf_counter()
+    while marker.exists() and time.perf_counter() - t0 < timeout:
+        time.sleep(0.005)
+    return time.perf_counter() - t0
+
+
+def finisher_reports(path):
+    """The finishers' own lines (TRTRACE_FINISHER_REPORT), then the file removed."""
+    try:
+        lines = [json.loads(x) for x in pathlib.Path(path).read_text().splitlines() if x.strip()]
+    except FileNotFoundError:
+        return []
+    rm(path)
+    return lines
+
+
 def capture_model(E, name, margs, reps, build):
-    """App alone, + our shim, + NVIDIA's shim; reps runs each, interleaved."""
+    """App alone, + our shim, + our shim finishing synchronously (TRTRACE_FINISHER=0: the app waits
+    for the trace), + NVIDIA's shim; reps runs each, interleaved."""
     w = E.work
     trace, nvjson, nvbin = w / f"{name}.trtrace", w / f"{name}.nv.json", w / f"{name}.nv.bin"
     args = [E.python, str(MODEL)] + margs + ([] if build else ["--no-build"])
-    modes = ["alone", "ours"] + (["nvidia"] if E.nv_shim else [])
+    modes = ["alone", "sync", "ours"] + (["nvidia"] if E.nv_shim else [])  # ours last: its trace is replayed
+    report = w / "finisher.jsonl"
     runs = {m: [] for m in modes}
     app = None
     for r in range(reps):
         for m in modes:
-            rm(*{"ours": [trace], "nvidia": [nvjson, nvbin]}.get(m, []))
+            rm(*{"ours": [trace, report], "sync": [trace], "nvidia": [nvjson, nvbin]}.get(m, []))
             subprocess.run(["sync"])  # earlier runs' dirty pages are not this run's cost
             env = {}
             if m == "ours":
-                env = {"TRT_SHIM_OUTPUT_FILE": str(trace), "LD_PRELOAD": E.shim}
+                env = {"TRT_SHIM_OUTPUT_FILE": str(trace), "LD_PRELOAD": E.shim, "TRTRACE_FINISHER_REPORT": str(report)}
+            elif m == "sync":
+                env = {"TRT_SHIM_OUTPUT_FILE": str(trace), "LD_PRELOAD": E.shim, "TRTRACE_FINISHER": "0"}
             elif m == "nvidia":
                 env = E.nv_env(nvjson)
             try:
@@ -149,8 +175,11 @@ def capture_model(E, name, margs, reps, build):
                 runs["nvidia"].append({"failed": str(e)[-300:]})
                 continue
             app = last_json(out)
-            written = 0
+            written, complete, finishers = 0, wall, []
             if m == "ours":
+                complete = wall + until_complete(trace)
+                finishers = finisher_reports(report)
+            if m in ("ours", "sync"):
                 written = os.path.getsize(trace)
             elif m == "nvidia":
                 written = os.path.getsize(nvjson) + os.path.getsize(nvbin)
@@ -162,11 +191,13 @@ def capture_model(E, name, margs, reps, build):
                     "network_s": app["network_s"],
                     "gen_s": app["gen_s"],
                     "build_s": app["build_s"],
+                    "complete_s": complete,
+                    "finishers": finishers,
                 }
             )
             log(
-                f"{name} rep {r} {m}: {wall:.2f} s, {rss / 2**20:.0f} MiB, network {app['network_s']:.3f} s, "
-                f"wrote {written / 2**20:.1f} MiB"
+                f"{name} rep {r} {m}: {wall:.2f} s (trace complete at {complete:.2f} s), {rss / 2**20:.0f} MiB, "
+                f"network {app['network_s']:.3f} s, wrote {written / 2**20:.1f} MiB, {len(finishers)} finishers"
             )
     res = {"name": name, "args": margs, "build": build, "reps": reps, "app": app, "runs": runs}
     # Sizes of the last run's outputs (they stay for replay / conversion).

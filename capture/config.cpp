@@ -92,6 +92,7 @@ Config Config::parse(const EnvLookup& env) {
   c.queueMiB = envInt(env, "TRTRACE_CAPTURE_QUEUE_MB", c.queueMiB);
   c.finisher = envBool(env, "TRTRACE_FINISHER", c.finisher);
   c.finisherMiB = envInt(env, "TRTRACE_FINISHER_MB", c.finisherMiB);
+  c.finisherReport = envString(env, "TRTRACE_FINISHER_REPORT");
   c.testJsonCounts = envBool(env, "TRTRACE_TEST_JSON_COUNTS", false);
   return c;
 }

@@ -41,8 +41,11 @@ struct Config {
   // Finishing off the application's clock (docs/design.md, "Finishing off the application's
   // clock"): at a build, a network's deletion or the process's end, weights still queued from this
   // many MiB on are written by a forked finisher while the application goes on or exits.
-  bool finisher = true;       // TRTRACE_FINISHER (0: the application always waits, as before 2026-11-26)
+  bool finisher = true;       // TRTRACE_FINISHER (0: the application waits for every weight to be written)
   int64_t finisherMiB = 256;  // TRTRACE_FINISHER_MB (0: whatever is queued)
+  // TRTRACE_FINISHER_REPORT=FILE (bench/e2e.py): each finisher appends one JSON line of its memory
+  // (/proc/self/status at its start and end) and times. Unset: nothing written.
+  std::string finisherReport;
   // Test hook (TRTRACE_TEST_JSON_COUNTS): one closing line with the JSON+BIN export's counts
   // (JsonExport::counts): its work is linear in the calls. Off: no effect.
   bool testJsonCounts = false;

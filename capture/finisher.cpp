@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -68,6 +69,41 @@ void closeOthers(const std::vector<int>& keep) {
   if (null > 2) ::close(null);
 }
 
+// A field of /proc/self/status in bytes ("VmRSS:\t  1234 kB"); 0 when absent.
+uint64_t statusBytes(const std::string& status, const char* field) {
+  const size_t at = status.find(std::string(field) + ":");
+  return at == std::string::npos ? 0 : std::strtoull(status.c_str() + at + std::strlen(field) + 1, nullptr, 10) << 10;
+}
+
+std::string selfStatus() {
+  std::string s(8192, '\0');
+  const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  const ssize_t n = fd >= 0 ? ::read(fd, s.data(), s.size()) : 0;
+  if (fd >= 0) ::close(fd);
+  s.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return s;
+}
+
+// TRTRACE_FINISHER_REPORT: one JSON line of this finisher's memory and time (bench/e2e.py). Its own
+// memory is what it holds beyond the pages it shares with the application: RssAnon grown since the
+// fork, and its peak RSS over its RSS at the fork.
+void appendReport(const std::string& path, const std::string& start, double seconds, bool closes, bool ok) {
+  const std::string end = selfStatus();
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "{\"pid\": %d, \"closes\": %s, \"ok\": %s, \"seconds\": %.3f, \"rss_at_fork\": %llu, "
+                "\"peak_rss\": %llu, \"anon_at_fork\": %llu, \"anon_at_end\": %llu}\n",
+                ::getpid(), closes ? "true" : "false", ok ? "true" : "false", seconds,
+                static_cast<unsigned long long>(statusBytes(start, "VmRSS")),
+                static_cast<unsigned long long>(statusBytes(end, "VmHWM")),
+                static_cast<unsigned long long>(statusBytes(start, "RssAnon")),
+                static_cast<unsigned long long>(statusBytes(end, "RssAnon")));
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  (void)!::write(fd, line, std::strlen(line));
+  ::close(fd);
+}
+
 [[noreturn]] void exitNow(int code) {
   ::syscall(SYS_exit_group, code);
   __builtin_unreachable();
@@ -94,6 +130,7 @@ void Finishers::configure(const Config& c, bool jsonExport, Faults* faults) {
 #endif
   minBytes_ = static_cast<uint64_t>(c.finisherMiB) << 20;
   faults_ = faults;
+  report_ = c.finisherReport;
 }
 
 bool Finishers::wanted(uint64_t queued) const { return enabled_ && queued > 0 && queued >= minBytes_; }
@@ -143,6 +180,8 @@ void Finishers::runChild(Writer& w, const std::string& trace, bool closes, int s
   std::vector<int> keep = {w.fileDescriptor(), status, marker};
   for (const Child& c : running_) keep.push_back(c.status);
   closeOthers(keep);
+  const std::string atFork = report_.empty() ? "" : selfStatus();
+  const auto t0 = std::chrono::steady_clock::now();
   finishing::logToMarker(marker, "finisher pid " + std::to_string(::getpid()));
   faults_->finisherStarted();  // test hooks (faults.h)
   if (faults_->finisherStallMs() > 0)
@@ -155,6 +194,9 @@ void Finishers::runChild(Writer& w, const std::string& trace, bool closes, int s
   } catch (const std::exception& e) { failure = describe(e); } catch (...) {
     failure = "unknown error";
   }
+  if (!report_.empty())
+    appendReport(report_, atFork, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), closes,
+                 failure.empty());
   if (!failure.empty()) {
     finishing::logToMarker(marker, "failed: " + failure);
     exitNow(1);  // said in the marker, which the next tool run reports (stderr is /dev/null by now)

@@ -1,9 +1,9 @@
 // Finishing off the application's clock (docs/design.md, "Finishing off the application's clock").
-// At a drain point (a build returned, a network deleted, the process ending) the application used to
-// wait until every queued weight was written. From TRTRACE_FINISHER_MB queued on, the queued weights
+// At a drain point (a build returned, a network deleted, the process ending) the application would
+// wait until every queued weight is written. From TRTRACE_FINISHER_MB queued on, the queued weights
 // instead get their file ranges (Writer::reserveQueued) and a forked child, the finisher, writes
 // them from its copy-on-write view of the application's memory, while the application goes on (or
-// exits). At the end, either every finisher is done and the application closes the trace as before,
+// exits). At the end, either every finisher is done and the application closes the trace itself,
 // or a last finisher is forked to close it once the others are done. The flush settings, a JSON+BIN
 // export and TRTRACE_FINISHER=0 keep the synchronous behaviour.
 //
@@ -48,6 +48,7 @@ class Finishers {
   bool enabled_ = false;
   uint64_t minBytes_ = 0;
   Faults* faults_ = nullptr;  // the test fault injectors (faults.h)
+  std::string report_;        // Config::finisherReport
   ino_t marker_ = 0;          // the marker this capture created (0: none yet)
   struct Child {
     pid_t pid;

@@ -31,14 +31,7 @@ class Copier {
   }
 
  private:
-  void write(uint64_t at, size_t n) {
-    for (size_t k = 0; k < n;) {
-      const ssize_t w = ::pwrite(dst_, buf_.data() + k, n - k, static_cast<off_t>(at + k));
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) throw Error(Error::Kind::Io, name_ + ": cannot write (" + std::strerror(errno) + ")");
-      k += static_cast<size_t>(w);
-    }
-  }
+  void write(uint64_t at, size_t n) { writeAt(dst_, name_, at, buf_.data(), n); }
   int dst_;
   std::string name_;
   Sha256* digest_;
@@ -47,16 +40,15 @@ class Copier {
   uint64_t written_ = 0;
 };
 
+// A stored layer, open for reading.
 struct Layer {
-  int fd = -1;
   std::string path;
-  explicit Layer(std::string p) : fd(::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)), path(std::move(p)) {
-    if (fd < 0)
+  UniqueFd file;
+  explicit Layer(std::string p) : path(std::move(p)), file(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) {
+    if (file.get() < 0)
       throw Error(Error::Kind::Io, "registry cache: " + path + ": cannot open (" + std::strerror(errno) + ")");
   }
-  ~Layer() { ::close(fd); }
-  Layer(const Layer&) = delete;
-  Layer& operator=(const Layer&) = delete;
+  int fd() const { return file.get(); }
 };
 
 }  // namespace
@@ -74,15 +66,15 @@ std::string assemble(const Artifact& a, const LayerStore& store, const std::set<
   const Layer log(store.path(a.log.digest));
   uint64_t at = 0, logAt = 0;
   for (const Piece& p : a.pieces) {
-    c.copy(log.fd, log.path, logAt, at, p.range.offset - at);
+    c.copy(log.fd(), log.path, logAt, at, p.range.offset - at);
     logAt += p.range.offset - at;
     if (have.count(p.digest)) {
       const Layer piece(store.path(p.digest));
-      c.copy(piece.fd, piece.path, 0, p.range.offset, p.range.size);
+      c.copy(piece.fd(), piece.path, 0, p.range.offset, p.range.size);
     }
     at = p.range.offset + p.range.size;
   }
-  c.copy(log.fd, log.path, logAt, at, a.fileSize - at);
+  c.copy(log.fd(), log.path, logAt, at, a.fileSize - at);
   return whole ? digest.digest() : "";
 }
 

@@ -91,15 +91,10 @@ Options optionsFromEnv(const std::string& label) {
 // A trace file of this process in the cache folder (unguessable name), removed when dropped.
 struct TraceOfThisRun {
   std::string name;
-  int fd;
+  UniqueFd file;  // closed after the destructor's body
   explicit TraceOfThisRun(const std::string& prefix)
-      : fd(files::createUnique(prefix + ".", &name, 0600, "registry cache")) {}
-  ~TraceOfThisRun() {
-    ::close(fd);
-    ::unlink(name.c_str());
-  }
-  TraceOfThisRun(const TraceOfThisRun&) = delete;
-  TraceOfThisRun& operator=(const TraceOfThisRun&) = delete;
+      : file(files::createUnique(prefix + ".", &name, 0600, "registry cache")) {}
+  ~TraceOfThisRun() { ::unlink(name.c_str()); }
 };
 
 }  // namespace
@@ -137,11 +132,11 @@ std::set<std::string> piecesUsed(const Artifact& a, const std::string& path, int
 CachedTrace partialTrace(Session& s, const Resolved& r, LayerStore& store, const std::string& whole, const Need& need) {
   fetchLayers(s, store, {r.artifact.log});
   auto file = std::make_shared<TraceOfThisRun>(whole);
-  assemble(r.artifact, store, {}, file->fd, file->name, s.options().label);
+  assemble(r.artifact, store, {}, file->file.get(), file->name, s.options().label);
   if (need.kind == Need::Kind::Network) {
     const std::set<std::string> pieces = piecesUsed(r.artifact, file->name, need.network);
     fetchLayers(s, store, layersOf(r.artifact, pieces));
-    assemble(r.artifact, store, pieces, file->fd, file->name, s.options().label);
+    assemble(r.artifact, store, pieces, file->file.get(), file->name, s.options().label);
   }
   return {file->name, true, file};
 }

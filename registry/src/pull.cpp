@@ -19,15 +19,6 @@
 namespace trtrace::registry {
 namespace {
 
-void writeAt(int fd, const std::string& name, uint64_t off, const char* p, size_t n) {
-  while (n) {
-    const ssize_t k = ::pwrite(fd, p, n, static_cast<off_t>(off));
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) throw Error(name + ": cannot write at offset " + std::to_string(off));
-    p += k, off += static_cast<uint64_t>(k), n -= static_cast<size_t>(k);
-  }
-}
-
 // Where a blob's bytes go: the stream's [0, size) laid over `ranges` of the file, for each copy.
 struct Target {
   Descriptor d;

@@ -45,6 +45,20 @@ std::string sha256Digest(std::string_view bytes) {
   return h.digest();
 }
 
+void writeAt(int fd, const std::string& name, uint64_t offset, const void* buf, size_t n) {
+  const auto* p = static_cast<const char*>(buf);
+  while (n) {
+    const ssize_t k = ::pwrite(fd, p, n, static_cast<off_t>(offset));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) throw Error(name + ": cannot write at offset " + std::to_string(offset) + ": " + std::strerror(errno));
+    p += k, offset += static_cast<uint64_t>(k), n -= static_cast<size_t>(k);
+  }
+}
+
+UniqueFd::~UniqueFd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
 void readAt(int fd, const std::string& name, uint64_t offset, void* buf, size_t n) {
   auto* p = static_cast<char*>(buf);
   while (n) {

@@ -33,6 +33,22 @@ struct Range {
 // Reads `n` bytes at `offset` of `fd` (pread until done); throws Error (Io) naming `name`.
 void readAt(int fd, const std::string& name, uint64_t offset, void* buf, size_t n);
 
+// Writes `n` bytes at `offset` of `fd` (pwrite until done); throws Error (Io) naming `name`.
+void writeAt(int fd, const std::string& name, uint64_t offset, const void* buf, size_t n);
+
+// A file descriptor, closed when it goes out of scope (-1: none).
+class UniqueFd {
+ public:
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  ~UniqueFd();
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
 // SHA-256 of the ranges of `fd`, in order, read 1 MiB at a time.
 std::string sha256OfRanges(int fd, const std::string& name, const std::vector<Range>& ranges);
 

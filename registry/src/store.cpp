@@ -22,17 +22,6 @@ constexpr int kBlobAttempts = 3;  // tries per blob within one run (a dropped co
 
 std::string errnoText() { return std::strerror(errno); }
 
-// A file descriptor closed when it goes out of scope.
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-};
-
 // `fd` is a regular file of this user (never a link: opened with O_NOFOLLOW), of `size` if given.
 bool ownRegular(int fd, int64_t size = -1) {
   struct stat st {};
@@ -62,12 +51,7 @@ class PartialFile : public BlobBytes {
   }
   bool take(const char* p, size_t n) override {
     if (n > size_ - done_) return false;
-    for (size_t k = 0; k < n;) {
-      const ssize_t w = ::pwrite(fd_, p + k, n - k, static_cast<off_t>(done_ + k));
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) throw Error(Error::Kind::Io, "registry cache: " + name_ + ": cannot write (" + errnoText() + ")");
-      k += static_cast<size_t>(w);
-    }
+    writeAt(fd_, "registry cache: " + name_, done_, p, n);
     h_->update(p, n);
     done_ += n;
     return true;
@@ -131,18 +115,18 @@ LayerStore::LayerStore(const std::string& cacheFolder) : folder_(cacheFolder + "
 std::string LayerStore::path(const std::string& digest) const { return folder_ + "/" + digest.substr(7); }
 
 bool LayerStore::has(const Descriptor& d) const {
-  Fd f(::open(path(d.digest).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  return ownRegular(f.fd, static_cast<int64_t>(d.size));
+  UniqueFd f(::open(path(d.digest).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  return ownRegular(f.get(), static_cast<int64_t>(d.size));
 }
 
 std::string LayerStore::ensure(Session& s, const Descriptor& d, ByteCounter& progress) {
   const std::string done = path(d.digest), partial = done + ".partial";
   if (has(d)) return ::utimensat(AT_FDCWD, done.c_str(), nullptr, AT_SYMLINK_NOFOLLOW), done;
-  Fd f(::open(partial.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!ownRegular(f.fd)) throw Error(Error::Kind::Io, "registry cache: " + partial + ": not a file of yours");
-  while (::flock(f.fd, LOCK_EX) != 0 && errno == EINTR) {}  // another process fetching it: wait
-  if (has(d)) return done;                                  // it finished meanwhile
-  PartialFile sink(f.fd, partial, d.size);
+  UniqueFd f(::open(partial.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!ownRegular(f.get())) throw Error(Error::Kind::Io, "registry cache: " + partial + ": not a file of yours");
+  while (::flock(f.get(), LOCK_EX) != 0 && errno == EINTR) {}  // another process fetching it: wait
+  if (has(d)) return done;                                     // it finished meanwhile
+  PartialFile sink(f.get(), partial, d.size);
   progress.add(sink.done());
   // Bytes that do not give the digest are never resumed: dropped, and when an earlier run's bytes
   // were part of them (they may be what broke), the whole blob is fetched once more.
@@ -166,12 +150,12 @@ size_t LayerStore::dropDamaged(const std::set<std::string>& digests) const {
   size_t dropped = 0;
   for (const std::string& d : digests) {
     const std::string p = path(d);
-    Fd f(::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd f(::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
     struct stat st {};
-    if (f.fd < 0 || ::fstat(f.fd, &st) != 0) continue;
+    if (f.get() < 0 || ::fstat(f.get(), &st) != 0) continue;
     bool ok = false;
     try {
-      ok = sha256OfRanges(f.fd, p, {{0, static_cast<uint64_t>(st.st_size)}}) == d;
+      ok = sha256OfRanges(f.get(), p, {{0, static_cast<uint64_t>(st.st_size)}}) == d;
     } catch (const Error&) {}
     if (!ok && ::unlink(p.c_str()) == 0) ++dropped;
   }
@@ -203,8 +187,8 @@ void listFiles(const std::string& folder, std::vector<CacheFile>& out) {
 // A .partial that a running fetch holds is left alone.
 bool inUse(const std::string& path) {
   if (path.size() < 8 || path.compare(path.size() - 8, 8, ".partial") != 0) return false;
-  Fd f(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  return f.fd >= 0 && ::flock(f.fd, LOCK_EX | LOCK_NB) != 0;
+  UniqueFd f(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  return f.get() >= 0 && ::flock(f.get(), LOCK_EX | LOCK_NB) != 0;
 }
 
 }  // namespace

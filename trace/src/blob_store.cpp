@@ -404,9 +404,12 @@ void BlobStore::writeLostLocked(const Job& j, bool replaced) {
 }
 
 // Raw blob at `end`: record, zero padding, data (rawLayout). Holds file_.mu.
-bool BlobStore::writeRawLocked(const Job& j, Scratch& s) {
+bool BlobStore::writeRawLocked(const Job& j, Scratch& s) { return writeRaw(file_.end, j, s, false); }
+
+// Raw blob at `at`; a reserved range's (a finisher's, writeReserved) neither moves `end` nor is
+// indexed, and needs no lock: the range is its own. Else holds file_.mu.
+bool BlobStore::writeRaw(uint64_t at, const Job& j, Scratch& s, bool reserved) {
   static const std::byte kZeros[F::kBlobAlign] = {};
-  uint64_t at = file_.end;
   const RawLayout layout = rawLayout(at, j.bytes);
   const bool small = layout.small;
   const uint64_t dataAt = layout.dataAt;
@@ -420,8 +423,8 @@ bool BlobStore::writeRawLocked(const Job& j, Scratch& s) {
     if (!p || !src.intact()) return false;
     const std::span<const std::byte> pieces[] = {
         {reinterpret_cast<const std::byte*>(&r), sizeof r}, {kZeros, dataAt - recAt - sizeof r}, {p, j.bytes}};
-    file_.writeBlock(at, h, pieces);
-    indexLocked(j, at, j.bytes, dataAt, r);
+    file_.writeBlock(at, h, pieces, !reserved);
+    if (!reserved) indexLocked(j, at, j.bytes, dataAt, r);
     return true;
   }
   file_.pwriteAll(&r, sizeof r, recAt);
@@ -433,8 +436,8 @@ bool BlobStore::writeRawLocked(const Job& j, Scratch& s) {
     file_.pwriteAll(p, n, dataAt + off);
   }
   if (!src.intact()) return false;  // file_.end is still `at`: the attempt is overwritten
-  file_.finishBlock(at, h);
-  indexLocked(j, at, j.bytes, dataAt, r);
+  file_.finishBlock(at, h, !reserved);
+  if (!reserved) indexLocked(j, at, j.bytes, dataAt, r);
   return true;
 }
 
@@ -552,28 +555,50 @@ uint64_t BlobStore::reserveQueued() {
   return total;
 }
 
-// The child is alone in its process: no lock is contended, and the blocks go where they were
-// reserved (file_.end is moved for each, then put back). The index entries are made at close,
-// from the file (indexReserved), in whichever process closes.
+// In the finisher, alone in its process: the batch's ranges shared out among workerThreads
+// threads (the application's workers did not survive the fork), each block written where it was
+// reserved. The index entries are made at close, from the file (indexReserved), in whichever
+// process closes.
 void BlobStore::writeReserved() {
-  static thread_local Scratch scratch;
-  std::lock_guard f(file_.mu);
-  const uint64_t end = file_.end;
-  const size_t indexed = file_.blobEntries.size();
-  for (size_t i = batchStart_; i < reserved_.size(); ++i) {
-    const Reserved& r = reserved_[i];
-    const BlobRef key{r.job.hash, r.job.bytes};
-    if (!r.others.empty()) others_[key] = r.others;
-    file_.end = r.at;
-    Job from = r.job;
-    bool stored = false;
-    do { stored = writeRawLocked(from, scratch); } while (!stored && (from.data = nextSource(r.job)) != nullptr);
-    if (!stored) writeLostInRange(r, superseded_.count(key) > 0);
-    if (file_.end != r.at && file_.end != r.next)
-      throw Error(Error::Kind::Io, file_.path() + ": reserved range overrun");
+  {
+    std::lock_guard g(mu_);  // (contended only where the fork failed and the parent writes them)
+    for (size_t i = batchStart_; i < reserved_.size(); ++i)  // their other sources, for nextSource
+      if (const Reserved& r = reserved_[i]; !r.others.empty()) others_[{r.job.hash, r.job.bytes}] = r.others;
   }
-  file_.end = end;
-  file_.blobEntries.resize(indexed);
+  std::atomic<size_t> next{batchStart_};
+  std::mutex errorMu;
+  std::exception_ptr error;
+  auto work = [&] {
+    Scratch s;
+    for (size_t i; (i = next++) < reserved_.size();) {
+      try {
+        writeOneReserved(reserved_[i], s);
+      } catch (...) {
+        std::lock_guard g(errorMu);
+        if (!error) error = std::current_exception();
+        next = reserved_.size();
+      }
+    }
+  };
+  const size_t threads = std::min<size_t>(std::max(1, opt_.workerThreads), reserved_.size() - batchStart_);
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+  work();
+  for (auto& t : helpers) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
+void BlobStore::writeOneReserved(const Reserved& r, Scratch& s) {
+  Job from = r.job;
+  bool stored = false;
+  do { stored = writeRaw(r.at, from, s, true); } while (!stored && (from.data = nextSource(r.job)) != nullptr);
+  if (stored) return;
+  bool replaced = false;
+  {
+    std::lock_guard g(mu_);
+    replaced = superseded_.count({r.job.hash, r.job.bytes}) > 0;
+  }
+  writeLostInRange(r, replaced);
 }
 
 // A Lost (or Replaced) record filling the range: its data offset is the payload's end (format.h),
@@ -583,7 +608,7 @@ void BlobStore::writeLostInRange(const Reserved& r, bool replaced) {
   file_.writeZeros(r.at + sizeof(F::BlockHeader), payload);
   const F::BlobRecord rec = recordFor(r.job, replaced ? F::BlobEncoding::Replaced : F::BlobEncoding::Lost, 0, payload);
   file_.pwriteAll(&rec, sizeof rec, r.at + sizeof(F::BlockHeader));
-  file_.finishBlock(r.at, makeBlockHeader(F::BlockType::Blob, payload, sizeof rec, check32(&rec, sizeof rec)));
+  file_.finishBlock(r.at, makeBlockHeader(F::BlockType::Blob, payload, sizeof rec, check32(&rec, sizeof rec)), false);
 }
 
 void BlobStore::forked() { batchStart_ = reserved_.size(); }

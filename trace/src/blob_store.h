@@ -75,6 +75,7 @@ class BlobStore {
   bool writeFrom(const Job& j, Scratch& s);
   bool writeCompressed(const Job& j, Scratch& s);
   bool writeRawLocked(const Job& j, Scratch& s);
+  bool writeRaw(uint64_t at, const Job& j, Scratch& s, bool reserved);
   const std::byte* nextSource(const Job& j);  // another caller buffer with j's key, or nullptr
   void writeLostLocked(const Job& j, bool replaced);
   void indexLocked(const Job& j, uint64_t at, uint64_t stored, uint64_t dataAt, const format::BlobRecord& r);
@@ -92,6 +93,7 @@ class BlobStore {
     std::vector<const std::byte*> others;
   };
   void writeLostInRange(const Reserved& r, bool replaced);
+  void writeOneReserved(const Reserved& r, Scratch& s);
   void indexReservedOne(const Reserved& r);
 
   BlockFile& file_;

@@ -117,15 +117,16 @@ uint64_t BlockFile::appendBlock(F::BlockType type, const void* payload, uint64_t
   return at;
 }
 
-void BlockFile::finishBlock(uint64_t at, const F::BlockHeader& h) {
+void BlockFile::finishBlock(uint64_t at, const F::BlockHeader& h, bool moveEnd) {
   uint64_t payloadEnd = at + sizeof h + h.payloadSize;
   uint64_t next = F::alignUp(payloadEnd, F::kBlockAlign);
   writeZeros(payloadEnd, next - payloadEnd);
   pwriteAll(&h, sizeof h, at);
-  end = next;
+  if (moveEnd) end = next;
 }
 
-void BlockFile::writeBlock(uint64_t at, const F::BlockHeader& h, std::span<const std::span<const std::byte>> pieces) {
+void BlockFile::writeBlock(uint64_t at, const F::BlockHeader& h, std::span<const std::span<const std::byte>> pieces,
+                           bool moveEnd) {
   static const std::byte zeros[F::kBlockAlign] = {};
   const uint64_t payloadEnd = at + sizeof h + h.payloadSize;
   const uint64_t next = F::alignUp(payloadEnd, F::kBlockAlign);
@@ -152,7 +153,7 @@ void BlockFile::writeBlock(uint64_t at, const F::BlockHeader& h, std::span<const
     }
   }
   pwriteAll(&h, sizeof h, at);
-  end = next;
+  if (moveEnd) end = next;
 }
 
 void BlockFile::finish(uint64_t calls, uint64_t blobPuts, uint64_t blobPutBytes) {

@@ -40,12 +40,14 @@ class BlockFile {
   void writeZeros(uint64_t off, uint64_t n);
   // A whole block whose payload is in memory, at `end`; returns its offset.
   uint64_t appendBlock(format::BlockType type, const void* payload, uint64_t n, uint16_t flags = 0);
-  // The block header at `at` (written last) and the zero padding after its payload; moves `end`.
-  void finishBlock(uint64_t at, const format::BlockHeader& h);
+  // The block header at `at` (written last) and the zero padding after its payload; moves `end`
+  // unless told not to (a reserved range's block, blob_store.h).
+  void finishBlock(uint64_t at, const format::BlockHeader& h, bool moveEnd = true);
   // A block at `at` whose payload is the pieces back to back (h.payloadSize bytes in all): the
   // payload and its padding in one system call, then the header, as finishBlock; moves `end`.
   // For small blocks, where a system call per piece costs more than the bytes.
-  void writeBlock(uint64_t at, const format::BlockHeader& h, std::span<const std::span<const std::byte>> pieces);
+  void writeBlock(uint64_t at, const format::BlockHeader& h, std::span<const std::span<const std::byte>> pieces,
+                  bool moveEnd = true);
   // Footer index (blobs sorted for binary search), truncate, fdatasync if durable, then the file header
   // that says "complete"; closes the file.
   void finish(uint64_t calls, uint64_t blobPuts, uint64_t blobPutBytes);

@@ -22,7 +22,7 @@ std::string markerOf(const std::string& trace);  // "<trace>.finishing"
 // created (a private temporary name linked into place, the lock taken first, so nobody sees it
 // unlocked) when `create`, else opened only if it is still the file with inode `ino` (from the
 // creation, *ino set then). -1 when it cannot be had (it exists and is not ours, a full disk): the
-// capture then finishes in the application, as before.
+// capture then finishes in the application.
 int lockMarker(const std::string& trace, bool create, ino_t* ino, pid_t capturePid);
 // One line appended to the marker (its log): "<pid>: <line>\n". Best effort.
 void logToMarker(int fd, const std::string& line);
