@@ -222,22 +222,6 @@ void pwriteAll(int fd, const std::byte* p, uint64_t n, uint64_t off, const std::
   }
 }
 
-// XXH3-128 of the n bytes at `off` in the read-only mapping `map`, read 64 MiB at a time and
-// released once hashed, with the neighbours the reads' faults mapped (`done` counts them).
-Hash128 hashReleasing(std::span<const std::byte> map, uint64_t off, uint64_t n, std::atomic<uint64_t>& done) {
-  XXH3_state_t state;
-  XXH3_INITSTATE(&state);
-  XXH3_128bits_reset(&state);
-  for (uint64_t at = 0; at < n;) {
-    const uint64_t step = std::min<uint64_t>(n - at, uint64_t(64) << 20);
-    XXH3_128bits_update(&state, map.data() + off + at, step);
-    files::releaseAround(map, off + at, off + at + step);
-    at += step, done += step;
-  }
-  const auto d = XXH3_128bits_digest(&state);
-  return {d.low64, d.high64};
-}
-
 // "" when every blob of the mapped file matches its key; else the first that does not.
 std::string checkAll(const Reader& r, const Layout& L, const std::byte* map, unsigned threads) {
   std::atomic<uint64_t> done{0};
@@ -250,7 +234,7 @@ std::string checkAll(const Reader& r, const Layout& L, const std::byte* map, uns
       [&](size_t k) {
         const size_t j = order[k];
         const BlobRef& ref = r.blobs()[L.blobs[j]].ref;
-        if (hashReleasing({map, L.fileLength}, L.offsets[j], ref.length, done) == ref.hash) return;
+        if (files::hashReleasing({map, L.fileLength}, L.offsets[j], ref.length, &done) == ref.hash) return;
         std::lock_guard<std::mutex> lk(mu);
         if (bad.empty())
           bad = blobName(ref) + " at offset " + std::to_string(L.offsets[j]) + " does not match its hash";
@@ -265,6 +249,8 @@ std::string checkAll(const Reader& r, const Layout& L, const std::byte* map, uns
 // Decodes (or copies) every blob of L from the trace into fd at its offset, the trace's pages
 // released as it goes; returns the offsets per blob of the index, kNone for one that does not give
 // its key (damaged in the trace: reported when a call uses it). Throws Error (Io) for the file.
+constexpr uint64_t kReleaseStep = 4 << 20;  // trace pages released per step while a blob decodes
+
 std::vector<uint64_t> decodeAll(const Reader& r, const Layout& L, int fd, unsigned threads, const std::string& what,
                                 uint64_t& failed) {
   const std::vector<BlobInfo>& all = r.blobs();
@@ -278,9 +264,20 @@ std::vector<uint64_t> decodeAll(const Reader& r, const Layout& L, int fd, unsign
         const size_t j = order[k], i = L.blobs[j];
         const BlobInfo& bi = all[i];
         try {
+          // The trace's pages behind the chunks already decoded go as the blob goes, not at its end (a
+          // 32 MiB blob would hold 32 MiB per thread): the chunks before `off` took about that share
+          // of the stored bytes (a guess past them is only read again).
+          uint64_t released = bi.offset;
           const Hash128 h = r.streamBlob(bi.ref, [&](const std::byte* p, uint64_t off, uint64_t n) {
             pwriteAll(fd, p, n, L.offsets[j] + off, what);
             done += n;
+            const uint64_t consumed =
+                bi.dataOffset +
+                (bi.ref.length ? uint64_t(double(bi.storedSize) * double(off) / double(bi.ref.length)) : 0);
+            if (consumed >= released + kReleaseStep) {
+              files::releaseAround(r.mapping(), released, consumed);
+              released = consumed;
+            }
           });
           files::releaseAround(r.mapping(), bi.offset, bi.dataOffset + bi.storedSize);  // the block read
           if (h == bi.ref.hash)

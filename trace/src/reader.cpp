@@ -101,7 +101,8 @@ BlobView Reader::Impl::blob(const BlobRef& ref, bool checked) const {
   const char* damaged = "content does not match its hash (damaged weights)";
   if (F::isRawEncoding(r.encoding)) {
     auto view = BlobView::mapped({base + bi->dataOffset, r.rawSize});  // zero-copy into the mapping
-    if (checked && !(hash128(view.data(), view.size()) == ref.hash)) blobError(ref, bi->offset, damaged);
+    if (checked && !(files::hashReleasing({base, size}, bi->dataOffset, r.rawSize) == ref.hash))
+      blobError(ref, bi->offset, damaged);
     return view;
   }
   const detail::StoredBlob stored{path, base, *bi};
@@ -262,12 +263,15 @@ Hash128 Reader::streamBlob(const BlobRef& ref, const BlobSink& sink) const {
   if (bi.lost) impl_->blobError(ref, bi.offset, "stored Lost: the capture kept no bytes");
   if (bi.compressed) return detail::decodeBlob({impl_->path, impl_->base, bi}, nullptr, true, sink);
   StreamHash128 h;
-  constexpr uint64_t kStep = uint64_t(64) << 20;  // hashed and handed on a piece at a time
+  // Hashed and handed on a piece at a time, each piece's pages released once the sink returns: a
+  // copy of a 32 MiB blob holds 4 MiB of the mapping at a time, not 32.
+  constexpr uint64_t kStep = uint64_t(4) << 20;
   const std::byte* p = impl_->base + bi.dataOffset;
   for (uint64_t off = 0; off < ref.length; off += kStep) {
     const uint64_t n = std::min(kStep, ref.length - off);
     h.update(p + off, n);
     sink(p + off, off, n);
+    files::releaseAround(mapping(), bi.dataOffset + off, bi.dataOffset + off + n);
   }
   return h.digest();
 }

@@ -7,10 +7,14 @@
 // - an output is written under an unguessable temporary name beside it (O_CREAT|O_EXCL|O_NOFOLLOW,
 //   mkstemp-style) and renamed over it only when complete; on failure the temporary is removed.
 #pragma once
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "trtrace/hash.h"
 
 namespace trtrace::files {
 
@@ -64,6 +68,10 @@ inline constexpr uint64_t kFaultAroundBytes = 64 << 10;
 // block's header, record and padding), releasing only the pages read would leave their neighbours,
 // mapped by fault-around, resident. Later reads fault the pages back from the page cache.
 void releaseAround(std::span<const std::byte> map, uint64_t lo, uint64_t hi);
+// XXH3-128 of the n bytes at `off` in the read-only mapping `map`, read 4 MiB at a time, each step's
+// pages released once hashed (releaseAround): a 32 MiB blob adds 4 MiB to the resident set while it
+// is checked, not 32. `done`, when given, counts the bytes hashed (a progress line's).
+Hash128 hashReleasing(std::span<const std::byte> map, uint64_t off, uint64_t n, std::atomic<uint64_t>* done = nullptr);
 
 // A new read-write file named `prefix` + an unguessable suffix (O_CREAT|O_EXCL|O_NOFOLLOW, close-on-
 // exec, `mode`); its name goes to *name. Throws trtrace::Error (Io) naming `what` when it cannot.
