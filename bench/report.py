@@ -379,6 +379,13 @@ def finisher_own(runs):
     )
 
 
+def own_time(runs, alone):
+    """What the capture added to the app's life, apart from the app's own weight generation (gen_s,
+    before any library call, whose run-to-run spread on this VM is larger than the capture's cost):
+    median(wall - gen) under the capture minus the same of the app alone."""
+    return med([x["wall_s"] - x["gen_s"] for x in runs]) - med([x["wall_s"] - x["gen_s"] for x in alone])
+
+
 def finisher_table(models):
     """Issue 27: the app's clock (its exit) and the trace's (complete), against the synchronous capture."""
     rows = [m for m in models if m["runs"].get("sync")]
@@ -392,11 +399,13 @@ def finisher_table(models):
         "finisher, docs/design.md); *synchronous*: the same with `TRTRACE_FINISHER=0` (the app waits for "
         "every weight to be written). Trace complete = the app's exit plus the wait until the finisher removed its marker. Finisher "
         "own memory = its peak RSS over its RSS at the fork / its anonymous RSS grown since the fork (what it holds "
-        "beyond the pages it shares with the app), the largest over the runs.",
+        "beyond the pages it shares with the app), the largest over the runs. The capture's own time = the "
+        "median of (wall − the app's weight generation, `gen_s`, which runs before any library call) minus the same "
+        "for the app alone: the part of the app's life a capture can change.",
         "",
         "| model | app alone s | ours: app exits s | ours: trace complete s | synchronous s | ours / alone | "
-        "complete / synchronous | finishers per run | finisher own memory |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "complete / synchronous | the capture's own time: ours / synchronous | finishers per run | finisher own memory |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         a, o, y = r["runs"]["alone"], r["runs"]["ours"], r["runs"]["sync"]
@@ -404,7 +413,8 @@ def finisher_table(models):
         L.append(
             f"| {r['name']} | {fmt_s([x['wall_s'] for x in a])} | {fmt_s([x['wall_s'] for x in o])} | "
             f"{fmt_s([x['complete_s'] for x in o])} | {fmt_s([x['wall_s'] for x in y])} | {med(ratios(o, a)):.3f} | "
-            f"{med(ratios(o, y, 'complete_s', 'wall_s')):.3f} | {max(len(x.get('finishers', [])) for x in o)} | "
+            f"{med(ratios(o, y, 'complete_s', 'wall_s')):.3f} | {own_time(o, a):.2f} s / {own_time(y, a):.2f} s | "
+            f"{max(len(x.get('finishers', [])) for x in o)} | "
             f"{fmt_mib(own[0]) + ' / ' + fmt_mib(own[1]) if own else '-'} |"
         )
     return L
@@ -455,11 +465,20 @@ def render_targets(e2e, rows, memcpy):
             if cache and xxh
             else ""
         )
+        every = max(models, key=lambda r: med(ratios(r["runs"]["ours"], r["runs"]["alone"])))
+        q_every = med(ratios(every["runs"]["ours"], every["runs"]["alone"]))
+        if q <= 1.05 < q_every:  # the weight-heavy models are met: what is left is on the app's thread
+            limit = (
+                f"{every['name']}: what the capture adds is on the app's thread while it builds the network "
+                f"(network_s {med([x['network_s'] for x in every['runs']['ours']]):.3f} s under the capture, "
+                f"{med([x['network_s'] for x in every['runs']['alone']]):.3f} s alone: each call's encoding and each "
+                "weight's hash, beside the workers on 2 cores), not at its exit"
+            )
         row(
-            "our capture ≤ 1.05× the app alone (no engine build)",
+            "our capture ≤ 1.05× the app alone (no engine build), every model",
             f"worst weight-heavy model {worst['name']}: {q:.3f}×; all: "
             + ", ".join(f"{r['name']} {med(ratios(r['runs']['ours'], r['runs']['alone'])):.3f}" for r in models),
-            q <= 1.05,
+            q_every <= 1.05,
             limit,
         )
         nvh = [r for r in heavy if r["runs"].get("nvidia")]
