@@ -56,6 +56,18 @@ def marker(trace):
     return trace.with_name(trace.name + ".finishing")
 
 
+def replay(trace, engine):
+    """tensorrt_player on `trace` writing `engine` (it waits for a finisher); returns it done."""
+    played = subprocess.run(
+        [str(PLAYER), "-j", str(trace), "-o", str(engine), "--lib", str(trt_lib())],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert played.returncode == 0, played.stderr
+    return played
+
+
 def test_the_app_exits_before_its_finisher_and_the_player_waits(tmp):
     """The app leaves while its finisher still writes; the summary line names the finisher; a tool
     given --no-wait refuses with its documented code; the player, run at once, waits (one line) and
@@ -70,14 +82,7 @@ def test_the_app_exits_before_its_finisher_and_the_player_waits(tmp):
         [str(PLAYER), "--no-wait", "-j", str(trace), "--lib", str(trt_lib())], capture_output=True, text=True
     )
     assert player.returncode == 7, player.stderr
-    engine = tmp / "replayed.engine"
-    played = subprocess.run(
-        [str(PLAYER), "-j", str(trace), "-o", str(engine), "--lib", str(trt_lib())],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert played.returncode == 0, played.stderr
+    played = replay(trace, tmp / "replayed.engine")
     assert "waiting for it" in played.stderr
     assert not marker(trace).exists()
     assert tool("verify", "--no-wait", trace).returncode == 0
@@ -85,32 +90,28 @@ def test_the_app_exits_before_its_finisher_and_the_player_waits(tmp):
 
 
 def test_trtrace_capture_waits_for_the_finisher_unless_told_not_to(tmp):
-    trace = tmp / "x.trtrace"
-    e = env_for(trace, TRTRACE_FAULT_FINISHER_STALL_MS=STALL)
+    e = env_for(tmp / "unused", TRTRACE_FAULT_FINISHER_STALL_MS=STALL)
     del e["LD_PRELOAD"], e["TRT_SHIM_OUTPUT_FILE"]
-    cap = subprocess.run(
-        [str(TRTRACE), "capture", "-o", str(trace), "--", sys.executable, str(APP), "build"],
-        capture_output=True,
-        text=True,
-        env=e,
-        cwd=tmp,
-        timeout=300,
-    )
-    assert cap.returncode == 0, cap.stderr
-    assert not marker(trace).exists() and tool("verify", "--no-wait", trace).returncode == 0, cap.stderr
+
+    def capture(trace, *options):
+        cap = subprocess.run(
+            [str(TRTRACE), "capture", *options, "-o", str(trace), "--", sys.executable, str(APP), "build"],
+            capture_output=True,
+            text=True,
+            env=e,
+            cwd=tmp,
+            timeout=300,
+        )
+        assert cap.returncode == 0, cap.stderr
+        return cap
+
+    cap = capture(tmp / "x.trtrace")
+    assert not marker(tmp / "x.trtrace").exists(), cap.stderr
+    assert tool("verify", "--no-wait", tmp / "x.trtrace").returncode == 0, cap.stderr
     assert "1 builds (1 ok)" in cap.stderr
-    trace2 = tmp / "y.trtrace"
-    cap = subprocess.run(
-        [str(TRTRACE), "capture", "--no-wait", "-o", str(trace2), "--", sys.executable, str(APP), "build"],
-        capture_output=True,
-        text=True,
-        env=e,
-        cwd=tmp,
-        timeout=300,
-    )
-    assert cap.returncode == 0, cap.stderr
+    cap = capture(tmp / "y.trtrace", "--no-wait")
     assert "still being finished by pid" in cap.stderr
-    assert tool("verify", trace2).returncode == 0  # waits
+    assert tool("verify", tmp / "y.trtrace").returncode == 0  # waits
 
 
 def kill_finishers(trace, stderr):
@@ -215,12 +216,5 @@ def test_the_replayed_engine_is_the_apps(tmp):
     )
     assert proc.returncode == 0, proc.stderr
     assert finisher_pids(proc.stderr), proc.stderr
-    replayed = tmp / "replayed.engine"
-    played = subprocess.run(
-        [str(PLAYER), "-j", str(trace), "-o", str(replayed), "--lib", str(trt_lib())],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert played.returncode == 0, played.stderr
-    assert_same_engines([replayed], [app_engine])
+    replay(trace, tmp / "replayed.engine")
+    assert_same_engines([tmp / "replayed.engine"], [app_engine])

@@ -555,6 +555,16 @@ TEST(Blobs, ReservedRangesAreWrittenThenIndexedAtClose) {
   EXPECT_TRUE(sameBytes(r->checkedBlob({hash128(c.data(), c.size()), c.size()}), c));
 }
 
+// A writer whose first blob, `a`, was reserved (handed to a finisher that writes it, or not).
+static std::unique_ptr<Writer> writerWithReservedBlob(const std::string& path, const std::vector<std::byte>& a) {
+  WriterOptions o;
+  o.path = path;
+  auto w = Writer::create(o, tt::header());
+  w->putBlob(a.data(), a.size());
+  EXPECT_EQ(w->reserveQueued(), a.size());
+  return w;
+}
+
 // A range nobody wrote (its finisher was killed): the close fails, and the file is the clean prefix
 // before the hole, never a complete trace with a hole in it.
 TEST(Blobs, AnUnwrittenReservedRangeFailsTheCloseAndLeavesAPrefix) {
@@ -562,13 +572,12 @@ TEST(Blobs, AnUnwrittenReservedRangeFailsTheCloseAndLeavesAPrefix) {
   auto path = d.path("t.trace");
   auto a = tt::randomBytes(70000, 1), c = tt::randomBytes(5000, 3);
   {
-    WriterOptions o;
-    o.path = path;
-    auto w = Writer::create(o, tt::header());
-    auto ra = w->putBlob(a.data(), a.size());
-    w->reserveQueued();
+    auto w = writerWithReservedBlob(path, a);
     auto rc = w->putBlob(c.data(), c.size());
-    w->beginCall(1, 0, 0).argWeightsBlob(0, a.size(), ra).argWeightsBlob(0, c.size(), rc).endCall();
+    w->beginCall(1, 0, 0)
+        .argWeightsBlob(0, a.size(), {hash128(a.data(), a.size()), a.size()})
+        .argWeightsBlob(0, c.size(), rc)
+        .endCall();
     EXPECT_THROW(w->close(), Error);
   }
   auto r = Reader::open(path);
@@ -585,12 +594,9 @@ TEST(Blobs, AForkedFinisherWritesTheRangesItWasHanded) {
   tt::TempDir d;
   auto path = d.path("t.trace");
   auto a = tt::randomBytes(70000, 1), c = tt::randomBytes(5000, 3);
+  const BlobRef ra{hash128(a.data(), a.size()), a.size()};
   {
-    WriterOptions o;
-    o.path = path;
-    auto w = Writer::create(o, tt::header());
-    auto ra = w->putBlob(a.data(), a.size());
-    w->reserveQueued();
+    auto w = writerWithReservedBlob(path, a);
     const pid_t pid = w->forkFinisher(false);
     ASSERT_GE(pid, 0);
     if (pid == 0) {
