@@ -155,8 +155,9 @@ def finisher_line(c):
     return (
         f"The app exited after {c['wall_s']:.1f} s; its trace was complete after {c.get('complete_s', 0):.1f} s, "
         f'written by {len(fs)} finisher(s) (docs/design.md, "Finishing off the application\'s clock") whose own '
-        f"memory, beyond the pages shared with the app, peaked at {own / 2**20:.0f} MiB of RSS "
-        f"({anon / 2**20:.0f} MiB anonymous)."
+        f"memory (anonymous RSS grown since the fork) peaked at {anon / 2**20:.0f} MiB. Their RSS grew by up to "
+        f"{own / 2**30:.1f} GiB more: the app's file-backed weight pages read through the mapping they inherited "
+        "(clean page cache shared with the app, evicted under pressure, as the app's own above)."
     )
 
 
