@@ -752,3 +752,37 @@ def test_info_and_one_network_replay_fetch_only_what_they_read(registry, tmp):
     assert everything.returncode == 0, everything.stderr
     assert 1 < len(one) < len(stored_layers(tmp)), (one, stored_layers(tmp))
     assert not list((tmp / "oci-cache").glob("*.trtrace.*"))  # the partial traces went with their runs
+
+
+def test_a_config_whose_pieces_lie_is_caught_before_the_library_sees_them(registry, tmp):
+    """A config that keeps every rule of the layout but names another layer of the same size for a
+    piece (two digests swapped): a replay of one network fetches only its own pieces, so the pushed
+    file's digest is never checked; the player's content check of every weight is what stands. Each
+    network either replays to the engine of the trace as pushed, or fails with one line and no
+    engine; one of them fails."""
+    two = tmp / "two.trtrace"
+    capture("build_cnn.py", two, "--out", tmp / "app.engine", "--networks", "2")
+    pushed(two, f"{registry.host}/team/two:v1")
+    manifest = json.loads(registry.get("/v2/team/two/manifests/v1", "application/vnd.oci.image.manifest.v1+json"))
+    config = json.loads(registry.get(f"/v2/team/two/blobs/{manifest['config']['digest']}"))
+    pieces = config["pieces"]
+    a, b = next((p, q) for p in pieces for q in pieces if p["size"] == q["size"] and p["digest"] != q["digest"])
+    a["digest"], b["digest"] = b["digest"], a["digest"]
+    data = json.dumps(config).encode()
+    manifest["config"]["digest"] = upload(registry, "team/two", data)
+    manifest["config"]["size"] = len(data)
+    put_manifest(registry, "team/two", "bad", manifest)
+    failed = 0
+    for network in ("0", "1"):
+        local, remote = tmp / f"local{network}.engine", tmp / f"remote{network}.engine"
+        args = ["--network", network, "--lib", trt_lib(), "-q"]
+        ok_local = subprocess.run([str(PLAYER), "-j", two, "-o", local, *args], capture_output=True, text=True)
+        assert ok_local.returncode == 0, ok_local.stderr
+        p = by_reference(tmp, PLAYER, "-j", f"oci://{registry.host}/team/two:bad", "-o", remote, *args)
+        if p.returncode == 0:
+            assert remote.read_bytes() == local.read_bytes()
+            continue
+        failed += 1
+        assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+        assert "hash" in p.stderr and not remote.exists(), p.stderr
+    assert failed >= 1
