@@ -18,6 +18,7 @@
 #include <cstring>
 #include <chrono>
 #include <cstdio>
+#include <string_view>
 #include <thread>
 
 #include "trtrace/error.h"
@@ -120,6 +121,17 @@ void removeMarker(const std::string& trace, int fd) {
     ::unlink(m.c_str());
 }
 
+// The trace's path now, from its descriptor: the marker goes beside the file, wherever the
+// application's working folder went since the capture named it (a relative name); `name` if the
+// system does not say.
+std::string whereIs(const Writer& w, const std::string& name) {
+  char buf[4096];
+  const std::string link = "/proc/self/fd/" + std::to_string(w.fileDescriptor());
+  const ssize_t n = ::readlink(link.c_str(), buf, sizeof buf - 1);
+  if (n <= 0 || buf[0] != '/' || std::string_view(buf, static_cast<size_t>(n)).ends_with(" (deleted)")) return name;
+  return std::string(buf, static_cast<size_t>(n));
+}
+
 }  // namespace
 
 bool Finishers::forkingFinisher() noexcept { return tForking; }
@@ -152,7 +164,8 @@ pid_t Finishers::closing(Writer& w, const std::string& trace) {
 // A finisher for what is reserved (with `closing`: all that is queued, and the close). Where none
 // can be had (no marker, no pipe, no fork) the reserved weights are written here and now, and a
 // closing caller waits for the finishers already running: 0 is returned, the caller closes.
-pid_t Finishers::fork(Writer& w, const std::string& trace, bool closing) {
+pid_t Finishers::fork(Writer& w, const std::string& name, bool closing) {
+  const std::string trace = whereIs(w, name);
   ino_t ino = marker_;
   const int marker = finishing::lockMarker(trace, marker_ == 0, &ino, ::getpid());
   int fds[2] = {-1, -1};
@@ -172,6 +185,7 @@ pid_t Finishers::fork(Writer& w, const std::string& trace, bool closing) {
     return 0;
   }
   marker_ = ino;
+  markerTrace_ = trace;
   running_.push_back({pid, fds[0]});
   return pid;
 }
@@ -231,6 +245,14 @@ void Finishers::reap() {
     ::waitpid(running_[i].pid, nullptr, 0);  // not left a zombie of an application that goes on
     running_.erase(running_.begin() + static_cast<long>(i));
   }
+}
+
+void Finishers::closed() noexcept {
+  if (marker_ == 0) return;
+  struct stat st {};
+  const std::string m = finishing::markerOf(markerTrace_);
+  if (::lstat(m.c_str(), &st) == 0 && st.st_ino == marker_) ::unlink(m.c_str());
+  marker_ = 0;
 }
 
 void Finishers::afterForkInApp() noexcept {

@@ -33,6 +33,9 @@ class Finishers {
   // At close: the pid of the finisher that closes the trace, or 0 when the caller closes it (no
   // finisher runs, or one failed: the close then says so; or too little is queued).
   pid_t closing(Writer& w, const std::string& trace);
+  // The caller closed the trace itself (closing() gave 0) and succeeded: the marker an earlier
+  // finisher left, if any, goes (a failed close keeps it, with the failure it logged).
+  void closed() noexcept;
   // In a child the application forked: the parent's finishers are not its own.
   void afterForkInApp() noexcept;
   // The fork in progress on this thread is a finisher's (Session's atfork handler does nothing).
@@ -50,6 +53,7 @@ class Finishers {
   Faults* faults_ = nullptr;  // the test fault injectors (faults.h)
   std::string report_;        // Config::finisherReport
   ino_t marker_ = 0;          // the marker this capture created (0: none yet)
+  std::string markerTrace_;   // the trace it lies beside (an absolute path where the system says)
   struct Child {
     pid_t pid;
     int status;  // read end of its pipe

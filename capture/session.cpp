@@ -223,6 +223,7 @@ void Session::close() noexcept {
       w->drainBlobs([&](uint64_t left) { p.update(pending - std::min(left, pending)); });
     }
     w->close();
+    finishers_.closed();  // every finisher done: the marker one of them left goes
     const Writer::Stats s = w->stats();
     exportJson();
     if (config_.testJsonCounts && json_.exporter())  // test hook (Config::testJsonCounts)

@@ -218,3 +218,49 @@ def test_the_replayed_engine_is_the_apps(tmp):
     assert finisher_pids(proc.stderr), proc.stderr
     replay(trace, tmp / "replayed.engine")
     assert_same_engines([tmp / "replayed.engine"], [app_engine])
+
+
+# A small real network built, then `after` (Python) run before the app exits.
+BUILD_THEN = (
+    "import os, sys, time, numpy as np, tensorrt_rtx as trt\n"
+    "b = trt.Builder(trt.Logger(trt.Logger.WARNING)); n = b.create_network()\n"
+    "x = n.add_input('in', trt.float32, (1, 2, 8, 8))\n"
+    "k = np.random.default_rng(3).standard_normal((4, 2, 3, 3)).astype(np.float32)\n"
+    "y = n.add_convolution_nd(x, 4, (3, 3), trt.Weights(k), trt.Weights(np.zeros(4, np.float32)))\n"
+    "n.mark_output(y.get_output(0)); b.build_serialized_network(n, b.create_builder_config())\n"
+)
+
+
+def build_then(tmp, after, *args, **extra):
+    proc = subprocess.run(
+        [sys.executable, "-c", BUILD_THEN + after, *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env_for("x.trtrace", **extra),
+        cwd=tmp,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_the_marker_lies_beside_the_trace_when_the_app_changed_folder(tmp):
+    """A relative TRT_SHIM_OUTPUT_FILE, and an app that changes its working folder before it exits:
+    the marker goes beside the trace (found from its descriptor), where tools look for it."""
+    (tmp / "elsewhere").mkdir()
+    proc = build_then(tmp, "os.chdir(sys.argv[1])\n", tmp / "elsewhere", TRTRACE_FAULT_FINISHER_STALL_MS=STALL)
+    assert finisher_pids(proc.stderr), proc.stderr
+    assert marker(tmp / "x.trtrace").exists() and not list((tmp / "elsewhere").iterdir())
+    assert tool("verify", "--no-wait", tmp / "x.trtrace").returncode == 6
+    v = tool("verify", tmp / "x.trtrace")
+    assert v.returncode == 0 and "its finisher" not in v.stderr, v.stderr
+    assert not marker(tmp / "x.trtrace").exists()
+
+
+def test_a_finisher_done_before_the_app_exits_leaves_no_marker(tmp):
+    """The finisher of a build's weights ends while the app goes on; the app then closes its trace
+    itself and removes the marker: no tool waits for, or reports, a finisher afterwards."""
+    proc = build_then(tmp, "time.sleep(3)\n")
+    assert "being finished by pid" not in proc.stderr, proc.stderr  # closed by the app itself
+    v = tool("verify", "--no-wait", tmp / "x.trtrace")
+    assert v.returncode == 0 and "its finisher" not in v.stderr, v.stderr
+    assert not marker(tmp / "x.trtrace").exists()
