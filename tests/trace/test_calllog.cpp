@@ -4,6 +4,10 @@
 
 #include <xxhash.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <mutex>
 #include <string>
 
 #include "test_util.h"
@@ -386,4 +390,71 @@ TEST(CallLog, EmptyEightByteArraysAnywhereDecodeAfterVerify) {
     return true;
   });
   EXPECT_EQ(seen, calls);
+}
+
+// The thread that appends calls (the application's, in a capture) never waits for the blob workers
+// when a segment fills: full segments queue behind a blob still being written, and each is written
+// once the blobs queued before it are. Here the worker's write is held (writeFault, a fault the
+// real disk cannot produce on demand) while several segments fill.
+TEST(CallLog, FullSegmentsQueueBehindABlobStillBeingWritten) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  std::mutex m;
+  std::condition_variable cv;
+  bool armed = false, held = false, released = false;
+  WriterOptions o;
+  o.path = path;
+  o.flush = FlushPolicy::AtClose;
+  o.segmentBytes = 4 << 10;
+  o.workerThreads = 1;
+  o.writeFault = [&] {  // the first write once armed (the worker's blob) waits for the test
+    std::unique_lock l(m);
+    if (armed && !held) {
+      held = true;
+      cv.notify_all();
+      cv.wait(l, [&] { return released; });
+    }
+    return 0;
+  };
+  auto w = Writer::create(o, tt::header());
+  std::string_view names[] = {"weights", "name"};
+  w->describeApi(1, "INetworkDefinition", "addConstant", names);
+  const auto a = tt::randomBytes(2 << 20, 1);  // big enough to wake the worker at once
+  {
+    std::lock_guard g(m);
+    armed = true;
+  }
+  const BlobRef ra = w->putBlob(a.data(), a.size());
+  {
+    std::unique_lock l(m);
+    cv.wait(l, [&] { return held; });  // the worker is inside its write
+  }
+  constexpr int kCalls = 400;  // about 10 full segments
+  auto appended = std::async(std::launch::async, [&] {
+    for (int i = 0; i < kCalls; ++i)
+      w->beginCall(1, 0, 1)
+          .argWeightsBlob(0, a.size(), ra)
+          .argString(std::string(64, static_cast<char>('a' + i % 26)))
+          .endCall();
+  });
+  // Not a timing assertion: a guard against the hang this test exists to catch.
+  const bool returned = appended.wait_for(std::chrono::minutes(2)) == std::future_status::ready;
+  EXPECT_TRUE(returned) << "appending calls waited for the blob being written";
+  EXPECT_EQ(w->stats().segments, 0u) << "a segment was written before the blob its calls reference";
+  {
+    std::lock_guard g(m);
+    released = true;
+  }
+  cv.notify_all();
+  appended.wait();
+  w->close();
+
+  auto r = Reader::open(path);
+  const VerifyReport rep = r->verify();
+  ASSERT_TRUE(rep.ok()) << (rep.issues.empty() ? "" : rep.issues[0].what);
+  EXPECT_EQ(rep.calls, uint64_t(kCalls));
+  ASSERT_GT(r->segmentCount(), 3u);
+  const BlobInfo* blob = r->blobInfo(ra);
+  ASSERT_NE(blob, nullptr);
+  for (size_t s = 0; s < r->segmentCount(); ++s) EXPECT_LT(blob->offset, r->segmentInfo(s).offset);
 }

@@ -206,6 +206,8 @@ BlobRef BlobStore::put(const void* data, uint64_t bytes, BlobHint hint) {
     }
     if (!opt_.storeBlobs) return ref;  // the bytes stay where they are (WriterOptions::storeBlobs)
     pendingJobs_++;
+    job.ordinal = nextOrdinal_++;
+    done_.push_back(false);
     if (workers_.empty()) {
       pendingBytes_ += bytes;
       l.unlock();
@@ -313,9 +315,18 @@ void BlobStore::consume(const Job& j, Scratch& s) {
   if (!others_.empty()) others_.erase(key);
   pendingBytes_ -= j.bytes;
   pendingJobs_--;
-  // Waiters are woken when the queue is empty or half the budget is free, not per job (a small
-  // blob each would make a context switch each).
-  if ((draining_ && pendingJobs_ == 0) || (blocked_ && pendingBytes_ <= opt_.queueBytes / 2)) doneCv_.notify_all();
+  const bool moved = doneLocked(j.ordinal);
+  // Waiters are woken when the queue is empty, the oldest job is done (drainTo) or half the budget
+  // is free, not per job (a small blob each would make a context switch each).
+  if ((draining_ && (pendingJobs_ == 0 || moved)) || (blocked_ && pendingBytes_ <= opt_.queueBytes / 2))
+    doneCv_.notify_all();
+}
+
+bool BlobStore::doneLocked(uint64_t ordinal) {
+  done_[ordinal - doneBefore_] = true;
+  const uint64_t was = doneBefore_;
+  for (; !done_.empty() && done_.front(); ++doneBefore_) done_.pop_front();
+  return doneBefore_ != was;
 }
 
 void BlobStore::rethrowWorkerError() {
@@ -323,40 +334,60 @@ void BlobStore::rethrowWorkerError() {
   if (workerError_) std::rethrow_exception(workerError_);
 }
 
-void BlobStore::drain(const std::function<void(uint64_t)>& onWait, bool byCaller) {
+void BlobStore::drain(const std::function<void(uint64_t)>& onWait) {
   {
     std::unique_lock l(mu_);
-    struct Waiting {  // while it waits, every queued blob is worth a wake-up
-      BlobStore& b;
-      unsigned caller;
-      Waiting(BlobStore& s, bool byCaller) : b(s), caller(byCaller) {
-        ++b.draining_;
-        b.callersDraining_ += caller;
-        b.waitedOn_ = b.callersDraining_ > 0 || b.stopping_;
-      }
-      ~Waiting() {
-        --b.draining_;
-        b.callersDraining_ -= caller;
-        b.waitedOn_ = b.callersDraining_ > 0 || b.stopping_;
-      }
-    } waiting(*this, byCaller);
-    workCv_.notify_all();
-    if (!onWait) {
-      doneCv_.wait(l, [&] { return pendingJobs_ == 0; });
-    } else {
-      while (pendingJobs_ != 0) {
-        doneCv_.wait_for(l, std::chrono::milliseconds(100));
-        const uint64_t left = pendingBytes_;
-        l.unlock();
-        onWait(left);
-        l.lock();
-      }
-    }
+    waitDrained(
+        l, true, [&] { return pendingJobs_ == 0; }, onWait);
   }
   rethrowWorkerError();
-  // The log's own thread waits only to order a segment after its blobs: a caller's drain (a build's,
-  // a network's deletion, close) comes after the capture's check before a build (supersede).
-  if (byCaller) settle();
+  settle();
+}
+
+uint64_t BlobStore::ticket() const {
+  std::lock_guard g(mu_);
+  return nextOrdinal_;
+}
+
+// The log's own thread waits to order a segment after its blobs, and leaves the choice between
+// Lost and Replaced (settle) to a caller's drain (a build's, a network's deletion, close), which
+// comes after the capture's check before a build (supersede).
+void BlobStore::drainTo(uint64_t ticket) {
+  {
+    std::unique_lock l(mu_);
+    waitDrained(l, false, [&] { return doneBefore_ >= ticket; }, {});
+  }
+  rethrowWorkerError();
+}
+
+void BlobStore::waitDrained(std::unique_lock<std::mutex>& l, bool byCaller, const std::function<bool()>& done,
+                            const std::function<void(uint64_t)>& onWait) {
+  struct Waiting {  // while it waits, every queued blob is worth a wake-up
+    BlobStore& b;
+    unsigned caller;
+    Waiting(BlobStore& s, bool byCaller) : b(s), caller(byCaller) {
+      ++b.draining_;
+      b.callersDraining_ += caller;
+      b.waitedOn_ = b.callersDraining_ > 0 || b.stopping_;
+    }
+    ~Waiting() {
+      --b.draining_;
+      b.callersDraining_ -= caller;
+      b.waitedOn_ = b.callersDraining_ > 0 || b.stopping_;
+    }
+  } waiting(*this, byCaller);
+  workCv_.notify_all();
+  if (!onWait) {
+    doneCv_.wait(l, done);
+    return;
+  }
+  while (!done()) {
+    doneCv_.wait_for(l, std::chrono::milliseconds(100));
+    const uint64_t left = pendingBytes_;
+    l.unlock();
+    onWait(left);
+    l.lock();
+  }
 }
 
 // ---- encoding ---------------------------------------------------------------------------------
@@ -539,12 +570,13 @@ uint64_t BlobStore::reserveQueued() {
       if (auto it = seen_.find(key); it != seen_.end()) it->second = false;  // no longer queued here
       pendingBytes_ -= j.bytes;
       pendingJobs_--;
+      doneLocked(j.ordinal);  // for the call log, as good as written: the finisher writes it
       total += j.bytes;
       batch.push_back(std::move(r));
     }
     queue_.clear();
     queuedBytes_ = 0;
-    if (blocked_ || (draining_ && pendingJobs_ == 0)) doneCv_.notify_all();
+    if (blocked_ || draining_) doneCv_.notify_all();
   }
   std::lock_guard f(file_.mu);
   for (Reserved& r : batch) {

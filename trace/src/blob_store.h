@@ -35,8 +35,12 @@ class BlobStore {
   void putLost(const BlobRef& ref, BlobHint hint, bool replaced);  // a Lost/Replaced record, written now
   void supersede(const BlobRef& ref);                              // Writer::supersedeBlob
   // Returns once every queued blob is consumed; rethrows a worker's error (writer.h, drainBlobs).
-  // byCaller false: the call log's own thread waits (nobody's time is lost: no rawWhenWaitedOn).
-  void drain(const std::function<void(uint64_t)>& onWait = {}, bool byCaller = true);
+  void drain(const std::function<void(uint64_t)>& onWait = {});
+  // The blobs queued so far: drainTo(ticket()) returns once each of them is consumed (or handed to
+  // a finisher), whatever is queued after. The call log's own thread waits so for the blobs of the
+  // segment it writes: nobody's time is lost, so no rawWhenWaitedOn.
+  uint64_t ticket() const;
+  void drainTo(uint64_t ticket);
   uint64_t pendingBytes() const;
   // Lets the workers finish the queue, joins them, rethrows a worker's error.
   void stop();
@@ -63,6 +67,7 @@ class BlobStore {
     uint64_t bytes;
     BlobHint hint;
     Hash128 hash;
+    uint64_t ordinal = 0;  // in order of queueing (ticket, drainTo)
   };
   struct Scratch;
 
@@ -80,6 +85,11 @@ class BlobStore {
   void writeLostLocked(const Job& j, bool replaced);
   void indexLocked(const Job& j, uint64_t at, uint64_t stored, uint64_t dataAt, const format::BlobRecord& r);
   void rethrowWorkerError();
+  // Waits (mu_ held in l) until `done` says so; byCaller: an application thread waits.
+  void waitDrained(std::unique_lock<std::mutex>& l, bool byCaller, const std::function<bool()>& done,
+                   const std::function<void(uint64_t)>& onWait);
+  // Job `ordinal` is consumed or handed off; true when the oldest one outstanding moved on. Holds mu_.
+  bool doneLocked(uint64_t ordinal);
   void signalStop();
   // Workers sleep until a batch is worth a wake-up (a context switch per small blob costs more
   // than compressing it), or until somebody waits for them. Holds mu_.
@@ -108,9 +118,12 @@ class BlobStore {
   std::unordered_map<BlobRef, std::vector<const std::byte*>, BlobRefHasher> others_;
   static constexpr size_t kMaxSources = 4;
   std::deque<Job> queue_;
+  // Ordinals: every job below doneBefore_ is consumed; done_[i] says whether doneBefore_ + i is.
+  uint64_t nextOrdinal_ = 0, doneBefore_ = 0;
+  std::deque<bool> done_;
   uint64_t pendingBytes_ = 0, pendingJobs_ = 0;  // enqueued and not yet consumed
   uint64_t queuedBytes_ = 0;                     // in queue_ (not yet taken by a worker)
-  unsigned draining_ = 0, blocked_ = 0;          // on doneCv_: in drain(); in put(), over the budget
+  unsigned draining_ = 0, blocked_ = 0;          // on doneCv_: in drain()/drainTo(); in put(), over the budget
   unsigned callersDraining_ = 0;                 // of draining_, those with byCaller
   std::atomic<bool> waitedOn_{false};            // draining_ or stopping_ (WriterOptions::rawWhenWaitedOn)
   bool stopping_ = false;

@@ -140,17 +140,29 @@ void CallLog::flushLocked() {
 
 void CallLog::flushInBackgroundLocked() {
   if (records_.empty()) return;
-  waitBackgroundLocked();
+  std::unique_ptr<BackgroundSegment> full;
+  {
+    std::unique_lock l(bgMu_);
+    bgCv_.wait(l, [&] { return bg_.error || bg_.pendingBytes < kMaxPendingSegmentBytes; });
+    if (bg_.error) std::rethrow_exception(bg_.error);
+    if (!bg_.idle.empty()) {
+      full = std::move(bg_.idle.back());
+      bg_.idle.pop_back();
+    }
+  }
+  if (!full) full = std::make_unique<BackgroundSegment>();
+  full->firstSeq = segFirstSeq_;
+  full->index = segIndex_;
+  full->calls = static_cast<uint32_t>(records_.size());
+  full->blobTicket = blobs_.ticket();  // every blob its calls reference is queued by now
+  finishSegmentLocked();
+  seg_.Swap(full->fb);  // the finished segment goes; seg_ takes an idle (cleared) builder
+  nextSegmentLocked();
   {
     std::lock_guard g(bgMu_);
-    bg_.firstSeq = segFirstSeq_;
-    bg_.index = segIndex_;
-    bg_.calls = static_cast<uint32_t>(records_.size());
-    finishSegmentLocked();
-    seg_.Swap(bg_.fb);  // the finished segment goes; seg_ takes the idle (cleared) builder
-    bg_.pending = true;
+    bg_.pendingBytes += full->fb.GetSize();
+    bg_.pending.push_back(std::move(full));
   }
-  nextSegmentLocked();
   if (!bgThread_.joinable()) bgThread_ = std::thread([this] { backgroundLoop(); });
   bgCv_.notify_all();
 }
@@ -158,28 +170,35 @@ void CallLog::flushInBackgroundLocked() {
 void CallLog::waitBackgroundLocked() {
   if (!bgThread_.joinable()) return;
   std::unique_lock l(bgMu_);
-  bgCv_.wait(l, [&] { return !bg_.pending; });
+  bgCv_.wait(l, [&] { return bg_.pending.empty(); });
   if (bg_.error) std::rethrow_exception(bg_.error);
 }
 
-// The log's thread: waits for the blobs queued before the segment (its calls reference them),
+// The log's thread: waits for the blobs queued before each segment (its calls reference them),
 // then compresses and appends it. cctx_/segOut_ are its own while a segment is pending; every
-// other writer of segments waits for it first.
+// other writer of segments waits for it first. After a failure nothing more is written: the
+// file keeps its clean prefix.
 void CallLog::backgroundLoop() {
   std::unique_lock l(bgMu_);
   for (;;) {
-    bgCv_.wait(l, [&] { return bg_.pending || bg_.stop; });
-    if (!bg_.pending) return;
+    bgCv_.wait(l, [&] { return !bg_.pending.empty() || bg_.stop; });
+    if (bg_.pending.empty()) return;
+    BackgroundSegment& s = *bg_.pending.front();  // stays in place while others are queued behind it
+    const bool failed = bg_.error != nullptr;
     l.unlock();
     std::exception_ptr error;
     try {
-      blobs_.drain({}, /*byCaller=*/false);
-      writeSegmentLocked(bg_.fb.GetBufferPointer(), bg_.fb.GetSize(), bg_.firstSeq, bg_.calls, bg_.index);
+      if (!failed) {
+        blobs_.drainTo(s.blobTicket);
+        writeSegmentLocked(s.fb.GetBufferPointer(), s.fb.GetSize(), s.firstSeq, s.calls, s.index);
+      }
     } catch (...) { error = std::current_exception(); }
     l.lock();
-    bg_.fb.Clear();
     if (error && !bg_.error) bg_.error = error;
-    bg_.pending = false;
+    bg_.pendingBytes -= s.fb.GetSize();
+    s.fb.Clear();
+    if (bg_.idle.size() < 2) bg_.idle.push_back(std::move(bg_.pending.front()));
+    bg_.pending.pop_front();
     bgCv_.notify_all();
   }
 }

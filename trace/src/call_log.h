@@ -1,13 +1,15 @@
 // Call log: the FlatBuffers segments of call records, both ways. Writing: the open segment (each
 // call its own nested, 8-aligned FlatBuffer, API descriptors written where an id is first used),
 // flushed per FlushPolicy, zstd-compressed when that pays. A segment flushed because it is full is
-// compressed and written by the log's own thread, so the caller's thread (the app's, in a capture)
-// never runs zstd for it; every other flush waits for that thread and writes in place. Reading:
+// compressed and written by the log's own thread after the blobs queued before it, so the caller's
+// thread (the app's, in a capture) neither runs zstd for it nor waits for the blob workers; every
+// other flush waits for that thread and writes in place. Reading:
 // inflation of a compressed segment, verification of a segment and of each call record
 // (checkCallRecord), a segment's prefix for salvage.
 #pragma once
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -55,7 +57,7 @@ class CallLog {
   void flushLocked();
   // The full open segment to the log's thread (started on first use). Holds mu_.
   void flushInBackgroundLocked();
-  // Waits until the log's thread has written its segment; rethrows its failure. Holds mu_.
+  // Waits until the log's thread has written every pending segment; rethrows its failure. Holds mu_.
   void waitBackgroundLocked();
   void backgroundLoop();
   void finishSegmentLocked();
@@ -84,17 +86,25 @@ class CallLog {
   Writer::Stats stats_;  // only the call-log counters are used (calls: calls_)
   std::atomic<uint64_t> calls_{0};
 
-  // The log's thread: one finished segment at a time (bounded: one segment's memory).
+  // The log's thread: full segments, each written once the blobs queued before it are (the
+  // application's thread does not wait for them). Bounded: a full segment waits for room while
+  // kMaxPendingSegmentBytes of them are pending.
+  static constexpr uint64_t kMaxPendingSegmentBytes = 64 << 20;
   struct BackgroundSegment {
     flatbuffers::FlatBufferBuilder fb{64 << 10};
-    uint64_t firstSeq = 0;
+    uint64_t firstSeq = 0, blobTicket = 0;  // blobTicket: BlobStore::ticket() when it was full
     uint32_t calls = 0, index = 0;
-    bool pending = false, stop = false;
-    std::exception_ptr error;  // its write failed: every later write fails with it
+  };
+  struct Background {
+    std::deque<std::unique_ptr<BackgroundSegment>> pending;  // in order; the front is being written
+    std::vector<std::unique_ptr<BackgroundSegment>> idle;    // written, their builders kept for reuse
+    uint64_t pendingBytes = 0;
+    bool stop = false;
+    std::exception_ptr error;  // a write failed: the segments after it are dropped, every later flush fails
   };
   std::mutex bgMu_;
   std::condition_variable bgCv_;
-  BackgroundSegment bg_;
+  Background bg_;
   std::thread bgThread_;
 };
 
