@@ -3,6 +3,9 @@
 #include <filesystem>
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <thread>
@@ -584,6 +587,31 @@ TEST(Blobs, AnUnwrittenReservedRangeFailsTheCloseAndLeavesAPrefix) {
   EXPECT_FALSE(r->closedCleanly());
   EXPECT_TRUE(r->truncatedAt().has_value());
   EXPECT_EQ(r->callCount(), 0u);  // the call came after the hole
+}
+
+// A range written wrong where only the reader's own block check looks (a non-zero byte in the
+// padding before the data) fails the close too: a finisher's block is checked as every reader
+// checks one before it is indexed.
+TEST(Blobs, AReservedRangeWrittenWrongFailsTheClose) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  auto a = tt::randomBytes(70000, 1);
+  {
+    auto w = writerWithReservedBlob(path, a);
+    w->writeReserved();
+    const auto file = tt::readFile(path);
+    const auto data = std::search(file.begin(), file.end(), a.begin(), a.begin() + 64);
+    ASSERT_NE(data, file.end());
+    ASSERT_EQ(*(data - 1), std::byte{0});  // padding before the 4 KiB-aligned data
+    const int fd = ::open(path.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    const char one = 1;
+    ASSERT_EQ(::pwrite(fd, &one, 1, (data - file.begin()) - 1), 1);
+    ::close(fd);
+    EXPECT_THROW(w->close(), Error);
+  }
+  auto r = Reader::open(path);
+  EXPECT_FALSE(r->closedCleanly());
 }
 
 // forkFinisher: the child writes the ranges and leaves; the parent goes on and closes.

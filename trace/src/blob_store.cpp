@@ -1,6 +1,8 @@
 // Blob store: dedup index, bounded queue, workers and the blob encoder (see blob_store.h).
 #include "blob_store.h"
 
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -9,10 +11,13 @@
 #include <chrono>
 #include <cstring>
 #include <new>
+#include <optional>
 
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>
 #include <zstd.h>
+
+#include "blob_decode.h"
 
 namespace trtrace::detail {
 namespace F = format;
@@ -298,7 +303,7 @@ void BlobStore::consume(const Job& j, Scratch& s) {
     // After a failed write the caller's bytes are not even read: the capture may have let the
     // application free them already (capture/session.cpp, Session::disable).
     if (file_.failed()) file_.throwFailed();
-    stored = write(j, s);
+    stored = fromAnySource(j, [&](const Job& from) { return writeFrom(from, s); });
   } catch (...) {
     std::lock_guard g(mu_);
     if (!workerError_) workerError_ = std::current_exception();
@@ -391,11 +396,12 @@ void BlobStore::waitDrained(std::unique_lock<std::mutex>& l, bool byCaller, cons
 }
 
 // ---- encoding ---------------------------------------------------------------------------------
-// The first caller's bytes, else those of a later put with the same key; false when none held them.
-bool BlobStore::write(const Job& j, Scratch& s) {
+// `writeOne` from the first caller's bytes, else from those of each later put with the same key;
+// false when none held them.
+bool BlobStore::fromAnySource(const Job& j, const std::function<bool(const Job&)>& writeOne) {
   Job from = j;
   do {
-    if (writeFrom(from, s)) return true;
+    if (writeOne(from)) return true;
   } while ((from.data = nextSource(j)) != nullptr);
   return false;
 }
@@ -621,10 +627,7 @@ void BlobStore::writeReserved() {
 }
 
 void BlobStore::writeOneReserved(const Reserved& r, Scratch& s) {
-  Job from = r.job;
-  bool stored = false;
-  do { stored = writeRaw(r.at, from, s, true); } while (!stored && (from.data = nextSource(r.job)) != nullptr);
-  if (stored) return;
+  if (fromAnySource(r.job, [&](const Job& from) { return writeRaw(r.at, from, s, true); })) return;
   bool replaced = false;
   {
     std::lock_guard g(mu_);
@@ -650,28 +653,46 @@ void BlobStore::indexReserved() {
   for (const Reserved& r : reserved_) indexReservedOne(r);
 }
 
-// The block a finisher wrote at r.at, checked as the reader would before its entry is indexed:
-// a range never written (the finisher was killed) or written wrong fails the close.
+namespace {
+// The record of the block written at [at, next), or nullopt where that is not one good blob block:
+// the block is mapped read-only and checked as every reader checks one (checkBlock), which reads
+// its header, record and padding, not its data. A range past the file's end (never written) is
+// not mapped: reading it would fault.
+std::optional<F::BlobRecord> writtenBlob(const BlockFile& file, uint64_t at, uint64_t next) {
+  struct stat st {};
+  if (::fstat(file.fd(), &st) != 0 || static_cast<uint64_t>(st.st_size) < next) return std::nullopt;
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t start = at / page * page, length = next - start;  // a page multiple keeps alignments
+  void* m = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, file.fd(), static_cast<off_t>(start));
+  if (m == MAP_FAILED) return std::nullopt;
+  const auto* base = static_cast<const std::byte*>(m);
+  const BlockCheck b = checkBlock(base, length, at - start);
+  std::optional<F::BlobRecord> rec;
+  if (b.status == BlockCheck::Ok && b.h.type == uint16_t(F::BlockType::Blob) && b.next == length)
+    rec = blobRecordAt(base, at - start);
+  ::munmap(m, length);
+  return rec;
+}
+}  // namespace
+
+// The block a finisher wrote for r, checked before its entry is indexed: a range never written
+// (the finisher was killed) or written wrong fails the close.
 void BlobStore::indexReservedOne(const Reserved& r) {
-  F::BlockHeader h{};
-  F::BlobRecord rec{};
-  const bool read = file_.preadAll(&h, sizeof h, r.at) && file_.preadAll(&rec, sizeof rec, r.at + sizeof h);
-  const auto expect = makeBlockHeader(F::BlockType::Blob, h.payloadSize, sizeof rec, check32(&rec, sizeof rec));
-  if (!read || std::memcmp(&h, &expect, sizeof h) != 0 ||
-      F::alignUp(r.at + sizeof h + h.payloadSize, F::kBlockAlign) != r.next || rec.hashLo != r.job.hash.lo ||
-      rec.hashHi != r.job.hash.hi || rec.rawSize != r.job.bytes)
+  const std::optional<F::BlobRecord> rec = writtenBlob(file_, r.at, r.next);
+  if (!rec || rec->hashLo != r.job.hash.lo || rec->hashHi != r.job.hash.hi || rec->rawSize != r.job.bytes)
     throw Error(Error::Kind::Io, file_.path() + ": the weights reserved at offset " + std::to_string(r.at) +
                                      " were not written (their finisher did not finish)");
-  file_.blobEntries.emplace_back(rec.hashLo, rec.hashHi, rec.rawSize, r.at, rec.storedSize,
-                                 r.at + sizeof h + rec.dataOffset, rec.encoding, rec.transform, rec.elementHint);
+  file_.blobEntries.emplace_back(rec->hashLo, rec->hashHi, rec->rawSize, r.at, rec->storedSize,
+                                 r.at + sizeof(F::BlockHeader) + rec->dataOffset, rec->encoding, rec->transform,
+                                 rec->elementHint);
   std::lock_guard g(statsMu_);
-  if (rec.encoding == uint16_t(F::BlobEncoding::Replaced)) {
+  if (rec->encoding == uint16_t(F::BlobEncoding::Replaced)) {
     stats_.replacedBlobs++;
-  } else if (rec.encoding == uint16_t(F::BlobEncoding::Lost)) {
+  } else if (rec->encoding == uint16_t(F::BlobEncoding::Lost)) {
     stats_.lostBlobs++;
-    stats_.lostBytes += rec.rawSize;
+    stats_.lostBytes += rec->rawSize;
   } else {
-    stats_.storedBytes += rec.storedSize;
+    stats_.storedBytes += rec->storedSize;
   }
 }
 

@@ -74,7 +74,9 @@ class BlobStore {
  private:
   void workerLoop(Scratch& s);
   void consume(const Job& j, Scratch& s);
-  bool write(const Job& j, Scratch& s);  // false: no source still held the bytes (nothing written)
+  // `writeOne` from j's first source, else from each other one (nextSource); false: no source still
+  // held the bytes (nothing written).
+  bool fromAnySource(const Job& j, const std::function<bool(const Job&)>& writeOne);
   void settle();  // the byteless records of failed_, written now (Lost, or Replaced when superseded)
   // The writes from one source: false when its bytes changed or went away (nothing was kept).
   bool writeFrom(const Job& j, Scratch& s);

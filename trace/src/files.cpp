@@ -215,12 +215,14 @@ void releaseAround(std::span<const std::byte> map, uint64_t lo, uint64_t hi) {
   if (b > a) ::madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
 }
 
-Hash128 hashReleasing(std::span<const std::byte> map, uint64_t off, uint64_t n, std::atomic<uint64_t>* done) {
+Hash128 hashReleasing(std::span<const std::byte> map, uint64_t off, uint64_t n, std::atomic<uint64_t>* done,
+                      const Piece& each) {
   constexpr uint64_t kStep = 4 << 20;
   StreamHash128 h;
   for (uint64_t at = 0; at < n; at += kStep) {
     const uint64_t step = std::min(kStep, n - at);
     h.update(map.data() + off + at, step);
+    if (each) each(map.data() + off + at, at, step);
     releaseAround(map, off + at, off + at + step);
     if (done) *done += step;
   }

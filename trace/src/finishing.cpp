@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
+#include <string>
 #include <string_view>
 #include <thread>
 
@@ -79,15 +81,12 @@ long lastNumberAfter(const std::string& log, std::string_view key) {
   return found;
 }
 
-// The first logged failure's text ("<pid>: failed: ..."), escaped; "" when none.
+// The first logged failure's line ("<pid>: failed: ..."), escaped; "" when none.
 std::string loggedFailure(const std::string& log) {
-  const size_t at = log.find(": failed: ");
-  if (at == std::string::npos) return "";
-  const size_t start = log.rfind('\n', at);
-  const size_t end = log.find('\n', at);
-  return terminalText(
-      log.substr(start == std::string::npos ? 0 : start + 1,
-                 (end == std::string::npos ? log.size() : end) - (start == std::string::npos ? 0 : start + 1)));
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find(": failed: ") != std::string::npos) return terminalText(line);
+  return "";
 }
 
 bool alive(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }

@@ -262,18 +262,9 @@ Hash128 Reader::streamBlob(const BlobRef& ref, const BlobSink& sink) const {
   const BlobInfo& bi = impl_->locate(ref);  // framing, checksum, record
   if (bi.lost) impl_->blobError(ref, bi.offset, "stored Lost: the capture kept no bytes");
   if (bi.compressed) return detail::decodeBlob({impl_->path, impl_->base, bi}, nullptr, true, sink);
-  StreamHash128 h;
   // Hashed and handed on a piece at a time, each piece's pages released once the sink returns: a
   // copy of a 32 MiB blob holds 4 MiB of the mapping at a time, not 32.
-  constexpr uint64_t kStep = uint64_t(4) << 20;
-  const std::byte* p = impl_->base + bi.dataOffset;
-  for (uint64_t off = 0; off < ref.length; off += kStep) {
-    const uint64_t n = std::min(kStep, ref.length - off);
-    h.update(p + off, n);
-    sink(p + off, off, n);
-    files::releaseAround(mapping(), bi.dataOffset + off, bi.dataOffset + off + n);
-  }
-  return h.digest();
+  return files::hashReleasing(mapping(), bi.dataOffset, ref.length, nullptr, sink);
 }
 
 std::vector<bool> usedBlobs(const Reader& r, int64_t network) {

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -70,8 +71,11 @@ inline constexpr uint64_t kFaultAroundBytes = 64 << 10;
 void releaseAround(std::span<const std::byte> map, uint64_t lo, uint64_t hi);
 // XXH3-128 of the n bytes at `off` in the read-only mapping `map`, read 4 MiB at a time, each step's
 // pages released once hashed (releaseAround): a 32 MiB blob adds 4 MiB to the resident set while it
-// is checked, not 32. `done`, when given, counts the bytes hashed (a progress line's).
-Hash128 hashReleasing(std::span<const std::byte> map, uint64_t off, uint64_t n, std::atomic<uint64_t>* done = nullptr);
+// is checked, not 32. `done`, when given, counts the bytes hashed (a progress line's). `each`, when
+// given, is handed each step (its bytes, their offset from `off`, its length) before its pages go.
+using Piece = std::function<void(const std::byte* data, uint64_t offset, uint64_t n)>;
+Hash128 hashReleasing(std::span<const std::byte> map, uint64_t off, uint64_t n, std::atomic<uint64_t>* done = nullptr,
+                      const Piece& each = {});
 
 // A new read-write file named `prefix` + an unguessable suffix (O_CREAT|O_EXCL|O_NOFOLLOW, close-on-
 // exec, `mode`); its name goes to *name. Throws trtrace::Error (Io) naming `what` when it cannot.
