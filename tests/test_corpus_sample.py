@@ -112,3 +112,40 @@ def test_a_failure_is_reproduced_when_the_recorded_build_error_is_among_the_outp
     step.err += "Traceback (most recent call last):\nTypeError: add_concatenation(): incompatible function arguments\n"
     checks._failure = "Error Code 4: API Usage Error (no output)"
     assert checks.judge_failure(step, "build.py")["outcome"] == "failure-differs"
+
+
+def test_an_engine_that_differs_is_judged_by_running_the_step_again(tmp_path):
+    """A derived step's engine that differs while the app's second builds and the player's rebuilds
+    agree (they happened to): the step is run again, and if it ever gives the app's engine the
+    library built one of its several engines ("differs"); if it never does, a defect. The engines
+    here are files the test writes: the classifier's judgement is what is tested."""
+    app = tmp_path / "app.engine"
+    app.write_bytes(b"the app's engine")
+    first = tmp_path / "first.engine"
+    first.write_bytes(b"another engine")
+    net = object.__new__(rc.Network)
+    net._confirmed = ""
+    checks = object.__new__(corpus_tools.ToolChecks)
+    checks.net, checks.work, checks._replay_varies = net, tmp_path, ""
+    step = object.__new__(steps.Step)
+    step.rc = 0
+
+    def rerun_giving(contents):
+        made = []
+
+        def rerun(i):
+            made.append(i)
+            again = tmp_path / f"again{i}.engine"
+            again.write_bytes(contents[i])
+            return again
+
+        return rerun, made
+
+    rerun, made = rerun_giving([b"another engine", b"the app's engine", b"x"])
+    got = checks.judge_engine(first, "build.py", step, rerun)
+    assert got["outcome"] == "differs" and "run again (2 of" in got["reason"], got
+    assert made == [0, 1]
+    rerun, made = rerun_giving([b"another engine"] * corpus_tools.RERUNS)
+    assert checks.judge_engine(first, "build.py", step, rerun)["outcome"] == "engine-differs"
+    assert made == list(range(corpus_tools.RERUNS))
+    assert checks.judge_engine(first, "build.py", step)["outcome"] == "engine-differs"

@@ -21,6 +21,11 @@ captured of one network, each judged against what the application itself did.
   reduce   only where the app's build failed: `trtrace reduce` (bounded by --reduce-timeout), then
            the player on the result fails with the same error, with no more layers.
 
+An engine that differs from the app's is judged by the builds around it: where the app's second
+builds or the player's rebuilds vary, or the derived step itself, run again, gives the app's engine
+(RERUNS times at most), the library built one of its several engines ("differs"); a step that
+never gives the app's engine while every other build does is a defect ("engine-differs").
+
 Each check returns {"outcome", "reason"}; OK_OUTCOMES[tool] are not defects. "timeout" and "crash"
 name a tool step that ran past its time or died by a signal (both defects) except for reduce,
 whose "reduce-timeout" is its own outcome: the search was cut off, nothing was wrong.
@@ -38,6 +43,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 EXPORT_MD = ROOT / "docs" / "export.md"
 TOOLS = ("export", "strip", "extract", "diff", "api", "reduce")
+RERUNS = 3  # a derived step whose engine differs is run again this many times at most (rerun_nondeterminism)
 _COMMON_OK = ("failure-reproduced", "differs", "app-crash")
 OK_OUTCOMES = {
     "export": ("identical", "cannot-express-listed") + _COMMON_OK,
@@ -113,8 +119,10 @@ class ToolChecks:
         """Engines that count as the app's own (alone and under our shim)."""
         return [b for b in (read(self.work / "app.engine"), read(self.work / "ours-app.engine")) if b is not None]
 
-    def judge_engine(self, engine, what, step):
-        """identical / differs (the library's nondeterminism confirmed) / engine-differs."""
+    def judge_engine(self, engine, what, step, rerun=None):
+        """identical / differs (the library's nondeterminism confirmed) / engine-differs. `rerun(i)`,
+        when given, makes the same engine again in a new process (output path i: another length,
+        so another heap layout) and returns its path: see rerun_nondeterminism."""
         got = read(engine)
         if got is None:
             return {
@@ -123,13 +131,27 @@ class ToolChecks:
             }
         if got in self.references():
             return {"outcome": "identical"}
-        why = self.net.confirm_nondeterminism() or self.replay_nondeterminism()
+        why = (
+            self.net.confirm_nondeterminism() or self.replay_nondeterminism() or self.rerun_nondeterminism(what, rerun)
+        )
         if why:
             return {"outcome": "differs", "reason": why}
         return {
             "outcome": "engine-differs",
             "reason": f"{what}'s engine != the app's; the app's second builds and the player's rebuilds identical",
         }
+
+    def rerun_nondeterminism(self, what, rerun):
+        """A reason when the step, run again, gives the app's engine: its first engine was then one
+        of the several the library builds for this network, whose other builds (the app's second
+        ones, the player's) happened to agree. A step that never gives the app's engine is a defect."""
+        if rerun is None:
+            return None
+        for i in range(RERUNS):
+            again = rerun(i)
+            if again is not None and read(again) in self.references():
+                return f"{what} run again ({i + 1} of {RERUNS}): the app's engine (library nondeterminism)"
+        return None
 
     def replay_nondeterminism(self):
         """A reason when the player's own rebuilds of our capture at other heap layouts
@@ -166,8 +188,9 @@ class ToolChecks:
             "reason": f"capture: {want or 'no build error'}; {what} (exit {step.rc}): {got or step.first_error()}",
         }
 
-    def judge_replay(self, play, engine, what):
-        """A player run of a derived trace: the app's engine or its failure (player exit 3)."""
+    def judge_replay(self, play, engine, what, trace=None):
+        """A player run of a derived trace: the app's engine or its failure (player exit 3). `trace`:
+        the derived trace, played again should its engine differ (judge_engine's rerun)."""
         if play.crashed():
             return defect("player-crash", play, "player")
         if not self.built() and play.rc == 3:
@@ -186,7 +209,14 @@ class ToolChecks:
             }
         if play.rc not in (0, 4, 5):
             return defect("player-rejects" if play.rc == 1 else "divergence" if play.rc == 2 else "player-fails", play)
-        return self.judge_engine(engine, f"player on {what}", play) if engine else {"outcome": "replays"}
+        if not engine:
+            return {"outcome": "replays"}
+
+        def rerun(i):
+            again = self.work / f"{pathlib.Path(engine).stem}-again{'x' * (i * 37 + 1)}.engine"
+            return again if self.net.player(trace, again).rc in (0, 4, 5) else None
+
+        return self.judge_engine(engine, f"player on {what}", play, rerun if trace else None)
 
     # -- the tools ---------------------------------------------------------------------------------
 
@@ -210,7 +240,13 @@ class ToolChecks:
         n = self.networks()
         if isinstance(n, dict):
             return n
-        return self.judge_engine(engines(engine, n)[0], "build.py", run)
+
+        def rerun(i):
+            again = self.work / f"py-again{'x' * (i * 37 + 1)}.engine"
+            ok = self.net.tool(self.net.python, out / "build.py", "--out", again).rc == 0
+            return engines(again, n)[0] if ok else None
+
+        return self.judge_engine(engines(engine, n)[0], "build.py", run, rerun)
 
     def strip(self):
         stripped = self.work / "stripped.trtrace"
@@ -230,7 +266,7 @@ class ToolChecks:
             if s.rc != 0:
                 return defect("extract-fails", s, f"extract --network {i}")
             play = self.net.player(x, self.work / f"extract{i}.engine")
-            res = self.judge_replay(play, self.work / f"extract{i}.engine", f"network {i} extracted")
+            res = self.judge_replay(play, self.work / f"extract{i}.engine", f"network {i} extracted", x)
             if res["outcome"] not in ("identical", "failure-reproduced") or n == 1:
                 return res
         return {"outcome": "identical"}
@@ -245,7 +281,7 @@ class ToolChecks:
             if c.rc != 0:
                 return defect(name, c, "convert")
         play = self.net.player(rt, self.work / "roundtrip.engine")  # the round trip replays as the trace does
-        replayed = self.judge_replay(play, self.work / "roundtrip.engine", "the JSON round trip")
+        replayed = self.judge_replay(play, self.work / "roundtrip.engine", "the JSON round trip", rt)
         if replayed["outcome"] not in ("identical", "failure-reproduced", "differs"):
             return {"outcome": f"roundtrip-{replayed['outcome']}", "reason": replayed.get("reason", "")}
         pairs = [(rt, "roundtrip-differs")]
