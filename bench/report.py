@@ -386,6 +386,17 @@ def own_time(runs, alone):
     return med([x["wall_s"] - x["gen_s"] for x in runs]) - med([x["wall_s"] - x["gen_s"] for x in alone])
 
 
+def complete_vs_sync(ours, sync):
+    """Per-run ratios: the time until our trace is complete over the synchronous capture's, each net
+    of the app's weight generation (gen_s: before any library call, the same work in both modes,
+    whose spread between runs on this VM, up to 0.7 s, is larger than the difference measured)."""
+    return [
+        (o["complete_s"] - o["gen_s"]) / (y["wall_s"] - y["gen_s"])
+        for o, y in zip(ours, sync)
+        if y["wall_s"] > y["gen_s"]
+    ]
+
+
 def finisher_table(models):
     """Issue 27: the app's clock (its exit) and the trace's (complete), against the synchronous capture."""
     rows = [m for m in models if m["runs"].get("sync")]
@@ -404,8 +415,9 @@ def finisher_table(models):
         "for the app alone: the part of the app's life a capture can change.",
         "",
         "| model | app alone s | ours: app exits s | ours: trace complete s | synchronous s | ours / alone | "
-        "complete / synchronous | the capture's own time: ours / synchronous | finishers per run | finisher own memory |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "complete / synchronous | the same, net of gen_s | the capture's own time: ours / synchronous | "
+        "finishers per run | finisher own memory |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         a, o, y = r["runs"]["alone"], r["runs"]["ours"], r["runs"]["sync"]
@@ -413,7 +425,8 @@ def finisher_table(models):
         L.append(
             f"| {r['name']} | {fmt_s([x['wall_s'] for x in a])} | {fmt_s([x['wall_s'] for x in o])} | "
             f"{fmt_s([x['complete_s'] for x in o])} | {fmt_s([x['wall_s'] for x in y])} | {med(ratios(o, a)):.3f} | "
-            f"{med(ratios(o, y, 'complete_s', 'wall_s')):.3f} | {own_time(o, a):.2f} s / {own_time(y, a):.2f} s | "
+            f"{med(ratios(o, y, 'complete_s', 'wall_s')):.3f} | {med(complete_vs_sync(o, y)):.3f} | "
+            f"{own_time(o, a):.2f} s / {own_time(y, a):.2f} s | "
             f"{max(len(x.get('finishers', [])) for x in o)} | "
             f"{fmt_mib(own[0]) + ' / ' + fmt_mib(own[1]) if own else '-'} |"
         )
@@ -493,13 +506,15 @@ def render_targets(e2e, rows, memcpy):
             )
     synced = [r for r in models if r["runs"].get("sync")]
     if synced:
-        cr = [(r["name"], med(ratios(r["runs"]["ours"], r["runs"]["sync"], "complete_s", "wall_s"))) for r in synced]
+        cr = [(r["name"], med(complete_vs_sync(r["runs"]["ours"], r["runs"]["sync"]))) for r in synced]
+        raw = {r["name"]: med(ratios(r["runs"]["ours"], r["runs"]["sync"], "complete_s", "wall_s")) for r in synced}
         row(
-            "the trace complete no later than a synchronous capture's (issue 27)",
-            ", ".join(f"{n} {x:.3f}×" for n, x in cr),
+            "the trace complete no later than a synchronous capture's (issue 27; net of the app's weight "
+            "generation, gen_s, in both)",
+            ", ".join(f"{n} {x:.3f}× (raw {raw[n]:.3f}×)" for n, x in cr),
             max(x for _, x in cr) <= 1.0,
             "run-to-run spread on this shared VM exceeds the difference where a ratio is just over 1"
-            if max(x for _, x in cr) <= 1.1
+            if max(x for _, x in cr) <= 1.05
             else "",
         )
         owns = [(r["name"], finisher_own(r["runs"]["ours"])) for r in synced]

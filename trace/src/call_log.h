@@ -89,7 +89,7 @@ class CallLog {
   // The log's thread: full segments, each written once the blobs queued before it are (the
   // application's thread does not wait for them). Bounded: a full segment waits for room while
   // kMaxPendingSegmentBytes of them are pending.
-  static constexpr uint64_t kMaxPendingSegmentBytes = 64 << 20;
+  static constexpr uint64_t kMaxPendingSegmentBytes = 16 << 20;
   struct BackgroundSegment {
     flatbuffers::FlatBufferBuilder fb{64 << 10};
     uint64_t firstSeq = 0, blobTicket = 0;  // blobTicket: BlobStore::ticket() when it was full
