@@ -193,7 +193,7 @@ pid_t Finishers::fork(Writer& w, const std::string& name, bool closing) {
 void Finishers::runChild(Writer& w, const std::string& trace, bool closes, int status, int marker) {
   defaultSignals();
   // The application's own work comes first where both want a core (the machines this runs on may
-  // have two): the finisher's threads, made below, inherit this nice value.
+  // have two).
   (void)!::setpriority(PRIO_PROCESS, 0, 19);
   std::vector<int> keep = {w.fileDescriptor(), status, marker};
   for (const Child& c : running_) keep.push_back(c.status);
