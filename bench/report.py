@@ -386,6 +386,13 @@ def own_time(runs, alone):
     return med([x["wall_s"] - x["gen_s"] for x in runs]) - med([x["wall_s"] - x["gen_s"] for x in alone])
 
 
+def capture_ratio(r):
+    """The app's wall time under our capture over its time alone, estimated net of the spread of its
+    own weight generation (gen_s, before any library call, the same work in both modes): 1 + the
+    capture's own time (own_time) over the median wall time alone."""
+    return 1 + own_time(r["runs"]["ours"], r["runs"]["alone"]) / med([a["wall_s"] for a in r["runs"]["alone"]])
+
+
 def complete_vs_sync(ours, sync):
     """Per-run ratios: the time until our trace is complete over the synchronous capture's, each net
     of the app's weight generation (gen_s: before any library call, the same work in both modes,
@@ -445,8 +452,8 @@ def render_targets(e2e, rows, memcpy):
 
     heavy = [r for r in models if r["app"]["weight_bytes"] >= 5e8]
     if heavy:
-        worst = max(heavy, key=lambda r: med(ratios(r["runs"]["ours"], r["runs"]["alone"])))
-        q = med(ratios(worst["runs"]["ours"], worst["runs"]["alone"]))
+        worst = max(heavy, key=capture_ratio)
+        q = capture_ratio(worst)
         extra = med([o["wall_s"] - a["wall_s"] for o, a in zip(worst["runs"]["ours"], worst["runs"]["alone"])])
         written = worst["runs"]["ours"][-1]["written"]
         cache = e2e.get("cache_write", {}).get("bytes_per_s", 0)
@@ -478,8 +485,8 @@ def render_targets(e2e, rows, memcpy):
             if cache and xxh
             else ""
         )
-        every = max(models, key=lambda r: med(ratios(r["runs"]["ours"], r["runs"]["alone"])))
-        q_every = med(ratios(every["runs"]["ours"], every["runs"]["alone"]))
+        every = max(models, key=capture_ratio)
+        q_every = capture_ratio(every)
         if q <= 1.05 < q_every:  # the weight-heavy models are met: what is left is on the app's thread
             limit = (
                 f"{every['name']}: what the capture adds is on the app's thread while it builds the network "
@@ -488,9 +495,14 @@ def render_targets(e2e, rows, memcpy):
                 "weight's hash, beside the workers on 2 cores), not at its exit"
             )
         row(
-            "our capture ≤ 1.05× the app alone (no engine build), every model",
+            "our capture ≤ 1.05× the app alone (no engine build), every model (net of the spread of the app's "
+            "weight generation, gen_s: 1 + the capture's own time over the app's time alone; raw: the median of "
+            "the per-run wall ratios)",
             f"worst weight-heavy model {worst['name']}: {q:.3f}×; all: "
-            + ", ".join(f"{r['name']} {med(ratios(r['runs']['ours'], r['runs']['alone'])):.3f}" for r in models),
+            + ", ".join(
+                f"{r['name']} {capture_ratio(r):.3f} (raw {med(ratios(r['runs']['ours'], r['runs']['alone'])):.3f})"
+                for r in models
+            ),
             q_every <= 1.05,
             limit,
         )
