@@ -149,3 +149,19 @@ def test_an_engine_that_differs_is_judged_by_running_the_step_again(tmp_path):
     assert checks.judge_engine(first, "build.py", step, rerun)["outcome"] == "engine-differs"
     assert made == list(range(corpus_tools.RERUNS))
     assert checks.judge_engine(first, "build.py", step)["outcome"] == "engine-differs"
+
+
+def test_the_players_finding_of_nondeterminism_is_kept_for_later_judges(tmp_path, monkeypatch):
+    """The app's second builds agree but the player's rebuild differs: that finding is the
+    network's, so a later judge asking without a trace (a tool's check) sees it too. The engines
+    are files the test writes; the players and apps are stand-ins: the bookkeeping is tested."""
+    net = object.__new__(rc.Network)
+    net._confirmed, net.work = None, tmp_path
+    (tmp_path / "app.engine").write_bytes(b"the app's engine")
+    play = tmp_path / "play.engine"
+    play.write_bytes(b"the player's engine")
+    monkeypatch.setattr(net, "app", lambda engine, env=None, heap_shift=0: engine.write_bytes(b"the app's engine"))
+    monkeypatch.setattr(net, "player", lambda trace, engine, *extra, env=None: engine.write_bytes(b"other"))
+    first = net.confirm_nondeterminism(tmp_path / "ours.trtrace", play)
+    assert first and first.startswith("player run again"), first
+    assert net.confirm_nondeterminism() == first

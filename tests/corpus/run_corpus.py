@@ -166,7 +166,8 @@ class Network:
         """A reason when a second build shows the library's own nondeterminism, else None. The
         library's engine can depend on the process's heap layout, so the second builds change only
         that: the app alone with an extra environment variable and a heap block held during the
-        build, the player with an output path of another length."""
+        build, the player with an output path of another length. Either finding is kept, so every
+        later judge of the network (the tools' checks included) sees it."""
         if self._confirmed is None:
             self._confirmed = ""
             for n in PADS:
@@ -183,7 +184,8 @@ class Network:
                 again = self.work / f"play-again{'x' * n}.engine"
                 self.player(trace, again)
                 if read(again) != read(play_engine):
-                    return f"player run again (output path +{n} bytes): different bytes"
+                    self._confirmed = f"player run again (output path +{n} bytes): different bytes"
+                    break
         return self._confirmed or None
 
     def confirm_under_shim(self, cap_engine):

@@ -210,7 +210,6 @@ BlobRef BlobStore::put(const void* data, uint64_t bytes, BlobHint hint) {
       stats_.uniqueBytes += bytes;
     }
     if (!opt_.storeBlobs) return ref;  // the bytes stay where they are (WriterOptions::storeBlobs)
-    pendingJobs_++;
     job.ordinal = nextOrdinal_++;
     done_.push_back(false);
     if (workers_.empty()) {
@@ -319,12 +318,11 @@ void BlobStore::consume(const Job& j, Scratch& s) {
   }
   if (!others_.empty()) others_.erase(key);
   pendingBytes_ -= j.bytes;
-  pendingJobs_--;
   const bool moved = doneLocked(j.ordinal);
   // Waiters are woken when the queue is empty, the oldest job is done (drainTo) or half the budget
   // is free, not per job (a small blob each would make a context switch each).
-  if ((draining_ && (pendingJobs_ == 0 || moved)) || (blocked_ && pendingBytes_ <= opt_.queueBytes / 2))
-    doneCv_.notify_all();
+  if (moved && draining_ > callersDraining_) orderedCv_.notify_all();
+  if ((callersDraining_ && !busyLocked()) || (blocked_ && pendingBytes_ <= opt_.queueBytes / 2)) doneCv_.notify_all();
 }
 
 bool BlobStore::doneLocked(uint64_t ordinal) {
@@ -343,7 +341,7 @@ void BlobStore::drain(const std::function<void(uint64_t)>& onWait) {
   {
     std::unique_lock l(mu_);
     waitDrained(
-        l, true, [&] { return pendingJobs_ == 0; }, onWait);
+        l, true, [&] { return !busyLocked(); }, onWait);
   }
   rethrowWorkerError();
   settle();
@@ -382,12 +380,13 @@ void BlobStore::waitDrained(std::unique_lock<std::mutex>& l, bool byCaller, cons
     }
   } waiting(*this, byCaller);
   workCv_.notify_all();
+  std::condition_variable& cv = byCaller ? doneCv_ : orderedCv_;
   if (!onWait) {
-    doneCv_.wait(l, done);
+    cv.wait(l, done);
     return;
   }
   while (!done()) {
-    doneCv_.wait_for(l, std::chrono::milliseconds(100));
+    cv.wait_for(l, std::chrono::milliseconds(100));
     const uint64_t left = pendingBytes_;
     l.unlock();
     onWait(left);
@@ -575,14 +574,16 @@ uint64_t BlobStore::reserveQueued() {
       }
       if (auto it = seen_.find(key); it != seen_.end()) it->second = false;  // no longer queued here
       pendingBytes_ -= j.bytes;
-      pendingJobs_--;
       doneLocked(j.ordinal);  // for the call log, as good as written: the finisher writes it
       total += j.bytes;
       batch.push_back(std::move(r));
     }
     queue_.clear();
     queuedBytes_ = 0;
-    if (blocked_ || draining_) doneCv_.notify_all();
+    if (blocked_ || draining_) {
+      doneCv_.notify_all();
+      orderedCv_.notify_all();
+    }
   }
   std::lock_guard f(file_.mu);
   for (Reserved& r : batch) {
@@ -596,9 +597,8 @@ uint64_t BlobStore::reserveQueued() {
 // In the finisher, alone in its process (the application's workers did not survive the fork):
 // the batch's blocks, each written where it was reserved, one after the other on this thread.
 // Buffered writes to one file take the kernel's lock on it in turn, and a second writer thread
-// only spins on that lock: one writes fp16-1g-rep2's 470 MB in 0.24-0.42 s, two in 0.37-0.56 s
-// (BENCHMARKS.md). The index entries are made at close, from the file (indexReserved), in whichever
-// process closes.
+// only spins on that lock (docs/design.md, "Finishing off the application's clock"). The index entries are made at
+// close, from the file (indexReserved), in whichever process closes.
 void BlobStore::writeReserved() {
   {
     std::lock_guard g(mu_);  // (contended only where the fork failed and the parent writes them)
@@ -684,6 +684,7 @@ void BlobStore::afterForkInChild() {
   new (&statsMu_) std::mutex();
   new (&workCv_) std::condition_variable();
   new (&doneCv_) std::condition_variable();
+  new (&orderedCv_) std::condition_variable();
   // The std::thread objects name threads that do not exist here: never joined, never destroyed.
   new std::vector<std::thread>(std::move(workers_));
   workers_.clear();

@@ -53,8 +53,8 @@ class BlobStore {
   // The batch reserved since the last forked(): its blocks, written on this thread (in a forked
   // child, alone in its process; or by the parent when the fork failed).
   void writeReserved();
-  void forked();                                         // that batch is another process's now (file_.mu held)
-  bool busyLocked() const { return pendingJobs_ != 0; }  // a blob queued or being written (mu_ held)
+  void forked();  // that batch is another process's now (file_.mu held)
+  bool busyLocked() const { return doneBefore_ != nextOrdinal_; }  // a blob queued or being written (mu_ held)
   // Every reserved range's record read back into the footer index (close): an unwritten one throws.
   void indexReserved();
   // In a forked child: its locks made anew, the workers (which did not survive) forgotten.
@@ -111,8 +111,9 @@ class BlobStore {
   BlockFile& file_;
   const WriterOptions& opt_;
   mutable std::mutex mu_;
-  std::condition_variable workCv_;                         // workers wait here for a batch
-  std::condition_variable doneCv_;                         // producers over the budget, and drain, wait here
+  std::condition_variable workCv_;     // workers wait here for a batch
+  std::condition_variable doneCv_;     // producers over the budget, and drain(), wait here: all done
+  std::condition_variable orderedCv_;  // drainTo() waits here: the oldest job done
   std::unordered_map<BlobRef, bool, BlobRefHasher> seen_;  // every key put -> still queued for a worker
   // Other caller buffers passed with a queued key (dedup hits): if the first buffer is released
   // before a worker reads it, the blob is read from one of these instead of being stored Lost.
@@ -123,11 +124,11 @@ class BlobStore {
   // Ordinals: every job below doneBefore_ is consumed; done_[i] says whether doneBefore_ + i is.
   uint64_t nextOrdinal_ = 0, doneBefore_ = 0;
   std::deque<bool> done_;
-  uint64_t pendingBytes_ = 0, pendingJobs_ = 0;  // enqueued and not yet consumed
-  uint64_t queuedBytes_ = 0;                     // in queue_ (not yet taken by a worker)
-  unsigned draining_ = 0, blocked_ = 0;          // on doneCv_: in drain()/drainTo(); in put(), over the budget
-  unsigned callersDraining_ = 0;                 // of draining_, those with byCaller
-  std::atomic<bool> waitedOn_{false};            // draining_ or stopping_ (WriterOptions::rawWhenWaitedOn)
+  uint64_t pendingBytes_ = 0;            // enqueued and not yet consumed
+  uint64_t queuedBytes_ = 0;             // in queue_ (not yet taken by a worker)
+  unsigned draining_ = 0, blocked_ = 0;  // waiting in drain()/drainTo(); in put(), over the budget
+  unsigned callersDraining_ = 0;         // of draining_, those with byCaller
+  std::atomic<bool> waitedOn_{false};    // draining_ or stopping_ (WriterOptions::rawWhenWaitedOn)
   bool stopping_ = false;
   std::exception_ptr workerError_;
   // One per worker, owned here rather than on the thread's stack, so it stays reachable from the
