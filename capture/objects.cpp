@@ -34,12 +34,9 @@ const std::vector<const void*>& ourVtables() {
 
 // Frees our objects owned by `o` (the real ones die with their owner inside the library).
 void disposeOwned(Object* o) {
-  std::vector<Object*> owned;
-  owned.swap(o->owned);
-  for (Object* c : owned) {
-    c->owner = nullptr;
+  if (o->owned.empty()) return;
+  for (Object* c : Session::get().objects().releaseOwned(o)) {
     c->disposing = true;
-    Session::get().objects().unregister(c);
     delete c;
   }
 }

@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <mutex>
 #include <new>
-#include <unordered_map>
+#include <vector>
+
+#include "pointer_map.h"
 
 namespace trtrace::capture {
 
@@ -21,8 +23,7 @@ class Registry {
   T* wrap(const void* real, Make&& make, T* owner, uint32_t network) {
     if (!real) return nullptr;
     std::lock_guard<std::mutex> lk(mu_);
-    auto it = byReal_.find(real);
-    if (it != byReal_.end()) return it->second;
+    if (Entry* known = byReal_.find(real)) return known->object;
     T* o = make(const_cast<void*>(real));
     o->handle = ++nextHandle_;
     o->network = network;
@@ -30,25 +31,39 @@ class Registry {
       o->owner = owner;
       owner->owned.push_back(o);
     }
-    byReal_.emplace(real, o);
+    byReal_.emplace(real, {o, o->owner});
     return o;
   }
 
   T* find(const void* real) {
     std::lock_guard<std::mutex> lk(mu_);
-    auto it = byReal_.find(real);
-    return it == byReal_.end() ? nullptr : it->second;
+    Entry* known = byReal_.find(real);
+    return known ? known->object : nullptr;
   }
 
   // `o` is going away: its mapping (if still its own) and its owner's link to it are dropped.
   void unregister(T* o) {
     std::lock_guard<std::mutex> lk(mu_);
-    auto it = byReal_.find(o->real);
-    if (it != byReal_.end() && it->second == o) byReal_.erase(it);
+    forgetLocked(o);
     if (o->owner) {
       auto& v = o->owner->owned;
       v.erase(std::remove(v.begin(), v.end(), o), v.end());
     }
+  }
+
+  // The objects `owner` owns, unregistered and unlinked from it under one lock (a network's
+  // deletion lets go of every layer and tensor at once); the caller frees them.
+  std::vector<T*> releaseOwned(T* owner) {
+    std::vector<T*> owned;
+    std::lock_guard<std::mutex> lk(mu_);
+    owned.swap(owner->owned);
+    if (owned.size() * 4 >= byReal_.size()) {  // most of the map: one pass over it
+      byReal_.eraseIf([owner](const Entry& e) { return e.owner == owner; });
+    } else {
+      for (T* o : owned) forgetLocked(o);
+    }
+    for (T* o : owned) o->owner = nullptr;
+    return owned;
   }
 
   uint32_t newNetworkId() { return ++networks_; }
@@ -59,8 +74,16 @@ class Registry {
   void afterFork() { new (&mu_) std::mutex(); }
 
  private:
+  void forgetLocked(T* o) {  // o's mapping, if still its own
+    if (Entry* known = byReal_.find(o->real); known && known->object == o) byReal_.erase(o->real);
+  }
+
+  struct Entry {
+    T* object;
+    const T* owner;  // object->owner when it was made, kept here so releaseOwned reads no object
+  };
   std::mutex mu_;
-  std::unordered_map<const void*, T*> byReal_;
+  PointerMap<Entry> byReal_;
   uint64_t nextHandle_ = 0;
   std::atomic<uint32_t> networks_{0};
 };

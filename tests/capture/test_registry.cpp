@@ -3,13 +3,17 @@
 
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
+#include <unordered_map>
 #include <thread>
 #include <vector>
 
+#include "pointer_map.h"
 #include "registry.h"
 #include "weights_identity.h"
 
+using trtrace::capture::PointerMap;
 using trtrace::capture::Registry;
 using trtrace::capture::WeightsIdentity;
 
@@ -120,6 +124,68 @@ TEST_F(ObjectRegistry, ConcurrentWrapsMakeOneWrapperPerObject) {
   std::set<uint64_t> handles;
   for (Node* n : seen[0]) handles.insert(n->handle);
   EXPECT_EQ(handles, (std::set<uint64_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+}
+
+// A network's deletion releases its layers and tensors at once: unmapped, unlinked, handed back.
+TEST_F(ObjectRegistry, ReleasingAnOwnersObjectsUnmapsAndUnlinksThem) {
+  Node* net = wrap(0);
+  Node* layer = wrap(1, net, 1);
+  Node* tensor = wrap(2, net, 1);
+  EXPECT_EQ(reg.releaseOwned(net), (std::vector<Node*>{layer, tensor}));
+  EXPECT_TRUE(net->owned.empty());
+  EXPECT_EQ(layer->owner, nullptr);
+  EXPECT_EQ(tensor->owner, nullptr);
+  EXPECT_EQ(reg.find(&reals[1]), nullptr);
+  EXPECT_EQ(reg.find(&reals[2]), nullptr);
+  EXPECT_EQ(reg.find(&reals[0]), net);
+}
+
+// Releasing a few of many (one by one) and most (in one pass) leave the same mappings behind.
+TEST_F(ObjectRegistry, ReleasingFewOrManyLeavesTheOthersMapped) {
+  Node* a = wrap(0);
+  Node* b = wrap(1);
+  std::vector<Node*> ofA{wrap(2, a), wrap(3, a), wrap(4, a), wrap(5, a)};
+  Node* ofB = wrap(6, b);
+  EXPECT_EQ(reg.releaseOwned(b), (std::vector<Node*>{ofB}));  // 1 of 7: one by one
+  EXPECT_EQ(reg.find(&reals[6]), nullptr);
+  EXPECT_EQ(reg.releaseOwned(a), ofA);  // 4 of 6: one pass
+  for (int i = 2; i < 6; ++i) EXPECT_EQ(reg.find(&reals[i]), nullptr);
+  EXPECT_EQ(reg.find(&reals[0]), a);
+  EXPECT_EQ(reg.find(&reals[1]), b);
+}
+
+// The flat map against std::unordered_map over random inserts, lookups and erases of keys packed
+// in a small range (long probe runs, wrap-around at the table's end, erases inside runs).
+TEST(PointerMapTest, AgreesWithAStandardMapUnderRandomUse) {
+  static char arena[4096];
+  std::mt19937 rng(27);
+  PointerMap<int> flat;
+  std::unordered_map<const void*, int> model;
+  for (int step = 0; step < 200000; ++step) {
+    const void* key = &arena[(rng() % 1024) * 4];
+    switch (rng() % 3) {
+      case 0: {
+        const int v = step;
+        EXPECT_EQ(flat.emplace(key, v), model.emplace(key, v).first->second);
+        break;
+      }
+      case 1: EXPECT_EQ(flat.erase(key), model.erase(key) == 1); break;
+      default: {
+        int* got = flat.find(key);
+        auto it = model.find(key);
+        ASSERT_EQ(got != nullptr, it != model.end());
+        if (got) { EXPECT_EQ(*got, it->second); }
+      }
+    }
+    ASSERT_EQ(flat.size(), model.size());
+  }
+  flat.eraseIf([](int v) { return v % 2 == 0; });
+  for (auto it = model.begin(); it != model.end();) it = it->second % 2 == 0 ? model.erase(it) : std::next(it);
+  ASSERT_EQ(flat.size(), model.size());
+  for (const auto& [key, v] : model) {
+    ASSERT_NE(flat.find(key), nullptr);
+    EXPECT_EQ(*flat.find(key), v);
+  }
 }
 
 TEST(WeightsIdentityTest, NumbersPointersByFirstAppearance) {

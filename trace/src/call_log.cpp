@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include <zstd.h>
@@ -28,8 +29,17 @@ constexpr uint64_t kMinCompressSegment = 128;  // a frame's overhead outweighs a
 
 }  // namespace
 
+namespace {
+// A segment builder's first size: a full segment (segmentBytes, then the call that crossed it and
+// the segment's vectors), bounded for a log configured with huge segments. Pages are touched only
+// as the segment fills.
+size_t segmentBuilderBytes(const WriterOptions& o) {
+  return static_cast<size_t>(std::min<uint64_t>(o.segmentBytes + o.segmentBytes / 4 + (64 << 10), 64 << 20));
+}
+}  // namespace
+
 CallLog::CallLog(BlockFile& file, BlobStore& blobs, const WriterOptions& options)
-    : file_(file), blobs_(blobs), opt_(options) {}
+    : file_(file), blobs_(blobs), opt_(options), seg_(segmentBuilderBytes(options)) {}
 
 CallLog::~CallLog() {
   if (bgThread_.joinable()) {
@@ -150,7 +160,7 @@ void CallLog::flushInBackgroundLocked() {
       bg_.idle.pop_back();
     }
   }
-  if (!full) full = std::make_unique<BackgroundSegment>();
+  if (!full) full = std::make_unique<BackgroundSegment>(segmentBuilderBytes(opt_));
   full->firstSeq = segFirstSeq_;
   full->index = segIndex_;
   full->calls = static_cast<uint32_t>(records_.size());

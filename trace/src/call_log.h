@@ -70,7 +70,9 @@ class CallLog {
   std::mutex mu_;
   ZSTD_CCtx_s* cctx_ = nullptr;    // compresses segments (under mu_)
   std::vector<std::byte> segOut_;  // SegmentZstdHeader + frame of the segment being written
-  flatbuffers::FlatBufferBuilder seg_{64 << 10};
+  // Sized for a full segment at once: growing by doubling would copy it and touch fresh pages at
+  // every step, on the application's thread.
+  flatbuffers::FlatBufferBuilder seg_;
   std::vector<flatbuffers::Offset<fb::CallRecord>> records_;
   std::vector<flatbuffers::Offset<fb::ApiDescriptor>> segApis_;
   uint64_t nextSeq_ = 0, segFirstSeq_ = 0;
@@ -91,7 +93,8 @@ class CallLog {
   // kMaxPendingSegmentBytes of them are pending.
   static constexpr uint64_t kMaxPendingSegmentBytes = 16 << 20;
   struct BackgroundSegment {
-    flatbuffers::FlatBufferBuilder fb{64 << 10};
+    explicit BackgroundSegment(size_t initialBytes) : fb(initialBytes) {}
+    flatbuffers::FlatBufferBuilder fb;
     uint64_t firstSeq = 0, blobTicket = 0;  // blobTicket: BlobStore::ticket() when it was full
     uint32_t calls = 0, index = 0;
   };

@@ -1,0 +1,98 @@
+// A map from non-null pointers to small values, in one flat array (open addressing, linear
+// probing, deletion by backward shift: no tombstones). The registry looks up every object a call
+// passes or returns: with a node per entry (std::unordered_map) each lookup is two or three cache
+// misses on a network of tens of thousands of layers and tensors; here it is one, and an insert
+// allocates nothing until the table doubles.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace trtrace::capture {
+
+template <class V>
+class PointerMap {
+ public:
+  // The value of `key`, or nullptr.
+  V* find(const void* key) {
+    if (slots_.empty()) return nullptr;
+    for (size_t i = home(key);; i = next(i)) {
+      if (slots_[i].key == key) return &slots_[i].value;
+      if (!slots_[i].key) return nullptr;
+    }
+  }
+
+  // Inserts key -> value unless key is present; returns the value held for key.
+  V& emplace(const void* key, V value) {
+    if ((size_ + 1) * 2 > slots_.size()) grow();
+    size_t i = home(key);
+    for (; slots_[i].key; i = next(i))
+      if (slots_[i].key == key) return slots_[i].value;
+    slots_[i] = {key, value};
+    ++size_;
+    return slots_[i].value;
+  }
+
+  // Removes key; false when it was not there.
+  bool erase(const void* key) {
+    if (slots_.empty()) return false;
+    size_t i = home(key);
+    for (; slots_[i].key != key; i = next(i))
+      if (!slots_[i].key) return false;
+    // Backward shift: each later entry of the run that may sit in the hole moves into it.
+    for (size_t j = next(i); slots_[j].key; j = next(j)) {
+      const size_t h = home(slots_[j].key);
+      if (((j - h) & mask()) >= ((j - i) & mask())) {  // j's home is at or before the hole
+        slots_[i] = slots_[j];
+        i = j;
+      }
+    }
+    slots_[i] = {};
+    --size_;
+    return true;
+  }
+
+  // Removes every entry whose value satisfies `drop`, in one pass over the table (cheaper than
+  // erasing one by one when a large part goes at once).
+  template <class Drop>
+  void eraseIf(Drop&& drop) {
+    std::vector<Slot> old;
+    old.swap(slots_);
+    slots_.resize(old.size());
+    size_ = 0;
+    for (const Slot& s : old)
+      if (s.key && !drop(s.value)) emplace(s.key, s.value);
+  }
+
+  size_t size() const { return size_; }
+
+ private:
+  struct Slot {
+    const void* key = nullptr;  // nullptr: empty
+    V value{};
+  };
+
+  size_t mask() const { return slots_.size() - 1; }
+  size_t next(size_t i) const { return (i + 1) & mask(); }
+  // Fibonacci hashing of the address (its low bits are alignment, the same for every object).
+  size_t home(const void* key) const {
+    return static_cast<size_t>((reinterpret_cast<uintptr_t>(key) * 0x9E3779B97F4A7C15ull) >> shift_);
+  }
+
+  void grow() {
+    std::vector<Slot> old;
+    old.swap(slots_);
+    slots_.resize(old.empty() ? 64 : old.size() * 2);
+    shift_ = 64;
+    for (size_t n = slots_.size(); n > 1; n >>= 1) --shift_;
+    size_ = 0;
+    for (const Slot& s : old)
+      if (s.key) emplace(s.key, s.value);
+  }
+
+  std::vector<Slot> slots_;  // a power of two in size, at most half full
+  size_t size_ = 0;
+  unsigned shift_ = 64;  // 64 - log2(slots_.size())
+};
+
+}  // namespace trtrace::capture
