@@ -4,7 +4,8 @@
 #include <cstdint>
 #include <mutex>
 #include <new>
-#include <unordered_map>
+
+#include "pointer_map.h"
 
 namespace trtrace::capture {
 
@@ -15,7 +16,7 @@ class WeightsIdentity {
   // weights apart by pointer, and replay reproduces what these numbers say.
   uint64_t of(const void* values) {
     std::lock_guard lk(mu_);
-    return ids_.try_emplace(values, ids_.size() + 1).first->second;
+    return ids_.emplace(values, ids_.size() + 1);
   }
   // 1, 2, ...: the seed of the next weights recorded as random (TRT_SHIM_MARK_AS_RANDOM_WEIGHTS_*).
   uint64_t nextRandomSeed() { return ++randomSeeds_; }
@@ -24,7 +25,7 @@ class WeightsIdentity {
 
  private:
   std::mutex mu_;
-  std::unordered_map<const void*, uint64_t> ids_;
+  PointerMap<uint64_t> ids_;
   std::atomic<uint64_t> randomSeeds_{0};
 };
 
