@@ -186,18 +186,6 @@ void Session::afterBuild() noexcept {
   if (flushRules(config_).flushAfterBuild && guarded([](Writer& w) { w.flush(); })) exportJson();
 }
 
-bool Session::guarded(const std::function<void(Writer&)>& use) noexcept {
-  try {
-    Writer* w = writer();
-    if (!w) return false;
-    use(*w);
-    return true;
-  } catch (const std::exception& e) { disable(e.what()); } catch (...) {
-    disable("unknown error");
-  }
-  return false;
-}
-
 void Session::close() noexcept {
   std::unique_ptr<Writer> w;
   bool failed = false;

@@ -8,7 +8,7 @@
 // one that exists.
 #pragma once
 #include <cstdint>
-#include <functional>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -49,7 +49,18 @@ class Session {
   // Runs `use` on the writer unless capture is off; any failure (a failed write, out of memory)
   // disables the capture instead of reaching the application. Returns whether `use` completed.
   // Every use of the writer from an application's thread goes through here or through Call.
-  bool guarded(const std::function<void(Writer&)>& use) noexcept;
+  template <class Use>
+  bool guarded(Use&& use) noexcept {  // a template: every recorded call passes one (no std::function)
+    try {
+      Writer* w = writer();
+      if (!w) return false;
+      use(*w);
+      return true;
+    } catch (const std::exception& e) { disable(e.what()); } catch (...) {
+      disable("unknown error");
+    }
+    return false;
+  }
 
   // Our objects, keyed by the real object (objects.cpp), and the network ids.
   Registry<Object>& objects() { return objects_; }
