@@ -282,12 +282,16 @@ Writer::Stats BlobStore::stats() const {
 
 // A worker takes jobs while there are any; once the queue is empty it sleeps until a batch is ready.
 void BlobStore::workerLoop(Scratch& s) {
+  // A worker takes jobs only within a batch (batchReadyLocked) and until the queue is empty, then
+  // waits for the next one: one that starts late, with jobs already queued, waits too.
+  bool inBatch = false;
   for (;;) {
     Job j;
     {
       std::unique_lock l(mu_);
-      if (queue_.empty()) workCv_.wait(l, [&] { return stopping_ || batchReadyLocked(); });
+      if (queue_.empty() || !inBatch) workCv_.wait(l, [&] { return stopping_ || batchReadyLocked(); });
       if (queue_.empty()) return;
+      inBatch = true;
       j = queue_.front();
       queue_.pop_front();
       queuedBytes_ -= j.bytes;
