@@ -412,8 +412,8 @@ def main():
     out["convert_available"] = conv
     for name, margs, r, replay in models:
         mreps = r or reps
-        # The capture's modes are judged run against run (issue 27), where the VM's spread (gen_s
-        # up to 0.7 s, the page cache's speed) is larger than one replay figure's: more runs.
+        # The capture's modes are judged run against run (issue 27), where the VM's spread (the
+        # page cache's speed; see BENCHMARKS.md) is larger than one replay figure's: more runs.
         creps = mreps if (r or a.smoke) else max(reps, CAPTURE_REPS)
         res, trace, nvjson, nvbin = capture_model(E, name, margs, creps, build=False)
         if replay:

@@ -52,16 +52,6 @@ class PointerMap {
     return true;
   }
 
-  // Removes every entry whose value satisfies `drop`, in one pass over the table (cheaper than
-  // erasing one by one when a large part goes at once). The table is made anew for what is left,
-  // so a network's deletion leaves no table sized for its objects behind.
-  template <class Drop>
-  void eraseIf(Drop&& drop) {
-    size_t keep = 0;
-    for (const Slot& s : slots_) keep += s.key && !drop(s.value);
-    rebuild(keep, [&](const Slot& s) { return !drop(s.value); });
-  }
-
   size_t size() const { return size_; }
 
  private:
@@ -77,22 +67,16 @@ class PointerMap {
     return static_cast<size_t>((reinterpret_cast<uintptr_t>(key) * 0x9E3779B97F4A7C15ull) >> shift_);
   }
 
+  // The table doubled (64 slots at first), its entries placed anew.
   void grow() {
-    rebuild(size_ + 1, [](const Slot&) { return true; });
-  }
-
-  // A table at most half full with `entries` entries, holding the present ones that `keep` keeps.
-  template <class Keep>
-  void rebuild(size_t entries, Keep&& keep) {
-    size_t n = 64;
-    while (n < entries * 2) n *= 2;
+    const size_t n = slots_.empty() ? 64 : slots_.size() * 2;
     std::vector<Slot> old(n);
     old.swap(slots_);
     shift_ = 64;
     for (size_t k = n; k > 1; k >>= 1) --shift_;
     size_ = 0;
     for (const Slot& s : old)
-      if (s.key && keep(s)) emplace(s.key, s.value);
+      if (s.key) emplace(s.key, s.value);
   }
 
   std::vector<Slot> slots_;  // a power of two in size, at most half full

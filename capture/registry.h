@@ -23,7 +23,7 @@ class Registry {
   T* wrap(const void* real, Make&& make, T* owner, uint32_t network) {
     if (!real) return nullptr;
     std::lock_guard<std::mutex> lk(mu_);
-    if (Entry* known = byReal_.find(real)) return known->object;
+    if (T** known = byReal_.find(real)) return *known;
     T* o = make(const_cast<void*>(real));
     o->handle = ++nextHandle_;
     o->network = network;
@@ -31,14 +31,14 @@ class Registry {
       o->owner = owner;
       owner->owned.push_back(o);
     }
-    byReal_.emplace(real, {o, o->owner});
+    byReal_.emplace(real, o);
     return o;
   }
 
   T* find(const void* real) {
     std::lock_guard<std::mutex> lk(mu_);
-    Entry* known = byReal_.find(real);
-    return known ? known->object : nullptr;
+    T** known = byReal_.find(real);
+    return known ? *known : nullptr;
   }
 
   // `o` is going away: its mapping (if still its own) and its owner's link to it are dropped.
@@ -57,12 +57,10 @@ class Registry {
     std::vector<T*> owned;
     std::lock_guard<std::mutex> lk(mu_);
     owned.swap(owner->owned);
-    if (owned.size() * 4 >= byReal_.size()) {  // most of the map: one pass over it
-      byReal_.eraseIf([owner](const Entry& e) { return e.owner == owner; });
-    } else {
-      for (T* o : owned) forgetLocked(o);
+    for (T* o : owned) {
+      forgetLocked(o);
+      o->owner = nullptr;
     }
-    for (T* o : owned) o->owner = nullptr;
     return owned;
   }
 
@@ -75,15 +73,11 @@ class Registry {
 
  private:
   void forgetLocked(T* o) {  // o's mapping, if still its own
-    if (Entry* known = byReal_.find(o->real); known && known->object == o) byReal_.erase(o->real);
+    if (T** known = byReal_.find(o->real); known && *known == o) byReal_.erase(o->real);
   }
 
-  struct Entry {
-    T* object;
-    const T* owner;  // object->owner when it was made, kept here so releaseOwned reads no object
-  };
   std::mutex mu_;
-  PointerMap<Entry> byReal_;
+  PointerMap<T*> byReal_;
   uint64_t nextHandle_ = 0;
   std::atomic<uint32_t> networks_{0};
 };

@@ -140,15 +140,15 @@ TEST_F(ObjectRegistry, ReleasingAnOwnersObjectsUnmapsAndUnlinksThem) {
   EXPECT_EQ(reg.find(&reals[0]), net);
 }
 
-// Releasing a few of many (one by one) and most (in one pass) leave the same mappings behind.
-TEST_F(ObjectRegistry, ReleasingFewOrManyLeavesTheOthersMapped) {
+// Releasing one owner's objects leaves every other mapping in place, whatever share of the map goes.
+TEST_F(ObjectRegistry, ReleasingOneOwnersObjectsLeavesTheOthersMapped) {
   Node* a = wrap(0);
   Node* b = wrap(1);
   std::vector<Node*> ofA{wrap(2, a), wrap(3, a), wrap(4, a), wrap(5, a)};
   Node* ofB = wrap(6, b);
-  EXPECT_EQ(reg.releaseOwned(b), (std::vector<Node*>{ofB}));  // 1 of 7: one by one
+  EXPECT_EQ(reg.releaseOwned(b), (std::vector<Node*>{ofB}));  // 1 of 7
   EXPECT_EQ(reg.find(&reals[6]), nullptr);
-  EXPECT_EQ(reg.releaseOwned(a), ofA);  // 4 of 6: one pass
+  EXPECT_EQ(reg.releaseOwned(a), ofA);  // 4 of 6
   for (int i = 2; i < 6; ++i) EXPECT_EQ(reg.find(&reals[i]), nullptr);
   EXPECT_EQ(reg.find(&reals[0]), a);
   EXPECT_EQ(reg.find(&reals[1]), b);
@@ -178,13 +178,6 @@ TEST(PointerMapTest, AgreesWithAStandardMapUnderRandomUse) {
       }
     }
     ASSERT_EQ(flat.size(), model.size());
-  }
-  flat.eraseIf([](int v) { return v % 2 == 0; });
-  for (auto it = model.begin(); it != model.end();) it = it->second % 2 == 0 ? model.erase(it) : std::next(it);
-  ASSERT_EQ(flat.size(), model.size());
-  for (const auto& [key, v] : model) {
-    ASSERT_NE(flat.find(key), nullptr);
-    EXPECT_EQ(*flat.find(key), v);
   }
 }
 
