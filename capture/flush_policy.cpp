@@ -27,6 +27,7 @@ WriterOptions writerOptions(const Config& c, const std::string& path) {
   o.durable = c.durable;
   o.rawWhenWaitedOn = true;  // the application never waits for zstd (docs/design.md, "Capture cost")
   o.workerThreads = rules.blobsOnCallingThread ? 0 : c.workers;
+  o.deferKeys = true;  // no weight byte is read on the application's thread at the call (writer.h)
   o.queueBytes = c.queueMiB > 0 ? static_cast<uint64_t>(c.queueMiB) << 20 : UINT64_MAX;
   o.flush = rules.segments;
   return o;

@@ -9,6 +9,7 @@ namespace trtrace::capture {
 void JsonOutput::start(const std::string& tracePath, const std::string& libraryVersion, WriterOptions& o) {
   export_ = std::make_unique<JsonExport>(tracePath, libraryVersion);
   o.onCall = [json = export_.get()](const CallView& c) { json->add(c); };
+  o.deferKeys = false;  // the export names each blob by its key as the call ends
 }
 
 void JsonOutput::flush(const std::string& jsonPath) noexcept {

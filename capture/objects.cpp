@@ -202,7 +202,8 @@ void Call::argWeights(const abi::Weights& w) {
     } else if (w.count >= s.config().randomMin) {
       e.argWeightsRandom(dtype, count, s.weights().nextRandomSeed(), ptr);
     } else {
-      // Hashed here, on the application's thread, at the call; written once, off this thread.
+      // Read, hashed and written once, off this thread (WriterOptions::deferKeys: the call record
+      // names the put until a worker has read the bytes; docs/design.md, "Capture cost").
       Writer* wr = s.writer();
       const BlobRef ref = wr ? wr->putBlob(w.values, bytes, lib::blobHint(w.type)) : BlobRef{};
       if (wr && s.jsonExport()) JsonExport::noteBlob(ref, w.values);  // its BIN bytes, when the call ends

@@ -97,7 +97,7 @@ uint32_t netHint(const void* p, Rest... rest) {
 struct PassedWeights {
   abi::Weights w;
   uint64_t bytes = 0;
-  Hash128 hash;          // of the bytes at the call
+  Hash128 hash;          // of the bytes at the call (a blob's key: provisional until a worker read them)
   bool watched = false;  // recorded by content (inline or blob): compared again before the build
   bool blob = false;     // recorded as a blob (hash + bytes is its key)
 };

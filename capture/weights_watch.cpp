@@ -65,6 +65,18 @@ struct Changed {
   PassedWeights was;
 };
 
+// Whether `w.hash` is the key of the bytes recorded, made so where the writer read them off the
+// application's thread (WriterOptions::deferKeys). False while no worker has read them yet: then
+// the bytes it will read are those the build reads, as there is nothing to compare with; every
+// weight queued is read by the drain after the build, before the application runs on.
+bool recordedKey(PassedWeights& w) {
+  if (!w.blob) return true;
+  Writer* wr = Session::get().writer();
+  const std::optional<BlobRef> key = wr ? wr->resolvedBlob({w.hash, w.bytes}) : std::nullopt;
+  if (key) w.hash = key->hash;
+  return key.has_value();
+}
+
 // The network's weights whose bytes differ from those recorded (unreadable ones are left alone: the
 // app may have freed the weights of a layer it replaced, and the library would not read them either).
 std::vector<Changed> changedWeights(uint32_t network) {
@@ -76,7 +88,8 @@ std::vector<Changed> changedWeights(uint32_t network) {
     for (const auto& [slot, w] : it->second) all.push_back({slot, w});
   }
   std::vector<Changed> changed;
-  for (const Changed& c : all) {  // read outside the lock: a model's weights take a while
+  for (Changed& c : all) {  // read outside the lock: a model's weights take a while
+    if (!recordedKey(c.was)) continue;
     const std::optional<Hash128> now = hashReadable(c.was.w.values, c.was.bytes);
     if (now && *now != c.was.hash) changed.push_back(c);
   }

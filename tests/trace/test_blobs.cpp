@@ -645,3 +645,114 @@ TEST(Blobs, AForkedFinisherWritesTheRangesItWasHanded) {
   EXPECT_EQ(rep.lostBlobs, 0u);
   EXPECT_TRUE(sameBytes(r->checkedBlob({hash128(c.data(), c.size()), c.size()}), c));
 }
+
+namespace {
+// The blob keys of every call's weights arguments, in order.
+std::vector<BlobRef> blobArgs(const Reader& r) {
+  std::vector<BlobRef> refs;
+  r.forEachCall([&](const CallView& c) {
+    for (size_t i = 0; i < c.argCount(); ++i) refs.push_back(c.arg(i).blob());
+    return true;
+  });
+  return refs;
+}
+}  // namespace
+
+// deferKeys: putBlob reads nothing; the call records name each put by a provisional key, and the
+// segments on disk hold the content keys a worker found, deduplicated as with keys at the call.
+TEST(DeferredKeys, CallRecordsHoldTheContentKeysTheWorkersFound) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  auto a = tt::randomBytes(300000, 41), aCopy = a, b = tt::randomBytes(5000, 42);
+  const BlobRef aRef{hash128(a.data(), a.size()), a.size()}, bRef{hash128(b.data(), b.size()), b.size()};
+  {
+    WriterOptions o;
+    o.path = path;
+    o.workerThreads = 2;
+    o.deferKeys = true;
+    o.segmentBytes = 64;  // each call fills a segment: written by the log's thread, after its blobs
+    auto w = Writer::create(o, tt::header());
+    const BlobRef p[] = {w->putBlob(a.data(), a.size(), BlobHint::F32), w->putBlob(aCopy.data(), a.size()),
+                         w->putBlob(b.data(), b.size())};
+    for (const BlobRef& ref : p) EXPECT_TRUE(provisionalBlob(ref));
+    EXPECT_NE(p[0], p[1]);  // a put, not the bytes, until a worker read them
+    for (const BlobRef& ref : p) w->beginCall(1, 0, 0).argWeightsBlob(0, ref.length, ref).endCall();
+    w->drainBlobs();
+    EXPECT_EQ(w->resolvedBlob(p[0]), aRef);
+    EXPECT_EQ(w->resolvedBlob(p[1]), aRef);
+    EXPECT_EQ(w->resolvedBlob(p[2]), bRef);
+    EXPECT_EQ(w->resolvedBlob(aRef), aRef);  // a content key is its own
+    w->close();
+    EXPECT_EQ(w->stats().blobPuts, 3u);
+    EXPECT_EQ(w->stats().uniqueBlobs, 2u);
+  }
+  auto r = Reader::open(path);
+  EXPECT_TRUE(r->verify().ok());
+  EXPECT_EQ(blobArgs(*r), (std::vector<BlobRef>{aRef, aRef, bRef}));
+  EXPECT_TRUE(sameBytes(r->checkedBlob(aRef), a));
+  EXPECT_TRUE(sameBytes(r->checkedBlob(bRef), b));
+}
+
+// Bytes the application released before any worker read them are Lost, said so (stats, verify),
+// under a key of their own: no content key was ever known for them.
+TEST(DeferredKeys, BytesReleasedBeforeAnyWorkerReadThemAreLost) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  const size_t n = 100000, page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  void* m = ::mmap(nullptr, n + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  std::memset(m, 7, n);
+  BlobRef gone;
+  {
+    WriterOptions o;
+    o.path = path;
+    o.workerThreads = 1;
+    o.deferKeys = true;
+    auto w = Writer::create(o, tt::header());
+    const BlobRef p = w->putBlob(m, n);  // one small blob: no worker wakes for it before the drain
+    ::munmap(m, n + page);
+    w->beginCall(1, 0, 0).argWeightsBlob(0, n, p).endCall();
+    w->close();
+    EXPECT_EQ(w->stats().lostBlobs, 1u);
+    EXPECT_EQ(w->stats().lostBytes, n);
+    gone = *w->resolvedBlob(p);
+  }
+  auto r = Reader::open(path);
+  const VerifyReport rep = r->verify();
+  EXPECT_TRUE(rep.ok()) << (rep.issues.empty() ? "" : rep.issues[0].what);
+  EXPECT_EQ(rep.lostBlobs, 1u);
+  EXPECT_EQ(blobArgs(*r), std::vector<BlobRef>{gone});
+  EXPECT_TRUE(r->blobLost(gone));
+  std::vector<std::byte> sevens(n, std::byte{7});
+  EXPECT_NE(gone.hash, hash128(sevens.data(), n));
+}
+
+// A handoff (reserveQueued) reads the keys no worker has read yet, on the caller's thread: the
+// next segment names them, and the reserved ranges hold them (written here, as where the fork failed).
+TEST(DeferredKeys, AHandoffReadsTheKeysOfTheBlobsItReserves) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  auto a = tt::randomBytes(200000, 43), aCopy = a, b = tt::randomBytes(70000, 44);
+  const BlobRef aRef{hash128(a.data(), a.size()), a.size()}, bRef{hash128(b.data(), b.size()), b.size()};
+  {
+    WriterOptions o;
+    o.path = path;
+    o.workerThreads = 1;
+    o.deferKeys = true;
+    auto w = Writer::create(o, tt::header());
+    const BlobRef p[] = {w->putBlob(a.data(), a.size()), w->putBlob(aCopy.data(), a.size()),
+                         w->putBlob(b.data(), b.size())};
+    EXPECT_EQ(w->reserveQueued(), a.size() + b.size());  // the copy is a dedup hit: no range
+    EXPECT_EQ(w->resolvedBlob(p[1]), aRef);
+    EXPECT_EQ(w->resolvedBlob(p[2]), bRef);
+    for (const BlobRef& ref : p) w->beginCall(1, 0, 0).argWeightsBlob(0, ref.length, ref).endCall();
+    w->flush();
+    w->writeReserved();
+    w->close();
+  }
+  auto r = Reader::open(path);
+  EXPECT_TRUE(r->verify().ok());
+  EXPECT_EQ(blobArgs(*r), (std::vector<BlobRef>{aRef, aRef, bRef}));
+  EXPECT_TRUE(sameBytes(r->checkedBlob(aRef), a));
+  EXPECT_TRUE(sameBytes(r->checkedBlob(bRef), b));
+}

@@ -2,6 +2,7 @@
 #include "blob_store.h"
 
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -123,24 +124,37 @@ RawLayout rawLayout(uint64_t at, uint64_t bytes) {
   return {small, dataAt, F::alignUp(dataAt + bytes, F::kBlockAlign)};
 }
 
+// XXH3-128 of the caller's bytes, read as a worker reads them (readCaller, kRawPiece at a time
+// through buf); nullopt when any of them is gone.
+std::optional<Hash128> hashCaller(const std::byte* data, uint64_t bytes, std::vector<std::byte>& buf) {
+  XXH3_state_t st;
+  XXH3_INITSTATE(&st);
+  XXH3_128bits_reset(&st);
+  if (buf.size() < std::min(bytes, kRawPiece)) buf.resize(std::min(bytes, kRawPiece));
+  for (uint64_t off = 0; off < bytes; off += kRawPiece) {
+    const uint64_t n = std::min<uint64_t>(kRawPiece, bytes - off);
+    if (!readCaller(data + off, n, buf.data())) return std::nullopt;
+    XXH3_128bits_update(&st, buf.data(), n);
+  }
+  const XXH128_hash_t h = XXH3_128bits_digest(&st);
+  return Hash128{h.low64, h.high64};
+}
+
+// A provisional key (deferKeys): the put's ordinal + 1 (never 0, so the call record stores the
+// field and it can be resolved in place) under a high half no key of this writer's has.
+constexpr uint64_t kProvisionalHi = 0x74727472'61636570ull;  // "trtrace" + 'p', never written to a file
+
 }  // namespace
 }  // namespace trtrace::detail
 
 namespace trtrace {
 std::optional<Hash128> hashReadable(const void* data, uint64_t bytes) {
   if (!detail::safeReads()) return std::nullopt;  // a plain read of released memory would crash
-  XXH3_state_t st;
-  XXH3_INITSTATE(&st);
-  XXH3_128bits_reset(&st);
-  std::vector<std::byte> buf(std::min(bytes, detail::kRawPiece));
-  for (uint64_t off = 0; off < bytes; off += buf.size()) {
-    const uint64_t n = std::min<uint64_t>(buf.size(), bytes - off);
-    if (!detail::readCaller(static_cast<const std::byte*>(data) + off, n, buf.data())) return std::nullopt;
-    XXH3_128bits_update(&st, buf.data(), n);
-  }
-  const XXH128_hash_t h = XXH3_128bits_digest(&st);
-  return Hash128{h.low64, h.high64};
+  std::vector<std::byte> buf;
+  return detail::hashCaller(static_cast<const std::byte*>(data), bytes, buf);
 }
+
+bool provisionalBlob(const BlobRef& ref) { return ref.hash.hi == detail::kProvisionalHi && ref.hash.lo != 0; }
 }  // namespace trtrace
 
 namespace trtrace::detail {
@@ -152,6 +166,11 @@ struct BlobStore::Scratch {
 };
 
 BlobStore::BlobStore(BlockFile& file, const WriterOptions& options) : file_(file), opt_(options) {
+  if (options.deferKeys && ::getrandom(&nonce_, sizeof nonce_, 0) != sizeof nonce_) {
+    const uint64_t seed[3] = {static_cast<uint64_t>(::getpid()), reinterpret_cast<uintptr_t>(this),
+                              static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())};
+    nonce_ = hash128(seed, sizeof seed);
+  }
   for (int i = 0; i < options.workerThreads; ++i) {
     scratch_.push_back(std::make_unique<Scratch>());
     workers_.emplace_back([this, s = scratch_.back().get()] { workerLoop(*s); });
@@ -189,6 +208,7 @@ void BlobStore::stop() {
 }
 
 BlobRef BlobStore::put(const void* data, uint64_t bytes, BlobHint hint) {
+  if (opt_.deferKeys && !workers_.empty() && opt_.storeBlobs) return putDeferred(data, bytes, hint);
   BlobRef ref{hash128(data, bytes), bytes};  // hashed once, on the caller's thread
   {
     std::lock_guard g(statsMu_);
@@ -221,20 +241,77 @@ BlobRef BlobStore::put(const void* data, uint64_t bytes, BlobHint hint) {
       settle();  // read on the caller's thread, at the call: nothing to wait for
       return ref;
     }
-    // Bounded queue: wait while it is over budget (a single oversize blob still goes through).
-    if (pendingBytes_ != 0 && pendingBytes_ + bytes > opt_.queueBytes) {
-      ++blocked_;
-      workCv_.notify_all();
-      doneCv_.wait(l, [&] { return pendingBytes_ == 0 || pendingBytes_ + bytes <= opt_.queueBytes; });
-      --blocked_;
-    }
-    pendingBytes_ += bytes;
-    queuedBytes_ += bytes;
-    queue_.push_back(job);
-    if (!batchReadyLocked()) return ref;
+    if (!enqueueLocked(l, job)) return ref;
   }
   workCv_.notify_one();
   return ref;
+}
+
+// Nothing is read here: the job is queued under the next ordinal, and its provisional key names it.
+BlobRef BlobStore::putDeferred(const void* data, uint64_t bytes, BlobHint hint) {
+  {
+    std::lock_guard g(statsMu_);
+    stats_.blobPuts++;
+    stats_.blobPutBytes += bytes;
+  }
+  std::unique_lock l(mu_);
+  if (workerError_) std::rethrow_exception(workerError_);
+  Job job{static_cast<const std::byte*>(data), bytes, hint, {}, nextOrdinal_++, false};
+  done_.push_back(false);
+  keys_.push_back({});
+  const BlobRef ref{{job.ordinal + 1, kProvisionalHi}, bytes};
+  if (enqueueLocked(l, job)) {
+    l.unlock();
+    workCv_.notify_one();
+  }
+  return ref;
+}
+
+bool BlobStore::enqueueLocked(std::unique_lock<std::mutex>& l, const Job& j) {
+  // Bounded queue: wait while it is over budget (a single oversize blob still goes through).
+  if (pendingBytes_ != 0 && pendingBytes_ + j.bytes > opt_.queueBytes) {
+    ++blocked_;
+    workCv_.notify_all();
+    doneCv_.wait(l, [&] { return pendingBytes_ == 0 || pendingBytes_ + j.bytes <= opt_.queueBytes; });
+    --blocked_;
+  }
+  pendingBytes_ += j.bytes;
+  queuedBytes_ += j.bytes;
+  queue_.push_back(j);
+  return batchReadyLocked();
+}
+
+std::optional<BlobRef> BlobStore::resolved(const BlobRef& ref) const {
+  if (!provisionalBlob(ref)) return ref;
+  std::lock_guard g(mu_);
+  const uint64_t ordinal = ref.hash.lo - 1;
+  if (ordinal >= keys_.size() || keys_[ordinal] == Hash128{}) return std::nullopt;
+  return BlobRef{keys_[ordinal], ref.length};
+}
+
+Hash128 BlobStore::lostKey(uint64_t ordinal) const {
+  const uint64_t in[3] = {nonce_.lo, nonce_.hi, ordinal};
+  return hash128(in, sizeof in);
+}
+
+bool BlobStore::claimLocked(Job& j, const std::optional<Hash128>& key) {
+  j.hash = key ? *key : lostKey(j.ordinal);
+  j.keyed = true;
+  keys_[j.ordinal] = j.hash;
+  const BlobRef ref{j.hash, j.bytes};
+  if (!key) {
+    failed_.try_emplace(ref, j.hint);
+    return false;
+  }
+  if (auto [it, fresh] = seen_.try_emplace(ref, true); !fresh) {  // dedup hit: written once
+    if (it->second)  // still queued: a second source, should the first go away before it is read
+      if (auto& o = others_[ref]; o.size() < kMaxSources) o.push_back(j.data);
+    return false;
+  }
+  std::lock_guard g(statsMu_);
+  stats_.uniqueBlobs++;
+  stats_.uniqueBytes += j.bytes;
+  return true;
 }
 
 void BlobStore::putLost(const BlobRef& ref, BlobHint hint, bool replaced) {
@@ -300,7 +377,13 @@ void BlobStore::workerLoop(Scratch& s) {
   }
 }
 
-void BlobStore::consume(const Job& j, Scratch& s) {
+void BlobStore::consume(Job j, Scratch& s) {
+  if (!j.keyed) {
+    const std::optional<Hash128> key =
+        file_.failed() ? std::nullopt : hashCaller(j.data, j.bytes, s.in);  // after a failure: not read
+    std::lock_guard g(mu_);
+    if (!claimLocked(j, key)) return finishedLocked(j);
+  }
   bool stored = true;
   try {
     // After a failed write the caller's bytes are not even read: the capture may have let the
@@ -321,6 +404,10 @@ void BlobStore::consume(const Job& j, Scratch& s) {
     if (!superseded_.empty()) superseded_.erase(key);
   }
   if (!others_.empty()) others_.erase(key);
+  finishedLocked(j);
+}
+
+void BlobStore::finishedLocked(const Job& j) {
   pendingBytes_ -= j.bytes;
   const bool moved = doneLocked(j.ordinal);
   // Waiters are woken when the queue is empty, the oldest job is done (drainTo) or half the budget
@@ -565,11 +652,28 @@ bool BlobStore::writeCompressed(const Job& j, Scratch& s) {
 
 // ---- finishing in another process ------------------------------------------------------------
 uint64_t BlobStore::reserveQueued() {
+  std::vector<Job> taken;  // out of the queue, so that no worker reads them meanwhile
+  {
+    std::lock_guard g(mu_);
+    taken.assign(queue_.begin(), queue_.end());
+    queue_.clear();
+    queuedBytes_ = 0;
+  }
+  // Deferred keys no worker has read yet are read here: the call log's next segment names them.
+  std::vector<std::optional<Hash128>> keys(taken.size());
+  std::vector<std::byte> buf;
+  for (size_t i = 0; i < taken.size(); ++i)
+    if (!taken[i].keyed) keys[i] = file_.failed() ? std::nullopt : hashCaller(taken[i].data, taken[i].bytes, buf);
   std::vector<Reserved> batch;
   uint64_t total = 0;
   {
     std::lock_guard g(mu_);
-    for (const Job& j : queue_) {
+    for (size_t i = 0; i < taken.size(); ++i) {
+      Job& j = taken[i];
+      if (!j.keyed && !claimLocked(j, keys[i])) {
+        finishedLocked(j);
+        continue;
+      }
       const BlobRef key{j.hash, j.bytes};
       Reserved r{j, 0, 0, {}};
       if (auto o = others_.find(key); o != others_.end()) {
@@ -582,8 +686,6 @@ uint64_t BlobStore::reserveQueued() {
       total += j.bytes;
       batch.push_back(std::move(r));
     }
-    queue_.clear();
-    queuedBytes_ = 0;
     if (blocked_ || draining_) {
       doneCv_.notify_all();
       orderedCv_.notify_all();

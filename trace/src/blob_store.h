@@ -1,6 +1,7 @@
 // Blob store: the writer's content-addressed weights. putBlob hashes on the caller's thread and
-// looks the key up in the dedup index; a new blob is queued zero-copy (bounded by queueBytes) for
-// the worker threads, which encode it (chunked zstd after byte grouping, kept only when it pays)
+// looks the key up in the dedup index (with deferKeys a worker does both, and the call records
+// hold a provisional key until then: resolved); a new blob is queued zero-copy (bounded by
+// queueBytes) for the worker threads, which encode it (chunked zstd after byte grouping, kept only when it pays)
 // and append it as a blob block. Workers read the caller's bytes fault-safely and hash them again:
 // bytes released or changed by then are read from another caller buffer that was passed with the
 // same key while the blob was queued, else stored without bytes (format.h), never read past a crash:
@@ -16,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -32,6 +34,7 @@ class BlobStore {
   ~BlobStore();  // stops and joins the workers (a failed close may have left them running)
 
   BlobRef put(const void* data, uint64_t bytes, BlobHint hint);
+  std::optional<BlobRef> resolved(const BlobRef& ref) const;  // Writer::resolvedBlob
   void putLost(const BlobRef& ref, BlobHint hint, bool replaced);  // a Lost/Replaced record, written now
   void supersede(const BlobRef& ref);                              // Writer::supersedeBlob
   // Returns once every queued blob is consumed; rethrows a worker's error (writer.h, drainBlobs).
@@ -68,12 +71,24 @@ class BlobStore {
     BlobHint hint;
     Hash128 hash;
     uint64_t ordinal = 0;  // in order of queueing (ticket, drainTo)
+    bool keyed = true;     // hash is the bytes' key (false: deferKeys, not read yet)
   };
   struct Scratch;
 
  private:
+  BlobRef putDeferred(const void* data, uint64_t bytes, BlobHint hint);
+  // Queues j, waiting while the queue is over budget; true when a worker should be woken. Holds mu_.
+  bool enqueueLocked(std::unique_lock<std::mutex>& l, const Job& j);
   void workerLoop(Scratch& s);
-  void consume(const Job& j, Scratch& s);
+  void consume(Job j, Scratch& s);
+  // A deferred job's key (read off the caller's thread), recorded for the call log: false when
+  // nothing is left to write (a dedup hit, or unreadable bytes: Lost under a key of their own at the
+  // next settle(), docs/format.md). Holds mu_.
+  bool claimLocked(Job& j, const std::optional<Hash128>& key);
+  // Job j is consumed (written, deduplicated, failed or handed off): its bytes and ordinal
+  // released, waiters woken. Holds mu_.
+  void finishedLocked(const Job& j);
+  Hash128 lostKey(uint64_t ordinal) const;
   // `writeOne` from j's first source, else from each other one (nextSource); false: no source still
   // held the bytes (nothing written).
   bool fromAnySource(const Job& j, const std::function<bool(const Job&)>& writeOne);
@@ -121,6 +136,10 @@ class BlobStore {
   std::unordered_map<BlobRef, std::vector<const std::byte*>, BlobRefHasher> others_;
   static constexpr size_t kMaxSources = 4;
   std::deque<Job> queue_;
+  // deferKeys: the content key of each put, by ordinal ({} until read); its provisional key names
+  // it by ordinal. nonce_ makes the keys of unreadable blobs this writer's own.
+  std::vector<Hash128> keys_;
+  Hash128 nonce_;
   // Ordinals: every job below doneBefore_ is consumed; done_[i] says whether doneBefore_ + i is.
   uint64_t nextOrdinal_ = 0, doneBefore_ = 0;
   std::deque<bool> done_;

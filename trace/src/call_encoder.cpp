@@ -21,6 +21,7 @@ void CallEncoder::Impl::reset(uint32_t a, uint64_t r, uint32_t n) {
   network = n;
   status = CallStatus::Ok;
   synthesized = false;
+  provisional = false;
 }
 
 Offset<fb::Value> CallEncoder::Impl::value(fb::ValueKind kind, int64_t i, uint64_t u, double f, std::string_view str,
@@ -40,6 +41,7 @@ Offset<fb::Value> CallEncoder::Impl::value(fb::ValueKind kind, int64_t i, uint64
   auto bv = kind == fb::ValueKind::Bytes || kind == fb::ValueKind::WeightsInline
                 ? b.CreateVector(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())
                 : Offset<flatbuffers::Vector<uint8_t>>(0);
+  provisional = provisional || (blob && provisionalBlob(*blob));
   return fb::CreateValue(b, kind, i, u, f, s, typeId, iv, fv, hv, bv, dtype, count, blob ? blob->hash.lo : 0,
                          blob ? blob->hash.hi : 0, blob ? blob->length : 0, seed, ptr);
 }

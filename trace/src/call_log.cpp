@@ -129,9 +129,31 @@ void CallLog::finishSegmentLocked() {
   seg_.Finish(fb::CreateSegment(seg_, segIndex_, segFirstSeq_, apis, calls));
 }
 
+void CallLog::resolveKeys(uint8_t* segment) {
+  auto* calls = flatbuffers::GetMutableRoot<fb::Segment>(segment)->mutable_calls();
+  for (flatbuffers::uoffset_t i = 0; calls && i < calls->size(); ++i) {
+    auto* call = flatbuffers::GetMutableRoot<fb::Call>(calls->GetMutableObject(i)->mutable_call()->Data());
+    if (auto* args = call->mutable_args())
+      for (flatbuffers::uoffset_t a = 0; a < args->size(); ++a) resolveKey(args->GetMutableObject(a));
+    resolveKey(call->mutable_ret());
+  }
+}
+
+void CallLog::resolveKey(fb::Value* v) {
+  if (!v || v->kind() != fb::ValueKind::WeightsBlob) return;
+  const BlobRef ref{{v->hash_lo(), v->hash_hi()}, v->length()};
+  if (!provisionalBlob(ref)) return;
+  const std::optional<BlobRef> key = blobs_.resolved(ref);
+  if (!key)  // a segment written before its blobs were read: a bug of ours, never a wrong key on disk
+    throw Error(Error::Kind::Io, file_.path() + ": a call's weights were not read before its segment");
+  v->mutate_hash_lo(key->hash.lo);
+  v->mutate_hash_hi(key->hash.hi);
+}
+
 // Opens the next segment (seg_ keeps its memory). Holds mu_.
 void CallLog::nextSegmentLocked() {
   segIndex_++;
+  segProvisional_ = false;
   segFirstSeq_ = nextSeq_;
   records_.clear();
   segApis_.clear();
@@ -143,6 +165,7 @@ void CallLog::flushLocked() {
   waitBackgroundLocked();
   if (records_.empty()) return;
   finishSegmentLocked();
+  if (segProvisional_) resolveKeys(seg_.GetBufferPointer());
   writeSegmentLocked(seg_.GetBufferPointer(), seg_.GetSize(), segFirstSeq_, static_cast<uint32_t>(records_.size()),
                      segIndex_);
   nextSegmentLocked();
@@ -165,6 +188,7 @@ void CallLog::flushInBackgroundLocked() {
   full->index = segIndex_;
   full->calls = static_cast<uint32_t>(records_.size());
   full->blobTicket = blobs_.ticket();  // every blob its calls reference is queued by now
+  full->provisional = segProvisional_;
   finishSegmentLocked();
   seg_.Swap(full->fb);  // the finished segment goes; seg_ takes an idle (cleared) builder
   nextSegmentLocked();
@@ -200,6 +224,7 @@ void CallLog::backgroundLoop() {
     try {
       if (!failed) {
         blobs_.drainTo(s.blobTicket);
+        if (s.provisional) resolveKeys(s.fb.GetBufferPointer());
         writeSegmentLocked(s.fb.GetBufferPointer(), s.fb.GetSize(), s.firstSeq, s.calls, s.index);
       }
     } catch (...) { error = std::current_exception(); }
@@ -249,6 +274,7 @@ uint64_t CallLog::append(CallEncoder::Impl& e) {
     seg_.ForceVectorAlignment(e.b.GetSize(), 1, 8);
     auto bytes = seg_.CreateVector(e.b.GetBufferPointer(), e.b.GetSize());
     records_.push_back(fb::CreateCallRecord(seg_, bytes));
+    segProvisional_ = segProvisional_ || e.provisional;
     if (opt_.onCall) opt_.onCall(CallView(flatbuffers::GetRoot<fb::Call>(e.b.GetBufferPointer())));
     calls_.fetch_add(1, std::memory_order_relaxed);
     flushNow = opt_.flush == FlushPolicy::EveryCall || seg_.GetSize() >= opt_.segmentBytes;

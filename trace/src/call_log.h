@@ -61,6 +61,11 @@ class CallLog {
   void waitBackgroundLocked();
   void backgroundLoop();
   void finishSegmentLocked();
+  // The provisional blob keys (deferKeys) in a finished segment's calls replaced in place by their
+  // content keys: each segment is written after its blobs were read (drainTo, drain), so every
+  // one is known by then.
+  void resolveKeys(uint8_t* segment);
+  void resolveKey(fb::Value* v);
   void nextSegmentLocked();
   void describeLocked(uint32_t api);
 
@@ -77,6 +82,7 @@ class CallLog {
   std::vector<flatbuffers::Offset<fb::ApiDescriptor>> segApis_;
   uint64_t nextSeq_ = 0, segFirstSeq_ = 0;
   uint32_t segIndex_ = 0;
+  bool segProvisional_ = false;  // the open segment holds a provisional blob key
   struct Descriptor {
     std::string iface, method;
     std::vector<std::string> args;
@@ -97,6 +103,7 @@ class CallLog {
     flatbuffers::FlatBufferBuilder fb;
     uint64_t firstSeq = 0, blobTicket = 0;  // blobTicket: BlobStore::ticket() when it was full
     uint32_t calls = 0, index = 0;
+    bool provisional = false;  // holds provisional blob keys, resolved before it is written
   };
   struct Background {
     std::deque<std::unique_ptr<BackgroundSegment>> pending;  // in order; the front is being written

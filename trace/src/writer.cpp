@@ -41,6 +41,8 @@ void buildHeader(flatbuffers::FlatBufferBuilder& b, const HeaderInfo& info) {
 Writer::Writer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 std::unique_ptr<Writer> Writer::create(const WriterOptions& options, const HeaderInfo& info) {
+  if (options.deferKeys && options.onCall)
+    throw Error(Error::Kind::Usage, options.path + ": deferKeys and onCall exclude each other");
   if (options.chunkBytes < 4096 || options.chunkBytes > F::kMaxChunkRawSize)
     throw Error(Error::Kind::Usage, options.path + ": chunkBytes must be in [4 KiB, 4 MiB]");
   auto impl = std::make_unique<Impl>(options);  // file created, fixed header written, workers started
@@ -66,6 +68,7 @@ void Writer::describeApi(uint32_t apiId, std::string_view iface, std::string_vie
 }
 
 BlobRef Writer::putBlob(const void* data, uint64_t bytes, BlobHint hint) { return impl_->blobs.put(data, bytes, hint); }
+std::optional<BlobRef> Writer::resolvedBlob(const BlobRef& ref) const { return impl_->blobs.resolved(ref); }
 void Writer::putLostBlob(const BlobRef& ref, BlobHint hint, bool replaced) {
   impl_->blobs.putLost(ref, hint, replaced);
 }

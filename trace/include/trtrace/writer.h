@@ -8,8 +8,9 @@
 // is used by one thread between beginCall() and its endCall(). Calls are encoded without a lock
 // (each beginCall hands out its own encoder; nested beginCall on one thread is fine); endCall()
 // takes a short lock to assign the sequence number and append to the current segment.
-// putBlob() hashes on the caller's thread and enqueues new blobs ZERO-COPY for the worker threads,
-// which compress and write them; the caller keeps the bytes alive until drainBlobs() returns.
+// putBlob() enqueues blobs ZERO-COPY for the worker threads, which compress and write them; the
+// caller keeps the bytes alive until drainBlobs() returns. It hashes on the caller's thread, unless
+// WriterOptions::deferKeys leaves that to the workers too.
 #pragma once
 #include <sys/types.h>
 
@@ -68,6 +69,14 @@ struct WriterOptions {
   // write to the file; a non-zero errno fails that write as the system would (ENOSPC, EIO), faults
   // a test cannot get from a real filesystem on demand. Empty (the default): no effect.
   std::function<int()> writeFault;
+  // true (with workerThreads > 0): putBlob reads nothing on the caller's thread. It returns a
+  // provisional key (provisionalBlob says which) that the call records hold until a worker has
+  // read the bytes and found their content key; each segment is written with its calls' keys
+  // resolved (never a provisional one), and a blob no worker could read is stored Lost under a key
+  // of its own (docs/format.md, "Lost blobs"). The bytes recorded are those the writer read, by the
+  // next drainBlobs() or reserveQueued() at the latest. Incompatible with onCall (its views would
+  // show provisional keys). The capture shim's setting (docs/design.md, "Capture cost").
+  bool deferKeys = false;
   // Called with each call once it is appended, in sequence order, on the thread that ends it and
   // under the call log's lock: a view of the record just encoded, valid during the call (the
   // capture shim's JSON+BIN export, capture/json_export.h). Must not throw, nor use the writer.
@@ -96,6 +105,10 @@ class Writer;
 // read (process_vm_readv, 4 MiB at a time): nullopt when any of them is unmapped, or where this
 // process may not read itself that way (a seccomp profile; then nothing is read at all).
 std::optional<Hash128> hashReadable(const void* data, uint64_t bytes);
+
+// A key putBlob returned under WriterOptions::deferKeys, before its bytes were read: it names the
+// put (its ordinal), not the bytes, and never reaches a file.
+bool provisionalBlob(const BlobRef& ref);
 
 // Builds one call record. Obtained from Writer::beginCall; arguments are positional, in order.
 class CallEncoder {
@@ -169,9 +182,13 @@ class Writer {
   void describeApi(uint32_t apiId, std::string_view interfaceName, std::string_view methodName,
                    std::span<const std::string_view> argNames);
 
-  // Hashes the bytes now; a blob not seen before is enqueued (zero-copy) for compression/writing.
-  // Blocks only while the queue holds more than queueBytes. Keep the bytes alive until drainBlobs().
+  // Hashes the bytes now (with deferKeys: a worker will); a blob not seen before is enqueued
+  // (zero-copy) for compression/writing. Blocks only while the queue holds more than queueBytes.
+  // Keep the bytes alive until drainBlobs().
   BlobRef putBlob(const void* data, uint64_t bytes, BlobHint hint = BlobHint::None);
+  // The content key of `ref`: itself unless provisional (deferKeys); a provisional one's once its
+  // bytes were read (nullopt before; a Lost blob's own key after a failed read).
+  std::optional<BlobRef> resolvedBlob(const BlobRef& ref) const;
   // Stores `ref` as Lost, or Replaced (format.h): a derived trace keeps its input's byteless blob as it was.
   void putLostBlob(const BlobRef& ref, BlobHint hint = BlobHint::None, bool replaced = false);
   // The application changed in place the bytes it passed as `ref`, and no build has read them since
