@@ -162,6 +162,7 @@ namespace trtrace::detail {
 struct BlobStore::Scratch {
   ZSTD_CCtx* cctx = ZSTD_createCCtx();
   std::vector<std::byte> in, grouped, out, buffered;
+  std::vector<std::byte> read;  // a deferred key's read (hashCaller): a small blob's bytes, kept
   ~Scratch() { ZSTD_freeCCtx(cctx); }
 };
 
@@ -380,9 +381,10 @@ void BlobStore::workerLoop(Scratch& s) {
 void BlobStore::consume(Job j, Scratch& s) {
   if (!j.keyed) {
     const std::optional<Hash128> key =
-        file_.failed() ? std::nullopt : hashCaller(j.data, j.bytes, s.in);  // after a failure: not read
+        file_.failed() ? std::nullopt : hashCaller(j.data, j.bytes, s.read);  // after a failure: not read
     std::lock_guard g(mu_);
     if (!claimLocked(j, key)) return finishedLocked(j);
+    if (j.bytes <= kRawPiece) j.data = s.read.data();  // all read just now: written from there, not read again
   }
   bool stored = true;
   try {

@@ -34,7 +34,7 @@ class BlobStore {
   ~BlobStore();  // stops and joins the workers (a failed close may have left them running)
 
   BlobRef put(const void* data, uint64_t bytes, BlobHint hint);
-  std::optional<BlobRef> resolved(const BlobRef& ref) const;  // Writer::resolvedBlob
+  std::optional<BlobRef> resolved(const BlobRef& ref) const;       // Writer::resolvedBlob
   void putLost(const BlobRef& ref, BlobHint hint, bool replaced);  // a Lost/Replaced record, written now
   void supersede(const BlobRef& ref);                              // Writer::supersedeBlob
   // Returns once every queued blob is consumed; rethrows a worker's error (writer.h, drainBlobs).

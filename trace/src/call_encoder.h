@@ -23,7 +23,8 @@ struct CallEncoder::Impl {
   uint64_t receiver = 0;
   CallStatus status = CallStatus::Ok;
   bool synthesized = false;
-  bool provisional = false;  // a weights blob under a provisional key (deferKeys): resolved before its segment is written
+  bool provisional =
+      false;  // a weights blob under a provisional key (deferKeys): resolved before its segment is written
 
   void reset(uint32_t a, uint64_t r, uint32_t n);
   // One place that creates a Value; arguments in schema field order (defaults are not stored).
