@@ -756,3 +756,43 @@ TEST(DeferredKeys, AHandoffReadsTheKeysOfTheBlobsItReserves) {
   EXPECT_TRUE(sameBytes(r->checkedBlob(aRef), a));
   EXPECT_TRUE(sameBytes(r->checkedBlob(bRef), b));
 }
+
+// Many puts, repeats among them, faster than the workers write: the workers read keys ahead of
+// their writes, a handoff in the middle takes what is queued, and every call still names the
+// content key of the bytes it passed, each content stored once.
+TEST(DeferredKeys, EveryCallNamesItsBytesWhateverTheWorkersAndAHandoffDid) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  constexpr int kDistinct = 24, kPuts = 160;
+  std::vector<std::vector<std::byte>> contents;
+  for (int i = 0; i < kDistinct; ++i) contents.push_back(tt::randomBytes((1 << 20) + 4096 * i, 100 + i));
+  std::vector<std::vector<std::byte>> buffers;  // each put its own buffer, as an app's arrays
+  for (int p = 0; p < kPuts; ++p) buffers.push_back(contents[(p * 7) % kDistinct]);
+  std::vector<BlobRef> want;
+  {
+    WriterOptions o;
+    o.path = path;
+    o.workerThreads = 2;
+    o.deferKeys = true;
+    o.segmentBytes = 256;
+    auto w = Writer::create(o, tt::header());
+    std::vector<BlobRef> refs;
+    for (int p = 0; p < kPuts; ++p) {
+      refs.push_back(w->putBlob(buffers[p].data(), buffers[p].size(), BlobHint::F32));
+      want.push_back({hash128(buffers[p].data(), buffers[p].size()), buffers[p].size()});
+      w->beginCall(1, 0, 0).argWeightsBlob(0, refs.back().length, refs.back()).endCall();
+      if (p == kPuts / 2) {
+        w->reserveQueued();
+        w->writeReserved();  // in this process, as where the fork failed
+      }
+    }
+    w->close();
+    EXPECT_EQ(w->stats().uniqueBlobs, uint64_t(kDistinct));
+    EXPECT_EQ(w->stats().lostBlobs, 0u);
+    for (int p = 0; p < kPuts; ++p) EXPECT_EQ(w->resolvedBlob(refs[p]), want[p]) << "put " << p;
+  }
+  auto r = Reader::open(path);
+  EXPECT_TRUE(r->verify().ok());
+  EXPECT_EQ(blobArgs(*r), want);
+  for (const auto& c : contents) EXPECT_TRUE(sameBytes(r->checkedBlob({hash128(c.data(), c.size()), c.size()}), c));
+}

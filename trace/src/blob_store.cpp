@@ -231,9 +231,9 @@ BlobRef BlobStore::put(const void* data, uint64_t bytes, BlobHint hint) {
       stats_.uniqueBytes += bytes;
     }
     if (!opt_.storeBlobs) return ref;  // the bytes stay where they are (WriterOptions::storeBlobs)
-    job.ordinal = nextOrdinal_++;
-    done_.push_back(false);
     if (workers_.empty()) {
+      job.ordinal = nextOrdinal_++;
+      done_.push_back(false);
       pendingBytes_ += bytes;
       l.unlock();
       static thread_local Scratch scratch;
@@ -257,24 +257,29 @@ BlobRef BlobStore::putDeferred(const void* data, uint64_t bytes, BlobHint hint) 
   }
   std::unique_lock l(mu_);
   if (workerError_) std::rethrow_exception(workerError_);
-  Job job{static_cast<const std::byte*>(data), bytes, hint, {}, nextOrdinal_++, false};
-  done_.push_back(false);
-  keys_.push_back({});
+  Job job{static_cast<const std::byte*>(data), bytes, hint, {}, 0, false};
+  const bool wake = enqueueLocked(l, job);
   const BlobRef ref{{job.ordinal + 1, kProvisionalHi}, bytes};
-  if (enqueueLocked(l, job)) {
+  if (wake) {
     l.unlock();
     workCv_.notify_one();
   }
   return ref;
 }
 
-bool BlobStore::enqueueLocked(std::unique_lock<std::mutex>& l, const Job& j) {
+bool BlobStore::enqueueLocked(std::unique_lock<std::mutex>& l, Job& j) {
   // Bounded queue: wait while it is over budget (a single oversize blob still goes through).
   if (pendingBytes_ != 0 && pendingBytes_ + j.bytes > opt_.queueBytes) {
     ++blocked_;
     workCv_.notify_all();
     doneCv_.wait(l, [&] { return pendingBytes_ == 0 || pendingBytes_ + j.bytes <= opt_.queueBytes; });
     --blocked_;
+  }
+  j.ordinal = nextOrdinal_++;  // after the wait: the queue holds consecutive ordinals in order
+  done_.push_back(false);
+  if (!j.keyed) {
+    keys_.push_back({});
+    unkeyedBytes_ += j.bytes;
   }
   pendingBytes_ += j.bytes;
   queuedBytes_ += j.bytes;
@@ -370,12 +375,50 @@ void BlobStore::workerLoop(Scratch& s) {
       if (queue_.empty() || !inBatch) workCv_.wait(l, [&] { return stopping_ || batchReadyLocked(); });
       if (queue_.empty()) return;
       inBatch = true;
+      if (keyAheadLocked(l, s)) continue;
+      if (queue_.front().keying) {  // became the front while another worker reads its key
+        workCv_.wait(l, [&] { return queue_.empty() || !queue_.front().keying; });
+        continue;
+      }
       j = queue_.front();
       queue_.pop_front();
       queuedBytes_ -= j.bytes;
+      if (!j.keyed) unkeyedBytes_ -= j.bytes;
+      if (j.skip) {
+        finishedLocked(j);
+        continue;
+      }
     }
     consume(j, s);
   }
+}
+
+// Keys not read yet are read ahead of the writes, past the front (whose writer reads it once for
+// both), while more than kKeyAheadBytes of them wait: a handoff reads those on the application's
+// thread, so they stay few however far the writes fall behind. Not once an application thread
+// waits for every write (drain, stop): each key is then read by its writer, once.
+bool BlobStore::keyAheadLocked(std::unique_lock<std::mutex>& l, Scratch& s) {
+  constexpr uint64_t kKeyAheadBytes = 32 << 20;
+  if (unkeyedBytes_ <= kKeyAheadBytes || reserving_ || callersDraining_ || stopping_) return false;
+  const uint64_t front = queue_.front().ordinal;
+  const uint64_t i = std::max(keyNext_, front + 1) - front;
+  if (i >= queue_.size()) return false;
+  Job j = queue_[i];
+  queue_[i].keying = true;
+  keyNext_ = j.ordinal + 1;
+  unkeyedBytes_ -= j.bytes;
+  ++keying_;
+  l.unlock();
+  const std::optional<Hash128> key = file_.failed() ? std::nullopt : hashCaller(j.data, j.bytes, s.read);
+  l.lock();
+  --keying_;
+  // Still queued, at the same place: a writer takes only the front when it is not being keyed, and
+  // a handoff waits for keying_ to fall to 0 before it takes the queue.
+  Job& q = queue_[j.ordinal - queue_.front().ordinal];
+  q.keying = false;
+  if (!claimLocked(q, key)) q.skip = true;  // nothing to write: finished when it reaches the front
+  workCv_.notify_all();                     // a writer waiting for this front, a handoff for keying_
+  return true;
 }
 
 void BlobStore::consume(Job j, Scratch& s) {
@@ -656,10 +699,14 @@ bool BlobStore::writeCompressed(const Job& j, Scratch& s) {
 uint64_t BlobStore::reserveQueued() {
   std::vector<Job> taken;  // out of the queue, so that no worker reads them meanwhile
   {
-    std::lock_guard g(mu_);
+    std::unique_lock l(mu_);
+    reserving_ = true;  // no worker starts a key read ahead; those under way end first
+    workCv_.wait(l, [&] { return keying_ == 0; });
+    reserving_ = false;
     taken.assign(queue_.begin(), queue_.end());
     queue_.clear();
     queuedBytes_ = 0;
+    unkeyedBytes_ = 0;
   }
   // Deferred keys no worker has read yet are read here: the call log's next segment names them.
   std::vector<std::optional<Hash128>> keys(taken.size());
@@ -672,7 +719,7 @@ uint64_t BlobStore::reserveQueued() {
     std::lock_guard g(mu_);
     for (size_t i = 0; i < taken.size(); ++i) {
       Job& j = taken[i];
-      if (!j.keyed && !claimLocked(j, keys[i])) {
+      if (j.skip || (!j.keyed && !claimLocked(j, keys[i]))) {
         finishedLocked(j);
         continue;
       }

@@ -72,13 +72,18 @@ class BlobStore {
     Hash128 hash;
     uint64_t ordinal = 0;  // in order of queueing (ticket, drainTo)
     bool keyed = true;     // hash is the bytes' key (false: deferKeys, not read yet)
+    bool keying = false;   // a worker reads its key ahead, the job staying queued (keyAheadLocked)
+    bool skip = false;     // keyed ahead and nothing to write (claimLocked): finished when it is taken
   };
   struct Scratch;
 
  private:
   BlobRef putDeferred(const void* data, uint64_t bytes, BlobHint hint);
   // Queues j, waiting while the queue is over budget; true when a worker should be woken. Holds mu_.
-  bool enqueueLocked(std::unique_lock<std::mutex>& l, const Job& j);
+  // Numbers j (its ordinal) once there is room. Holds mu_.
+  bool enqueueLocked(std::unique_lock<std::mutex>& l, Job& j);
+  // Reads the key of a queued job ahead of its write (mu_ released meanwhile); true when it did.
+  bool keyAheadLocked(std::unique_lock<std::mutex>& l, Scratch& s);
   void workerLoop(Scratch& s);
   void consume(Job j, Scratch& s);
   // A deferred job's key (read off the caller's thread), recorded for the call log: false when
@@ -140,6 +145,10 @@ class BlobStore {
   // it by ordinal. nonce_ makes the keys of unreadable blobs this writer's own.
   std::vector<Hash128> keys_;
   Hash128 nonce_;
+  uint64_t unkeyedBytes_ = 0;  // of queued jobs not keyed, nor being keyed
+  uint64_t keyNext_ = 0;       // queued jobs past the front below this ordinal are keyed or being keyed
+  unsigned keying_ = 0;        // key reads ahead under way
+  bool reserving_ = false;     // a handoff waits for them to end
   // Ordinals: every job below doneBefore_ is consumed; done_[i] says whether doneBefore_ + i is.
   uint64_t nextOrdinal_ = 0, doneBefore_ = 0;
   std::deque<bool> done_;
