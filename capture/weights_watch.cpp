@@ -65,16 +65,13 @@ struct Changed {
   PassedWeights was;
 };
 
-// Whether `w.hash` is the key of the bytes recorded, made so where the writer read them off the
-// application's thread (WriterOptions::deferKeys). False while no worker has read them yet: then
-// the bytes it will read are those the build reads, as there is nothing to compare with; every
-// weight queued is read by the drain after the build, before the application runs on.
+// `w.hash` made the key of the bytes recorded, where the writer reads them off the application's
+// thread (WriterOptions::deferKeys): one no worker has read yet is read now. Bytes that no longer
+// gave the call's samples were recorded Lost, under a key no bytes give: changed, so a setter.
 bool recordedKey(PassedWeights& w) {
-  if (!w.blob) return true;
   Writer* wr = Session::get().writer();
-  const std::optional<BlobRef> key = wr ? wr->resolvedBlob({w.hash, w.bytes}) : std::nullopt;
-  if (key) w.hash = key->hash;
-  return key.has_value();
+  if (w.blob && wr) w.hash = wr->blobKey({w.hash, w.bytes}).hash;
+  return !w.blob || wr;
 }
 
 // The network's weights whose bytes differ from those recorded (unreadable ones are left alone: the

@@ -796,3 +796,50 @@ TEST(DeferredKeys, EveryCallNamesItsBytesWhateverTheWorkersAndAHandoffDid) {
   EXPECT_EQ(blobArgs(*r), want);
   for (const auto& c : contents) EXPECT_TRUE(sameBytes(r->checkedBlob({hash128(c.data(), c.size()), c.size()}), c));
 }
+
+// Memory the application released and used again before any worker read it holds other bytes:
+// they are not taken for the call's. The samples noted at the call (a fixed 128 bytes) differ, so
+// the blob is Lost, said so, and the other bytes are stored nowhere.
+TEST(DeferredKeys, OtherBytesAtTheCallsAddressAreLostNotTakenForTheCalls) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  auto buffer = tt::randomBytes(50000, 51);
+  const auto reused = tt::randomBytes(buffer.size(), 52);
+  {
+    WriterOptions o;
+    o.path = path;
+    o.workerThreads = 1;
+    o.deferKeys = true;
+    auto w = Writer::create(o, tt::header());
+    const BlobRef p = w->putBlob(buffer.data(), buffer.size());  // no worker wakes for it before the close
+    std::memcpy(buffer.data(), reused.data(), buffer.size());    // released, and the memory used again
+    w->beginCall(1, 0, 0).argWeightsBlob(0, p.length, p).endCall();
+    w->close();
+    EXPECT_EQ(w->stats().lostBlobs, 1u);
+  }
+  auto r = Reader::open(path);
+  EXPECT_TRUE(r->verify().ok());
+  const std::vector<BlobRef> refs = blobArgs(*r);
+  ASSERT_EQ(refs.size(), 1u);
+  EXPECT_TRUE(r->blobLost(refs[0]));
+  EXPECT_FALSE(r->hasBlob({hash128(reused.data(), reused.size()), reused.size()}));
+}
+
+// blobKey reads a key no worker has read yet on the caller's thread (the capture's check before a
+// build): the content key of the bytes as they are, the same the call record will hold.
+TEST(DeferredKeys, BlobKeyReadsTheKeyNowWhereNoWorkerHas) {
+  tt::TempDir d;
+  auto a = tt::randomBytes(30000, 53);
+  WriterOptions o;
+  o.path = d.path("t.trace");
+  o.workerThreads = 1;
+  o.deferKeys = true;
+  auto w = Writer::create(o, tt::header());
+  const BlobRef p = w->putBlob(a.data(), a.size());
+  EXPECT_EQ(w->resolvedBlob(p), std::nullopt);  // one small blob: no worker has woken for it
+  const BlobRef want{hash128(a.data(), a.size()), a.size()};
+  EXPECT_EQ(w->blobKey(p), want);
+  EXPECT_EQ(w->resolvedBlob(p), want);
+  w->close();
+  EXPECT_EQ(w->stats().uniqueBlobs, 1u);
+}

@@ -124,9 +124,36 @@ RawLayout rawLayout(uint64_t at, uint64_t bytes) {
   return {small, dataAt, F::alignUp(dataAt + bytes, F::kBlockAlign)};
 }
 
+// What a deferred put notes of the bytes at the call, in O(1): kSamples pieces of kSampleBytes
+// spread over them (the first and the last included), or all of them when they are as few. A
+// worker that reads the bytes later checks them against it: bytes released and the memory used
+// again, or changed where a sample lies, are not taken for the call's (docs/format.md, "Lost").
+constexpr uint64_t kSamples = 16, kSampleBytes = 8, kSampled = kSamples * kSampleBytes;
+uint64_t samplePos(uint64_t i, uint64_t bytes) { return i * (bytes - kSampleBytes) / (kSamples - 1); }
+uint64_t sampleHash(const std::byte* samples, uint64_t bytes) {
+  return XXH3_64bits(samples, std::min(bytes, kSampled));
+}
+// The samples' bytes that lie in [off, off + n) of the blob (`chunk`), copied to where they go.
+void gatherSamples(std::byte* samples, uint64_t bytes, uint64_t off, uint64_t n, const std::byte* chunk) {
+  if (bytes <= kSampled) {
+    std::memcpy(samples + off, chunk, n);
+    return;
+  }
+  for (uint64_t i = 0; i < kSamples; ++i) {
+    const uint64_t lo = samplePos(i, bytes), from = std::max(lo, off), to = std::min(lo + kSampleBytes, off + n);
+    if (from < to) std::memcpy(samples + i * kSampleBytes + (from - lo), chunk + (from - off), to - from);
+  }
+}
+uint64_t sampleOf(const std::byte* data, uint64_t bytes) {
+  std::byte samples[kSampled];
+  gatherSamples(samples, bytes, 0, bytes, data);
+  return sampleHash(samples, bytes);
+}
+
 // XXH3-128 of the caller's bytes, read as a worker reads them (readCaller, kRawPiece at a time
-// through buf); nullopt when any of them is gone.
-std::optional<Hash128> hashCaller(const std::byte* data, uint64_t bytes, std::vector<std::byte>& buf) {
+// through buf), and their samples gathered on the way where asked; nullopt when any of them is gone.
+std::optional<Hash128> hashCaller(const std::byte* data, uint64_t bytes, std::vector<std::byte>& buf,
+                                  std::byte* samples = nullptr) {
   XXH3_state_t st;
   XXH3_INITSTATE(&st);
   XXH3_128bits_reset(&st);
@@ -135,6 +162,7 @@ std::optional<Hash128> hashCaller(const std::byte* data, uint64_t bytes, std::ve
     const uint64_t n = std::min<uint64_t>(kRawPiece, bytes - off);
     if (!readCaller(data + off, n, buf.data())) return std::nullopt;
     XXH3_128bits_update(&st, buf.data(), n);
+    if (samples) gatherSamples(samples, bytes, off, n, buf.data());
   }
   const XXH128_hash_t h = XXH3_128bits_digest(&st);
   return Hash128{h.low64, h.high64};
@@ -158,6 +186,18 @@ bool provisionalBlob(const BlobRef& ref) { return ref.hash.hi == detail::kProvis
 }  // namespace trtrace
 
 namespace trtrace::detail {
+
+namespace {
+// A deferred job's key: its bytes read now, and taken for the call's only if they still give the
+// samples noted at the call; nullopt otherwise (Lost) or after a failed write (not read at all).
+std::optional<Hash128> readKey(const BlobStore::Job& j, const BlockFile& file, std::vector<std::byte>& buf) {
+  if (file.failed()) return std::nullopt;
+  std::byte samples[kSampled];
+  const std::optional<Hash128> key = hashCaller(j.data, j.bytes, buf, samples);
+  if (!key || sampleHash(samples, j.bytes) != j.sample) return std::nullopt;
+  return key;
+}
+}  // namespace
 
 struct BlobStore::Scratch {
   ZSTD_CCtx* cctx = ZSTD_createCCtx();
@@ -258,6 +298,7 @@ BlobRef BlobStore::putDeferred(const void* data, uint64_t bytes, BlobHint hint) 
   std::unique_lock l(mu_);
   if (workerError_) std::rethrow_exception(workerError_);
   Job job{static_cast<const std::byte*>(data), bytes, hint, {}, 0, false};
+  job.sample = sampleOf(job.data, bytes);  // O(1): the bytes are the app's, valid during its call
   const bool wake = enqueueLocked(l, job);
   const BlobRef ref{{job.ordinal + 1, kProvisionalHi}, bytes};
   if (wake) {
@@ -304,6 +345,7 @@ bool BlobStore::claimLocked(Job& j, const std::optional<Hash128>& key) {
   j.hash = key ? *key : lostKey(j.ordinal);
   j.keyed = true;
   keys_[j.ordinal] = j.hash;
+  keyCv_.notify_all();  // keyNow
   const BlobRef ref{j.hash, j.bytes};
   if (!key) {
     failed_.try_emplace(ref, j.hint);
@@ -403,13 +445,18 @@ bool BlobStore::keyAheadLocked(std::unique_lock<std::mutex>& l, Scratch& s) {
   const uint64_t front = queue_.front().ordinal;
   const uint64_t i = std::max(keyNext_, front + 1) - front;
   if (i >= queue_.size()) return false;
-  Job j = queue_[i];
-  queue_[i].keying = true;
-  keyNext_ = j.ordinal + 1;
+  keyNext_ = queue_[i].ordinal + 1;
+  keyInPlaceLocked(l, i, s.read);
+  return true;
+}
+
+void BlobStore::keyInPlaceLocked(std::unique_lock<std::mutex>& l, size_t index, std::vector<std::byte>& buf) {
+  Job j = queue_[index];
+  queue_[index].keying = true;
   unkeyedBytes_ -= j.bytes;
   ++keying_;
   l.unlock();
-  const std::optional<Hash128> key = file_.failed() ? std::nullopt : hashCaller(j.data, j.bytes, s.read);
+  const std::optional<Hash128> key = readKey(j, file_, buf);
   l.lock();
   --keying_;
   // Still queued, at the same place: a writer takes only the front when it is not being keyed, and
@@ -418,13 +465,28 @@ bool BlobStore::keyAheadLocked(std::unique_lock<std::mutex>& l, Scratch& s) {
   q.keying = false;
   if (!claimLocked(q, key)) q.skip = true;  // nothing to write: finished when it reaches the front
   workCv_.notify_all();                     // a writer waiting for this front, a handoff for keying_
-  return true;
+}
+
+BlobRef BlobStore::keyNow(const BlobRef& ref) {
+  if (!provisionalBlob(ref)) return ref;
+  const uint64_t ordinal = ref.hash.lo - 1;
+  std::unique_lock l(mu_);
+  if (ordinal >= keys_.size()) throw Error(Error::Kind::Usage, file_.path() + ": blobKey: not a key of this writer");
+  if (keys_[ordinal] == Hash128{} && !queue_.empty() && ordinal >= queue_.front().ordinal) {
+    const uint64_t i = ordinal - queue_.front().ordinal;
+    if (i < queue_.size() && !queue_[i].keyed && !queue_[i].keying) {
+      std::vector<std::byte> buf;
+      keyInPlaceLocked(l, i, buf);
+    }
+  }
+  // Else a worker or a handoff reads it now (it left the queue, or is being keyed in it).
+  keyCv_.wait(l, [&] { return keys_[ordinal] != Hash128{}; });
+  return {keys_[ordinal], ref.length};
 }
 
 void BlobStore::consume(Job j, Scratch& s) {
   if (!j.keyed) {
-    const std::optional<Hash128> key =
-        file_.failed() ? std::nullopt : hashCaller(j.data, j.bytes, s.read);  // after a failure: not read
+    const std::optional<Hash128> key = readKey(j, file_, s.read);
     std::lock_guard g(mu_);
     if (!claimLocked(j, key)) return finishedLocked(j);
     if (j.bytes <= kRawPiece) j.data = s.read.data();  // all read just now: written from there, not read again
@@ -712,7 +774,7 @@ uint64_t BlobStore::reserveQueued() {
   std::vector<std::optional<Hash128>> keys(taken.size());
   std::vector<std::byte> buf;
   for (size_t i = 0; i < taken.size(); ++i)
-    if (!taken[i].keyed) keys[i] = file_.failed() ? std::nullopt : hashCaller(taken[i].data, taken[i].bytes, buf);
+    if (!taken[i].keyed) keys[i] = readKey(taken[i], file_, buf);
   std::vector<Reserved> batch;
   uint64_t total = 0;
   {

@@ -35,6 +35,7 @@ class BlobStore {
 
   BlobRef put(const void* data, uint64_t bytes, BlobHint hint);
   std::optional<BlobRef> resolved(const BlobRef& ref) const;       // Writer::resolvedBlob
+  BlobRef keyNow(const BlobRef& ref);                              // Writer::blobKey
   void putLost(const BlobRef& ref, BlobHint hint, bool replaced);  // a Lost/Replaced record, written now
   void supersede(const BlobRef& ref);                              // Writer::supersedeBlob
   // Returns once every queued blob is consumed; rethrows a worker's error (writer.h, drainBlobs).
@@ -74,6 +75,7 @@ class BlobStore {
     bool keyed = true;     // hash is the bytes' key (false: deferKeys, not read yet)
     bool keying = false;   // a worker reads its key ahead, the job staying queued (keyAheadLocked)
     bool skip = false;     // keyed ahead and nothing to write (claimLocked): finished when it is taken
+    uint64_t sample = 0;   // deferred: the hash of the bytes' samples at the call (blob_store.cpp, sampleOf)
   };
   struct Scratch;
 
@@ -84,6 +86,8 @@ class BlobStore {
   bool enqueueLocked(std::unique_lock<std::mutex>& l, Job& j);
   // Reads the key of a queued job ahead of its write (mu_ released meanwhile); true when it did.
   bool keyAheadLocked(std::unique_lock<std::mutex>& l, Scratch& s);
+  // Reads the key of queue_[index] while it stays queued (mu_ released meanwhile). Holds mu_.
+  void keyInPlaceLocked(std::unique_lock<std::mutex>& l, size_t index, std::vector<std::byte>& buf);
   void workerLoop(Scratch& s);
   void consume(Job j, Scratch& s);
   // A deferred job's key (read off the caller's thread), recorded for the call log: false when
@@ -134,6 +138,7 @@ class BlobStore {
   std::condition_variable workCv_;     // workers wait here for a batch
   std::condition_variable doneCv_;     // producers over the budget, and drain(), wait here: all done
   std::condition_variable orderedCv_;  // drainTo() waits here: the oldest job done
+  std::condition_variable keyCv_;      // keyNow() waits here: a deferred key read
   std::unordered_map<BlobRef, bool, BlobRefHasher> seen_;  // every key put -> still queued for a worker
   // Other caller buffers passed with a queued key (dedup hits): if the first buffer is released
   // before a worker reads it, the blob is read from one of these instead of being stored Lost.

@@ -69,11 +69,12 @@ struct WriterOptions {
   // write to the file; a non-zero errno fails that write as the system would (ENOSPC, EIO), faults
   // a test cannot get from a real filesystem on demand. Empty (the default): no effect.
   std::function<int()> writeFault;
-  // true (with workerThreads > 0): putBlob reads nothing on the caller's thread. It returns a
-  // provisional key (provisionalBlob says which) that the call records hold until a worker has
-  // read the bytes and found their content key; each segment is written with its calls' keys
-  // resolved (never a provisional one), and a blob no worker could read is stored Lost under a key
-  // of its own (docs/format.md, "Lost blobs"). The bytes recorded are those the writer read, by the
+  // true (with workerThreads > 0): putBlob reads no more than a few samples of the bytes on the
+  // caller's thread (128 bytes, whatever their size). It returns a provisional key (provisionalBlob
+  // says which) that the call records hold until a worker has read the bytes and found their
+  // content key; each segment is written with its calls' keys resolved (never a provisional one).
+  // A blob no worker could read, or whose bytes no longer give the samples, is stored Lost under a
+  // key of its own (docs/format.md, "Lost"). The bytes recorded are those the writer read, by the
   // next drainBlobs() or reserveQueued() at the latest. Incompatible with onCall (its views would
   // show provisional keys). The capture shim's setting (docs/design.md, "Capture cost").
   bool deferKeys = false;
@@ -189,6 +190,9 @@ class Writer {
   // The content key of `ref`: itself unless provisional (deferKeys); a provisional one's once its
   // bytes were read (nullopt before; a Lost blob's own key after a failed read).
   std::optional<BlobRef> resolvedBlob(const BlobRef& ref) const;
+  // The same, waiting for it: read now on this thread where no worker has begun to (the capture's
+  // check before a build compares the bytes recorded with those the build will read).
+  BlobRef blobKey(const BlobRef& ref);
   // Stores `ref` as Lost, or Replaced (format.h): a derived trace keeps its input's byteless blob as it was.
   void putLostBlob(const BlobRef& ref, BlobHint hint = BlobHint::None, bool replaced = false);
   // The application changed in place the bytes it passed as `ref`, and no build has read them since
