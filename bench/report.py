@@ -58,7 +58,7 @@ def micro_rows(micro):
 
 MICRO_WHAT = {
     "BM_Memcpy": "memcpy 64 MiB, one core (**the limit**)",
-    "BM_XXH3_128": "XXH3-128 of 64 MiB (capture: the only work on the app's thread)",
+    "BM_XXH3_128": "XXH3-128 of 64 MiB (capture: the workers' key reads; the player's content check)",
     "BM_ByteGroup/2": "byte grouping, 2-byte elements (writer, before zstd)",
     "BM_ByteGroup/4": "byte grouping, 4-byte elements",
     "BM_ByteUngroup/2": "byte un-grouping, 2-byte elements (reader)",
@@ -453,13 +453,14 @@ def render_targets(e2e, rows, memcpy):
         q = capture_ratio(worst)
         xxh = med(rows.get("BM_XXH3_128", {}).get("rate", [])) if rows.get("BM_XXH3_128") else 0
         alone = med([a["wall_s"] for a in worst["runs"]["alone"]])
-        floor = worst["app"]["weight_bytes"] / xxh if xxh else 0
         limit = (
-            f"the physical limit measured in this run: {cores} cores, XXH3 {xxh / 1e9:.1f} GB/s. Before "
-            f"{worst['name']} may exit, its {fmt_bytes(worst['app']['weight_bytes'])} are hashed on its thread "
-            "(the writing is the workers', and past TRTRACE_FINISHER_MB queued at a drain, a finisher's): "
-            f"{floor:.2f} s, a floor of {(alone + floor) / alone:.3f}× its {alone:.2f} s; the capture's own time "
-            f"is {own_time(worst['runs']['ours'], worst['runs']['alone']):.2f} s"
+            f"the physical limit measured in this run: {cores} cores, XXH3 {xxh / 1e9:.1f} GB/s. No weight "
+            f"byte of {worst['name']}'s {fmt_bytes(worst['app']['weight_bytes'])} is hashed on its thread at "
+            "its calls (the workers read, hash and write them, and past TRTRACE_FINISHER_MB queued at a drain, "
+            "a finisher writes); at a handoff its thread reads the keys the workers left (a bounded amount: "
+            f"trace/src/blob_store.cpp, keyAheadLocked). Its {cores} cores are shared with the workers; the "
+            "capture's own time is "
+            f"{own_time(worst['runs']['ours'], worst['runs']['alone']):.2f} s over its {alone:.2f} s"
             if xxh
             else ""
         )
@@ -470,7 +471,7 @@ def render_targets(e2e, rows, memcpy):
                 f"{every['name']}: what the capture adds is on the app's thread while it builds the network "
                 f"(network_s {med([x['network_s'] for x in every['runs']['ours']]):.3f} s under the capture, "
                 f"{med([x['network_s'] for x in every['runs']['alone']]):.3f} s alone: each call's encoding, each "
-                "object's registration and each weight's hash, beside the workers on 2 cores), and at the network's "
+                "object's registration and each weight's samples, beside the workers on 2 cores), and at the network's "
                 "deletion (its objects freed) and the close (the last segment compressed)"
             )
         row(

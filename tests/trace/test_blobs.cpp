@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -842,4 +844,67 @@ TEST(DeferredKeys, BlobKeyReadsTheKeyNowWhereNoWorkerHas) {
   EXPECT_EQ(w->resolvedBlob(p), want);
   w->close();
   EXPECT_EQ(w->stats().uniqueBlobs, 1u);
+}
+
+// A key read out of order (blobKey, the check before a build) is not read again when the workers'
+// reads ahead reach it: read twice, the blob's second read took itself for a repeat, and nobody
+// wrote it. Here the one worker is held in its first write (writeFault, a fault the real disk
+// cannot produce on demand) while the queue fills past the read-ahead threshold.
+TEST(DeferredKeys, AKeyReadOutOfOrderIsWrittenOnce) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  std::mutex m;
+  std::condition_variable cv;
+  bool armed = false, held = false, released = false;
+  std::vector<std::vector<std::byte>> blobs;
+  for (int i = 0; i < 61; ++i) blobs.push_back(tt::randomBytes((i ? 1 : 2) << 20, 200 + i));
+  std::vector<BlobRef> want;
+  {
+    WriterOptions o;
+    o.path = path;
+    o.workerThreads = 1;
+    o.deferKeys = true;
+    o.zstdLevel = 0;
+    o.writeFault = [&] {
+      std::unique_lock l(m);
+      if (armed && !released) {
+        held = true;
+        cv.notify_all();
+        cv.wait(l, [&] { return released; });
+      }
+      return 0;
+    };
+    auto w = Writer::create(o, tt::header());
+    {
+      std::lock_guard g(m);
+      armed = true;  // from the first blob's write on
+    }
+    std::vector<BlobRef> refs{w->putBlob(blobs[0].data(), blobs[0].size())};  // 2 MiB: the worker wakes
+    {
+      std::unique_lock l(m);
+      cv.wait(l, [&] { return held; });
+    }
+    for (size_t i = 1; i < blobs.size(); ++i) refs.push_back(w->putBlob(blobs[i].data(), blobs[i].size()));
+    EXPECT_EQ(w->blobKey(refs[20]), (BlobRef{hash128(blobs[20].data(), blobs[20].size()), blobs[20].size()}));
+    {
+      std::lock_guard g(m);
+      released = true;
+    }
+    cv.notify_all();
+    // The reads ahead pass job 20 before anybody waits for the workers (they stop reading ahead
+    // then). A bounded wait, not a timing assertion.
+    for (int k = 0; k < 60000 && !w->resolvedBlob(refs[28]); ++k)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_TRUE(w->resolvedBlob(refs[28]));
+    for (size_t i = 0; i < blobs.size(); ++i) {
+      want.push_back({hash128(blobs[i].data(), blobs[i].size()), blobs[i].size()});
+      w->beginCall(1, 0, 0).argWeightsBlob(0, refs[i].length, refs[i]).endCall();
+    }
+    w->close();
+    EXPECT_EQ(w->stats().uniqueBlobs, blobs.size());
+  }
+  auto r = Reader::open(path);
+  EXPECT_TRUE(r->verify().ok());
+  EXPECT_EQ(blobArgs(*r), want);
+  for (const BlobRef& ref : want) EXPECT_TRUE(r->hasBlob(ref) && !r->blobLost(ref));
 }

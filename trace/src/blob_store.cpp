@@ -443,7 +443,8 @@ bool BlobStore::keyAheadLocked(std::unique_lock<std::mutex>& l, Scratch& s) {
   constexpr uint64_t kKeyAheadBytes = 32 << 20;
   if (unkeyedBytes_ <= kKeyAheadBytes || reserving_ || callersDraining_ || stopping_) return false;
   const uint64_t front = queue_.front().ordinal;
-  const uint64_t i = std::max(keyNext_, front + 1) - front;
+  uint64_t i = std::max(keyNext_, front + 1) - front;
+  while (i < queue_.size() && (queue_[i].keyed || queue_[i].keying)) ++i;  // keyNow reads out of order
   if (i >= queue_.size()) return false;
   keyNext_ = queue_[i].ordinal + 1;
   keyInPlaceLocked(l, i, s.read);
