@@ -903,6 +903,7 @@ void BlobStore::afterForkInChild() {
   new (&workCv_) std::condition_variable();
   new (&doneCv_) std::condition_variable();
   new (&orderedCv_) std::condition_variable();
+  new (&keyCv_) std::condition_variable();
   // The std::thread objects name threads that do not exist here: never joined, never destroyed.
   new std::vector<std::thread>(std::move(workers_));
   workers_.clear();
