@@ -649,6 +649,15 @@ TEST(Blobs, AForkedFinisherWritesTheRangesItWasHanded) {
 }
 
 namespace {
+// A writer's options as a capture's: keys read by the `workers` worker threads.
+WriterOptions deferredOptions(const std::string& path, int workers) {
+  WriterOptions o;
+  o.path = path;
+  o.workerThreads = workers;
+  o.deferKeys = true;
+  return o;
+}
+
 // The blob keys of every call's weights arguments, in order.
 std::vector<BlobRef> blobArgs(const Reader& r) {
   std::vector<BlobRef> refs;
@@ -668,10 +677,7 @@ TEST(DeferredKeys, CallRecordsHoldTheContentKeysTheWorkersFound) {
   auto a = tt::randomBytes(300000, 41), aCopy = a, b = tt::randomBytes(5000, 42);
   const BlobRef aRef{hash128(a.data(), a.size()), a.size()}, bRef{hash128(b.data(), b.size()), b.size()};
   {
-    WriterOptions o;
-    o.path = path;
-    o.workerThreads = 2;
-    o.deferKeys = true;
+    WriterOptions o = deferredOptions(path, 2);
     o.segmentBytes = 64;  // each call fills a segment: written by the log's thread, after its blobs
     auto w = Writer::create(o, tt::header());
     const BlobRef p[] = {w->putBlob(a.data(), a.size(), BlobHint::F32), w->putBlob(aCopy.data(), a.size()),
@@ -706,10 +712,7 @@ TEST(DeferredKeys, BytesReleasedBeforeAnyWorkerReadThemAreLost) {
   std::memset(m, 7, n);
   BlobRef gone;
   {
-    WriterOptions o;
-    o.path = path;
-    o.workerThreads = 1;
-    o.deferKeys = true;
+    WriterOptions o = deferredOptions(path, 1);
     auto w = Writer::create(o, tt::header());
     const BlobRef p = w->putBlob(m, n);  // one small blob: no worker wakes for it before the drain
     ::munmap(m, n + page);
@@ -737,10 +740,7 @@ TEST(DeferredKeys, AHandoffReadsTheKeysOfTheBlobsItReserves) {
   auto a = tt::randomBytes(200000, 43), aCopy = a, b = tt::randomBytes(70000, 44);
   const BlobRef aRef{hash128(a.data(), a.size()), a.size()}, bRef{hash128(b.data(), b.size()), b.size()};
   {
-    WriterOptions o;
-    o.path = path;
-    o.workerThreads = 1;
-    o.deferKeys = true;
+    WriterOptions o = deferredOptions(path, 1);
     auto w = Writer::create(o, tt::header());
     const BlobRef p[] = {w->putBlob(a.data(), a.size()), w->putBlob(aCopy.data(), a.size()),
                          w->putBlob(b.data(), b.size())};
@@ -772,10 +772,7 @@ TEST(DeferredKeys, EveryCallNamesItsBytesWhateverTheWorkersAndAHandoffDid) {
   for (int p = 0; p < kPuts; ++p) buffers.push_back(contents[(p * 7) % kDistinct]);
   std::vector<BlobRef> want;
   {
-    WriterOptions o;
-    o.path = path;
-    o.workerThreads = 2;
-    o.deferKeys = true;
+    WriterOptions o = deferredOptions(path, 2);
     o.segmentBytes = 256;
     auto w = Writer::create(o, tt::header());
     std::vector<BlobRef> refs;
@@ -808,10 +805,7 @@ TEST(DeferredKeys, OtherBytesAtTheCallsAddressAreLostNotTakenForTheCalls) {
   auto buffer = tt::randomBytes(50000, 51);
   const auto reused = tt::randomBytes(buffer.size(), 52);
   {
-    WriterOptions o;
-    o.path = path;
-    o.workerThreads = 1;
-    o.deferKeys = true;
+    WriterOptions o = deferredOptions(path, 1);
     auto w = Writer::create(o, tt::header());
     const BlobRef p = w->putBlob(buffer.data(), buffer.size());  // no worker wakes for it before the close
     std::memcpy(buffer.data(), reused.data(), buffer.size());    // released, and the memory used again
@@ -832,10 +826,7 @@ TEST(DeferredKeys, OtherBytesAtTheCallsAddressAreLostNotTakenForTheCalls) {
 TEST(DeferredKeys, BlobKeyReadsTheKeyNowWhereNoWorkerHas) {
   tt::TempDir d;
   auto a = tt::randomBytes(30000, 53);
-  WriterOptions o;
-  o.path = d.path("t.trace");
-  o.workerThreads = 1;
-  o.deferKeys = true;
+  WriterOptions o = deferredOptions(d.path("t.trace"), 1);
   auto w = Writer::create(o, tt::header());
   const BlobRef p = w->putBlob(a.data(), a.size());
   EXPECT_EQ(w->resolvedBlob(p), std::nullopt);  // one small blob: no worker has woken for it
@@ -860,10 +851,7 @@ TEST(DeferredKeys, AKeyReadOutOfOrderIsWrittenOnce) {
   for (int i = 0; i < 61; ++i) blobs.push_back(tt::randomBytes((i ? 1 : 2) << 20, 200 + i));
   std::vector<BlobRef> want;
   {
-    WriterOptions o;
-    o.path = path;
-    o.workerThreads = 1;
-    o.deferKeys = true;
+    WriterOptions o = deferredOptions(path, 1);
     o.zstdLevel = 0;
     o.writeFault = [&] {
       std::unique_lock l(m);
