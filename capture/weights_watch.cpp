@@ -68,10 +68,8 @@ struct Changed {
 // `w.hash` made the key of the bytes recorded, where the writer reads them off the application's
 // thread (WriterOptions::deferKeys): one no worker has read yet is read now. Bytes that no longer
 // gave the call's samples were recorded Lost, under a key no bytes give: changed, so a setter.
-bool recordedKey(PassedWeights& w) {
-  Writer* wr = Session::get().writer();
-  if (w.blob && wr) w.hash = wr->blobKey({w.hash, w.bytes}).hash;
-  return !w.blob || wr;
+void readRecordedKey(PassedWeights& w) {
+  if (Writer* wr = Session::get().writer(); w.blob && wr) w.hash = wr->blobKey({w.hash, w.bytes}).hash;
 }
 
 // The network's weights whose bytes differ from those recorded (unreadable ones are left alone: the
@@ -86,7 +84,7 @@ std::vector<Changed> changedWeights(uint32_t network) {
   }
   std::vector<Changed> changed;
   for (Changed& c : all) {  // read outside the lock: a model's weights take a while
-    if (!recordedKey(c.was)) continue;
+    readRecordedKey(c.was);
     const std::optional<Hash128> now = hashReadable(c.was.w.values, c.was.bytes);
     if (now && *now != c.was.hash) changed.push_back(c);
   }

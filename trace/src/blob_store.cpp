@@ -88,8 +88,9 @@ class CallerBytes {
     XXH3_INITSTATE(&st_);
     XXH3_128bits_reset(&st_);
   }
-  // Bytes [off, off + n) into buf; nullptr when they are gone.
+  // Bytes [off, off + n) into buf; nullptr when they are gone. A worker's own copy is used in place.
   const std::byte* read(uint64_t off, uint64_t n, std::vector<std::byte>& buf) {
+    if (j_.ours) return j_.data + off;
     if (buf.size() < n) buf.resize(n);
     if (!ok_ || !readCaller(j_.data + off, n, buf.data())) return ok_ = false, nullptr;
     XXH3_128bits_update(&st_, buf.data(), n);
@@ -97,6 +98,7 @@ class CallerBytes {
   }
   // Every byte read and the same as putBlob hashed.
   bool intact() {
+    if (j_.ours) return true;  // hashed into its key as it was read
     const XXH128_hash_t h = XXH3_128bits_digest(&st_);
     return ok_ && h.low64 == j_.hash.lo && h.high64 == j_.hash.hi;
   }
@@ -207,11 +209,9 @@ struct BlobStore::Scratch {
 };
 
 BlobStore::BlobStore(BlockFile& file, const WriterOptions& options) : file_(file), opt_(options) {
-  if (options.deferKeys && ::getrandom(&nonce_, sizeof nonce_, 0) != sizeof nonce_) {
-    const uint64_t seed[3] = {static_cast<uint64_t>(::getpid()), reinterpret_cast<uintptr_t>(this),
-                              static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())};
-    nonce_ = hash128(seed, sizeof seed);
-  }
+  // Where the system gives no random bytes, nonce_ stays 0: Lost keys are then this trace's own only.
+  uint64_t random[2] = {};
+  if (options.deferKeys && ::getrandom(random, sizeof random, 0) == sizeof random) nonce_ = {random[0], random[1]};
   for (int i = 0; i < options.workerThreads; ++i) {
     scratch_.push_back(std::make_unique<Scratch>());
     workers_.emplace_back([this, s = scratch_.back().get()] { workerLoop(*s); });
@@ -249,13 +249,13 @@ void BlobStore::stop() {
 }
 
 BlobRef BlobStore::put(const void* data, uint64_t bytes, BlobHint hint) {
-  if (opt_.deferKeys && !workers_.empty() && opt_.storeBlobs) return putDeferred(data, bytes, hint);
-  BlobRef ref{hash128(data, bytes), bytes};  // hashed once, on the caller's thread
   {
     std::lock_guard g(statsMu_);
     stats_.blobPuts++;
     stats_.blobPutBytes += bytes;
   }
+  if (opt_.deferKeys && !workers_.empty() && opt_.storeBlobs) return putDeferred(data, bytes, hint);
+  BlobRef ref{hash128(data, bytes), bytes};  // hashed once, on the caller's thread
   Job job{static_cast<const std::byte*>(data), bytes, hint, ref.hash};
   {
     std::unique_lock l(mu_);
@@ -290,11 +290,6 @@ BlobRef BlobStore::put(const void* data, uint64_t bytes, BlobHint hint) {
 
 // Nothing is read here: the job is queued under the next ordinal, and its provisional key names it.
 BlobRef BlobStore::putDeferred(const void* data, uint64_t bytes, BlobHint hint) {
-  {
-    std::lock_guard g(statsMu_);
-    stats_.blobPuts++;
-    stats_.blobPutBytes += bytes;
-  }
   std::unique_lock l(mu_);
   if (workerError_) std::rethrow_exception(workerError_);
   Job job{static_cast<const std::byte*>(data), bytes, hint, {}, 0, false};
@@ -490,7 +485,10 @@ void BlobStore::consume(Job j, Scratch& s) {
     const std::optional<Hash128> key = readKey(j, file_, s.read);
     std::lock_guard g(mu_);
     if (!claimLocked(j, key)) return finishedLocked(j);
-    if (j.bytes <= kRawPiece) j.data = s.read.data();  // all read just now: written from there, not read again
+    if (j.bytes <= kRawPiece) {  // all read and hashed just now: written from there, not read again
+      j.data = s.read.data();
+      j.ours = true;
+    }
   }
   bool stored = true;
   try {

@@ -76,6 +76,7 @@ class BlobStore {
     bool keying = false;   // a worker reads its key ahead, the job staying queued (keyAheadLocked)
     bool skip = false;     // keyed ahead and nothing to write (claimLocked): finished when it is taken
     uint64_t sample = 0;   // deferred: the hash of the bytes' samples at the call (blob_store.cpp, sampleOf)
+    bool ours = false;     // data is a worker's own copy, hashed into the key as it was read
   };
   struct Scratch;
 
