@@ -30,16 +30,16 @@ namespace {
 
 thread_local bool tForking = false;
 
-// What a finisher's pipe said once it closed: 'K' (done), or nothing (it failed or was killed).
-// Blocking: waits for the finisher to end.
+// Whether a finisher said 'K' (done) before its pipe closed (it failed or was killed). Blocking:
+// returns at its 'K', not at its end, which waits for the kernel to take down its copy of the
+// application's address space.
 bool saidDone(int fd) {
-  bool done = false;
   char c;
   for (;;) {
     const ssize_t k = ::read(fd, &c, 1);
     if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return done;
-    done = done || c == 'K';
+    if (k <= 0) return false;
+    if (c == 'K') return true;
   }
 }
 
@@ -228,6 +228,7 @@ bool Finishers::earlierSucceeded() {
   for (const Child& c : running_) {
     if (!saidDone(c.status)) failed_ = true;
     ::close(c.status);
+    exiting_.push_back(c.pid);
   }
   running_.clear();
   return !failed_;
@@ -242,9 +243,11 @@ void Finishers::reap() {
     }
     if (!saidDone(running_[i].status)) failed_ = true;  // it said 'K' and is exiting, or it ended without
     ::close(running_[i].status);
-    ::waitpid(running_[i].pid, nullptr, 0);  // not left a zombie of an application that goes on
+    exiting_.push_back(running_[i].pid);
     running_.erase(running_.begin() + static_cast<long>(i));
   }
+  // Not left a zombie of an application that goes on, nor waited for while it exits.
+  std::erase_if(exiting_, [](pid_t pid) { return ::waitpid(pid, nullptr, WNOHANG) != 0; });
 }
 
 void Finishers::closed() noexcept {
@@ -258,6 +261,7 @@ void Finishers::closed() noexcept {
 void Finishers::afterForkInApp() noexcept {
   for (const Child& c : running_) ::close(c.status);
   running_.clear();
+  exiting_.clear();
   enabled_ = false;  // the child captures into a trace of its own, from the start (session.h)
   marker_ = 0;
   failed_ = false;

@@ -59,7 +59,8 @@ class Finishers {
     int status;  // read end of its pipe
   };
   std::vector<Child> running_;
-  bool failed_ = false;  // a finisher ended without its 'K'
+  std::vector<pid_t> exiting_;  // finishers that said 'K', not reaped yet
+  bool failed_ = false;         // a finisher ended without its 'K'
 };
 
 }  // namespace trtrace::capture

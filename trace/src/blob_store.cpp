@@ -237,7 +237,7 @@ bool BlobStore::batchReadyLocked() const {
   constexpr uint64_t kWakeBytes = 1u << 20;
   constexpr size_t kWakeJobs = 64;
   return !queue_.empty() &&
-         (stopping_ || draining_ || blocked_ || queuedBytes_ >= kWakeBytes || queue_.size() >= kWakeJobs);
+         (stopping_ || draining_ || blocked_ || keyAll_ || queuedBytes_ >= kWakeBytes || queue_.size() >= kWakeJobs);
 }
 
 void BlobStore::stop() {
@@ -432,17 +432,24 @@ void BlobStore::workerLoop(Scratch& s) {
 
 // Keys not read yet are read ahead of the writes, past the front (whose writer reads it once for
 // both), while more than kKeyAheadBytes of them wait: a handoff reads those on the application's
-// thread, so they stay few however far the writes fall behind. Not once an application thread
-// waits for every write (drain, stop): each key is then read by its writer, once.
+// thread, so they stay few however far the writes fall behind; and while a handoff reads them all
+// (keyAll_), beside it. Not once an application thread waits for every write (drain, stop): each
+// key is then read by its writer, once.
 bool BlobStore::keyAheadLocked(std::unique_lock<std::mutex>& l, Scratch& s) {
   constexpr uint64_t kKeyAheadBytes = 32 << 20;
-  if (unkeyedBytes_ <= kKeyAheadBytes || reserving_ || callersDraining_ || stopping_) return false;
-  const uint64_t front = queue_.front().ordinal;
-  uint64_t i = std::max(keyNext_, front + 1) - front;
-  while (i < queue_.size() && (queue_[i].keyed || queue_[i].keying)) ++i;  // keyNow reads out of order
+  if ((unkeyedBytes_ <= kKeyAheadBytes && !keyAll_) || reserving_ || callersDraining_ || stopping_) return false;
+  return keyNextLocked(l, false, s.read);
+}
+
+bool BlobStore::keyNextLocked(std::unique_lock<std::mutex>& l, bool front, std::vector<std::byte>& buf) {
+  if (queue_.empty()) return false;
+  const auto open = [&](uint64_t k) { return !queue_[k].keyed && !queue_[k].keying; };
+  uint64_t i = std::max(keyNext_, queue_.front().ordinal + 1) - queue_.front().ordinal;
+  if (front && open(0)) i = 0;
+  while (i < queue_.size() && !open(i)) ++i;  // keyNow reads out of order
   if (i >= queue_.size()) return false;
-  keyNext_ = queue_[i].ordinal + 1;
-  keyInPlaceLocked(l, i, s.read);
+  keyNext_ = std::max(keyNext_, queue_[i].ordinal + 1);
+  keyInPlaceLocked(l, i, buf);
   return true;
 }
 
@@ -650,8 +657,9 @@ bool BlobStore::writeRaw(uint64_t at, const Job& j, Scratch& s, bool reserved) {
                               dataAt - at - sizeof(F::BlockHeader));
   const auto h = makeBlockHeader(F::BlockType::Blob, r.dataOffset + j.bytes, sizeof r, check32(&r, sizeof r));
   uint64_t recAt = at + sizeof(F::BlockHeader);
-  CallerBytes src(j);
-  if (j.bytes <= kRawPiece) {  // read whole, then the block in one write (a small blob's usual case)
+  const bool inPlace = frozen_ && reserved && !j.ours && !small;
+  if (!inPlace && j.bytes <= kRawPiece) {  // read whole, then the block in one write (a small blob's usual case)
+    CallerBytes src(j);
     const std::byte* p = j.bytes ? src.read(0, j.bytes, s.in) : kZeros;
     if (!p || !src.intact()) return false;
     const std::span<const std::byte> pieces[] = {
@@ -662,16 +670,42 @@ bool BlobStore::writeRaw(uint64_t at, const Job& j, Scratch& s, bool reserved) {
   }
   file_.pwriteAll(&r, sizeof r, recAt);
   file_.writeZeros(recAt + sizeof r, dataAt - recAt - sizeof r);
+  // Not intact: file_.end is still `at`, or the range still reserved: the attempt is overwritten.
+  if (!(inPlace ? writeInPlace(j, dataAt) : writeCopied(j, dataAt, s))) return false;
+  file_.finishBlock(at, h, !reserved);
+  if (!reserved) indexLocked(j, at, j.bytes, dataAt, r);
+  return true;
+}
+
+// The caller's bytes through a buffer of ours (read fault-safely), piece by piece; false when they
+// were not all read or not the bytes of j's key.
+bool BlobStore::writeCopied(const Job& j, uint64_t dataAt, Scratch& s) {
+  CallerBytes src(j);
   for (uint64_t off = 0; off < j.bytes; off += kRawPiece) {
     const uint64_t n = std::min(kRawPiece, j.bytes - off);
     const std::byte* p = src.read(off, n, s.in);
     if (!p) break;
     file_.pwriteAll(p, n, dataAt + off);
   }
-  if (!src.intact()) return false;  // file_.end is still `at`: the attempt is overwritten
-  file_.finishBlock(at, h, !reserved);
-  if (!reserved) indexLocked(j, at, j.bytes, dataAt, r);
-  return true;
+  return src.intact();
+}
+
+// In a finisher (frozen_), the application's memory is this process's copy-on-write view, which
+// nothing changes any more: its bytes go to the file from where they lie (the kernel's copy only;
+// a range released before the fork fails it with EFAULT), then are hashed there while the core
+// still holds them; false when they are gone or not the bytes of j's key.
+bool BlobStore::writeInPlace(const Job& j, uint64_t dataAt) {
+  constexpr uint64_t kPiece = 256 << 10;
+  XXH3_state_t st;
+  XXH3_INITSTATE(&st);
+  XXH3_128bits_reset(&st);
+  for (uint64_t off = 0; off < j.bytes; off += kPiece) {
+    const uint64_t n = std::min(kPiece, j.bytes - off);
+    if (!file_.pwriteReleasable(j.data + off, n, dataAt + off)) return false;
+    XXH3_128bits_update(&st, j.data + off, n);
+  }
+  const XXH128_hash_t h = XXH3_128bits_digest(&st);
+  return h.low64 == j.hash.lo && h.high64 == j.hash.hi;
 }
 
 void BlobStore::indexLocked(const Job& j, uint64_t at, uint64_t stored, uint64_t dataAt, const F::BlobRecord& r) {
@@ -759,8 +793,14 @@ bool BlobStore::writeCompressed(const Job& j, Scratch& s) {
 // ---- finishing in another process ------------------------------------------------------------
 uint64_t BlobStore::reserveQueued() {
   std::vector<Job> taken;  // out of the queue, so that no worker reads them meanwhile
+  std::vector<std::byte> buf;
   {
     std::unique_lock l(mu_);
+    // The keys not read yet, read by this thread and every idle worker together.
+    keyAll_ = true;
+    workCv_.notify_all();
+    while (keyNextLocked(l, true, buf)) {}
+    keyAll_ = false;
     reserving_ = true;  // no worker starts a key read ahead; those under way end first
     workCv_.wait(l, [&] { return keying_ == 0; });
     reserving_ = false;
@@ -769,9 +809,9 @@ uint64_t BlobStore::reserveQueued() {
     queuedBytes_ = 0;
     unkeyedBytes_ = 0;
   }
-  // Deferred keys no worker has read yet are read here: the call log's next segment names them.
+  // Deferred keys still not read (a front a writer was to read) are read here: the call log's next
+  // segment names them.
   std::vector<std::optional<Hash128>> keys(taken.size());
-  std::vector<std::byte> buf;
   for (size_t i = 0; i < taken.size(); ++i)
     if (!taken[i].keyed) keys[i] = readKey(taken[i], file_, buf);
   std::vector<Reserved> batch;
@@ -896,6 +936,7 @@ void BlobStore::indexReservedOne(const Reserved& r) {
 }
 
 void BlobStore::afterForkInChild() {
+  frozen_ = true;
   new (&mu_) std::mutex();
   new (&statsMu_) std::mutex();
   new (&workCv_) std::condition_variable();

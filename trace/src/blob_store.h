@@ -87,6 +87,9 @@ class BlobStore {
   bool enqueueLocked(std::unique_lock<std::mutex>& l, Job& j);
   // Reads the key of a queued job ahead of its write (mu_ released meanwhile); true when it did.
   bool keyAheadLocked(std::unique_lock<std::mutex>& l, Scratch& s);
+  // Reads the key of the first queued job past the front (or the front too) whose key nobody read
+  // or reads; false when there is none. Holds mu_ (released meanwhile).
+  bool keyNextLocked(std::unique_lock<std::mutex>& l, bool front, std::vector<std::byte>& buf);
   // Reads the key of queue_[index] while it stays queued (mu_ released meanwhile). Holds mu_.
   void keyInPlaceLocked(std::unique_lock<std::mutex>& l, size_t index, std::vector<std::byte>& buf);
   void workerLoop(Scratch& s);
@@ -108,6 +111,8 @@ class BlobStore {
   bool writeCompressed(const Job& j, Scratch& s);
   bool writeRawLocked(const Job& j, Scratch& s);
   bool writeRaw(uint64_t at, const Job& j, Scratch& s, bool reserved);
+  bool writeCopied(const Job& j, uint64_t dataAt, Scratch& s);
+  bool writeInPlace(const Job& j, uint64_t dataAt);
   const std::byte* nextSource(const Job& j);  // another caller buffer with j's key, or nullptr
   void writeLostLocked(const Job& j, bool replaced);
   void indexLocked(const Job& j, uint64_t at, uint64_t stored, uint64_t dataAt, const format::BlobRecord& r);
@@ -155,6 +160,7 @@ class BlobStore {
   uint64_t keyNext_ = 0;       // queued jobs past the front below this ordinal are keyed or being keyed
   unsigned keying_ = 0;        // key reads ahead under way
   bool reserving_ = false;     // a handoff waits for them to end
+  bool keyAll_ = false;        // a handoff reads every key not read yet: the workers help
   // Ordinals: every job below doneBefore_ is consumed; done_[i] says whether doneBefore_ + i is.
   uint64_t nextOrdinal_ = 0, doneBefore_ = 0;
   std::deque<bool> done_;
@@ -177,6 +183,7 @@ class BlobStore {
   std::unordered_set<BlobRef, BlobRefHasher> superseded_;  // pending or failed keys the app changed (mu_)
   std::vector<Reserved> reserved_;  // every range handed off (file_.mu); the last batch from batchStart_
   size_t batchStart_ = 0;
+  bool frozen_ = false;  // in a forked finisher: the application's memory is a view nothing changes
 };
 
 }  // namespace trtrace::detail

@@ -67,8 +67,12 @@ void BlockFile::failWrite(uint64_t off) {
   throwFailed();
 }
 
+void BlockFile::pwriteAll(const void* p, uint64_t n, uint64_t off) { pwriteFrom(p, n, off, false); }
+
+bool BlockFile::pwriteReleasable(const void* p, uint64_t n, uint64_t off) { return pwriteFrom(p, n, off, true); }
+
 // The one place that writes to the file (writeBlock's single call aside).
-void BlockFile::pwriteAll(const void* p, uint64_t n, uint64_t off) {
+bool BlockFile::pwriteFrom(const void* p, uint64_t n, uint64_t off, bool releasable) {
   if (failed_) throwFailed();
   auto* c = static_cast<const char*>(p);
   while (n > 0) {
@@ -77,12 +81,14 @@ void BlockFile::pwriteAll(const void* p, uint64_t n, uint64_t off) {
         fault ? (errno = fault, -1) : ::pwrite(fd_, c, std::min<uint64_t>(n, 1u << 30), static_cast<off_t>(off));
     if (k < 0) {
       if (errno == EINTR) continue;
+      if (errno == EFAULT && releasable) return false;
       failWrite(off);
     }
     c += k;
     off += static_cast<uint64_t>(k);
     n -= static_cast<uint64_t>(k);
   }
+  return true;
 }
 
 void BlockFile::afterForkInChild() {

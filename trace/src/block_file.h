@@ -35,6 +35,9 @@ class BlockFile {
   [[noreturn]] void throwFailed();  // the first failed write's message, as an Io Error
 
   void pwriteAll(const void* p, uint64_t n, uint64_t off);
+  // pwriteAll of bytes that may have been released (a finisher's view of the application's memory):
+  // false when the kernel could not read them (EFAULT); what was written before then stays.
+  bool pwriteReleasable(const void* p, uint64_t n, uint64_t off);
   // n bytes at `off` of what was written (a finisher's blocks, read back at close): false if short.
   bool preadAll(void* p, uint64_t n, uint64_t off) const;
   void writeZeros(uint64_t off, uint64_t n);
@@ -60,6 +63,7 @@ class BlockFile {
 
  private:
   [[noreturn]] void failWrite(uint64_t off);
+  bool pwriteFrom(const void* p, uint64_t n, uint64_t off, bool releasable);
 
   std::string path_;
   int fd_ = -1;
