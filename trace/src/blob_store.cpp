@@ -657,7 +657,7 @@ bool BlobStore::writeRaw(uint64_t at, const Job& j, Scratch& s, bool reserved) {
                               dataAt - at - sizeof(F::BlockHeader));
   const auto h = makeBlockHeader(F::BlockType::Blob, r.dataOffset + j.bytes, sizeof r, check32(&r, sizeof r));
   uint64_t recAt = at + sizeof(F::BlockHeader);
-  const bool inPlace = frozen_ && reserved && !j.ours && !small;
+  const bool inPlace = frozen_ && reserved && !small;  // (a reserved job is never a worker's copy)
   if (!inPlace && j.bytes <= kRawPiece) {  // read whole, then the block in one write (a small blob's usual case)
     CallerBytes src(j);
     const std::byte* p = j.bytes ? src.read(0, j.bytes, s.in) : kZeros;
@@ -809,8 +809,8 @@ uint64_t BlobStore::reserveQueued() {
     queuedBytes_ = 0;
     unkeyedBytes_ = 0;
   }
-  // Deferred keys still not read (a front a writer was to read) are read here: the call log's next
-  // segment names them.
+  // Keys of jobs another application thread queued while this one waited for keying_ are read
+  // here: the call log's next segment names them.
   std::vector<std::optional<Hash128>> keys(taken.size());
   for (size_t i = 0; i < taken.size(); ++i)
     if (!taken[i].keyed) keys[i] = readKey(taken[i], file_, buf);
