@@ -366,6 +366,42 @@ def machine():
     }
 
 
+# A thread that only computes (no memory traffic), for sibling_load.
+BURN = "import time\nend = time.time() + 60\nwhile time.time() < end:\n    pass\n"
+
+
+def pinned(cpu):
+    return lambda: os.sched_setaffinity(0, {cpu})
+
+
+def sibling_load(E, reps, model_args):
+    """The physical limit beside a one-threaded app: how much one busy thread on another CPU slows
+    the app's own thread (calls-20k's network construction, that thread's CPU time; the app on CPU 0,
+    a pure-ALU loop on CPU 1). Where the two CPUs share a core, each second the capture's threads
+    run costs the app's thread a share of one, whatever they do."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return None
+    cmd = [E.python, str(MODEL)] + model_args + ["--no-build"]
+    quiet, loaded = [], []
+    for _ in range(reps):
+        quiet.append(
+            last_json(
+                subprocess.run(cmd, env=E.env, capture_output=True, text=True, preexec_fn=pinned(cpus[0])).stdout
+            )["network_cpu_s"]
+        )
+        burner = subprocess.Popen([E.python, "-c", BURN], preexec_fn=pinned(cpus[1]))
+        try:
+            time.sleep(0.1)
+            p = subprocess.run(cmd, env=E.env, capture_output=True, text=True, preexec_fn=pinned(cpus[0]))
+            loaded.append(last_json(p.stdout)["network_cpu_s"])
+        finally:
+            burner.kill()
+            burner.wait()
+    q, l = statistics.median(quiet), statistics.median(loaded)
+    return {"quiet_cpu_s": q, "loaded_cpu_s": l, "ratio": l / q, "runs": reps, "model": " ".join(model_args)}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -407,6 +443,10 @@ def main():
         f"disk write: {out['disk_write']['bytes_per_s'] / 1e6:.0f} MB/s; "
         f"page cache write: {out['cache_write']['bytes_per_s'] / 1e6:.0f} MB/s"
     )
+
+    out["sibling_load"] = sibling_load(E, 1, TINY) if a.smoke else sibling_load(E, max(reps, 5), FULL[0][1])
+    if out["sibling_load"]:
+        log(f"sibling load: a busy CPU beside the app slows its thread {out['sibling_load']['ratio']:.3f}x")
 
     conv = convert_available(E)
     out["convert_available"] = conv

@@ -467,12 +467,20 @@ def render_targets(e2e, rows, memcpy):
         every = max(models, key=capture_ratio)
         q_every = capture_ratio(every)
         if q <= 1.05 < q_every:  # the weight-heavy models are met: what is left is on the app's thread
+            sib = e2e.get("sibling_load")
             limit = (
                 f"{every['name']}: what the capture adds is on the app's thread while it builds the network "
                 f"(network_s {med([x['network_s'] for x in every['runs']['ours']]):.3f} s under the capture, "
-                f"{med([x['network_s'] for x in every['runs']['alone']]):.3f} s alone: each call's encoding, each "
-                "object's registration and each weight's samples, beside the workers on 2 cores), and at the network's "
-                "deletion (its objects freed) and the close (the last segment compressed)"
+                f"{med([x['network_s'] for x in every['runs']['alone']]):.3f} s alone: each call's draft, each "
+                "object's registration and each weight's samples), at the network's deletion (its objects freed) "
+                "and the close (the last batch encoded, the last segment compressed)"
+                + (
+                    f"; the physical limit: this machine's {cores} CPUs are not independent (a busy loop with no "
+                    f"memory traffic on another CPU slows the app's thread {sib['ratio']:.2f}×: sibling_load, "
+                    "bench/e2e.py), so the time of the workers and of the call log's thread beside the app costs it too"
+                    if sib
+                    else ""
+                )
             )
         row(
             "our capture ≤ 1.05× the app alone (no engine build), every model (net of the spread of the app's "

@@ -133,9 +133,12 @@ static void keepUnclosed(std::unique_ptr<Writer> w) {
 }
 
 Writer* Session::writer() {
+  if (Writer* w = live_.load(std::memory_order_acquire)) return w;  // every recorded call asks: no lock
   std::lock_guard<std::mutex> lk(mu_);
   if (!opened_ && !disabled_) open();
-  return disabled_ || closed_ ? nullptr : writer_.get();
+  Writer* w = disabled_ || closed_ ? nullptr : writer_.get();
+  live_.store(w, std::memory_order_release);
+  return w;
 }
 
 void Session::disable(const char* why) noexcept {
@@ -144,6 +147,7 @@ void Session::disable(const char* why) noexcept {
     std::lock_guard<std::mutex> lk(mu_);
     if (disabled_) return;
     disabled_ = true;
+    live_.store(nullptr);
     w = writer_.get();
     std::fprintf(stderr, "trtrace: capture disabled: %s\n", why);
   }
@@ -193,6 +197,7 @@ void Session::close() noexcept {
     std::lock_guard<std::mutex> lk(mu_);
     if (closed_) return;
     closed_ = true;
+    live_.store(nullptr);
     w = std::move(writer_);
     failed = disabled_;
   }
@@ -247,6 +252,7 @@ void Session::forkedChild() {
   // leave it untouched (leaked on purpose) and let the child write its own file. A lock another
   // thread held at the fork stays held in the child: each is made anew.
   new (&mu_) std::mutex();
+  live_.store(nullptr);
   objects_.afterFork();
   weights_.afterFork();
   live::ownedByThisProcess();
@@ -258,6 +264,7 @@ void Session::forkedChild() {
 }
 
 void Session::reopenable() {
+  live_.store(nullptr);
   if (opened_) {
     config_.outputFile = baseTrace_;
     config_.outputJson = baseJson_;

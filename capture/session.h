@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 #include <exception>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -103,7 +104,8 @@ class Session {
   std::mutex mu_;
   JsonOutput json_;  // fed by writer_ (Writer::onCall): declared before it
   std::unique_ptr<Writer> writer_;
-  Finishers finishers_;  // weights left to write at a drain point, written off the app's clock
+  std::atomic<Writer*> live_{nullptr};  // writer_ while capture is on (writer()'s answer), else null
+  Finishers finishers_;                 // weights left to write at a drain point, written off the app's clock
   bool opened_ = false, disabled_ = false, closed_ = false;
   std::string path_;
   std::string baseTrace_, baseJson_;  // the configured names, before a suffix made them free

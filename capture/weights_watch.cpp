@@ -8,6 +8,7 @@
 // build and hands the library what it read at capture.
 #include <map>
 #include <mutex>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -55,10 +56,16 @@ const Binding* bindingOf(uint32_t api) {
   return nullptr;
 }
 
-// (layer, setter) -> the weights it holds, per network: what the library reads at the build.
+// (layer, setter) -> the weights it holds, per network: what the library reads at the build. Kept
+// as the bindings came, one append each (a call's cost stays flat): a later binding of a slot
+// replaces an earlier one, and one not watched (random or empty weights) leaves nothing to compare.
 using Slot = std::pair<Object*, uint32_t>;
+struct Bound {
+  Slot slot;
+  PassedWeights w;
+};
 std::mutex gMu;
-std::map<uint32_t, std::map<Slot, PassedWeights>> gHeld;
+std::unordered_map<uint32_t, std::vector<Bound>> gHeld;
 
 struct Changed {
   Slot slot;
@@ -80,7 +87,10 @@ std::vector<Changed> changedWeights(uint32_t network) {
     std::lock_guard g(gMu);
     auto it = gHeld.find(network);
     if (it == gHeld.end()) return {};
-    for (const auto& [slot, w] : it->second) all.push_back({slot, w});
+    std::map<Slot, const PassedWeights*> last;  // each slot's latest binding, in slot order
+    for (const Bound& b : it->second) last[b.slot] = &b.w;
+    for (const auto& [slot, w] : last)
+      if (w->watched) all.push_back({slot, *w});
   }
   std::vector<Changed> changed;
   for (Changed& c : all) {  // read outside the lock: a model's weights take a while
@@ -100,12 +110,8 @@ void weightsBound(uint32_t api, Object* self, Object* created, std::span<const P
   try {
     std::lock_guard g(gMu);
     auto& held = gHeld[layer->network];
-    for (size_t i = 0; i < passed.size() && i < std::size(b->setters) && b->setters[i]; ++i) {
-      if (passed[i].watched)
-        held[{layer, b->setters[i]}] = passed[i];
-      else
-        held.erase({layer, b->setters[i]});  // random or empty: no bytes recorded to compare
-    }
+    for (size_t i = 0; i < passed.size() && i < std::size(b->setters) && b->setters[i]; ++i)
+      held.push_back({{layer, b->setters[i]}, passed[i]});
   } catch (...) {
     // Out of memory: this weight is not watched (the capture records the bytes of the call).
   }

@@ -23,8 +23,9 @@ captured of one network, each judged against what the application itself did.
 
 An engine that differs from the app's is judged by the builds around it: where the app's second
 builds or the player's rebuilds vary, or the derived step itself, run again, gives the app's engine
-(RERUNS times at most), the library built one of its several engines ("differs"); a step that
-never gives the app's engine while every other build does is a defect ("engine-differs").
+(RERUNS times at most; export's build.py at each of the player's heap layouts, HEAP_SHIFTS), the
+library built one of its several engines ("differs"); a step that never gives the app's engine
+while every other build does is a defect ("engine-differs").
 
 Each check returns {"outcome", "reason"}; OK_OUTCOMES[tool] are not defects. "timeout" and "crash"
 name a tool step that ran past its time or died by a signal (both defects) except for reduce,
@@ -44,6 +45,10 @@ ROOT = HERE.parents[1]
 EXPORT_MD = ROOT / "docs" / "export.md"
 TOOLS = ("export", "strip", "extract", "diff", "api", "reduce")
 RERUNS = 3  # a derived step whose engine differs is run again this many times at most (rerun_nondeterminism)
+# Bytes build.py keeps before it builds, one size per rerun: the heap layouts the player's own
+# rebuilds try (`--heap-shift`, replay/recheck.cpp: small blocks, and large ones that move the brk
+# heap), so that export's engine is judged at as many layouts as the player's.
+HEAP_SHIFTS = (24, 64 << 10, 40, 16 << 10, 72, 112 << 10, 104, 40 << 10)
 _COMMON_OK = ("failure-reproduced", "differs", "app-crash")
 OK_OUTCOMES = {
     "export": ("identical", "cannot-express-listed") + _COMMON_OK,
@@ -119,7 +124,7 @@ class ToolChecks:
         """Engines that count as the app's own (alone and under our shim)."""
         return [b for b in (read(self.work / "app.engine"), read(self.work / "ours-app.engine")) if b is not None]
 
-    def judge_engine(self, engine, what, step, rerun=None):
+    def judge_engine(self, engine, what, step, rerun=None, reruns=RERUNS):
         """identical / differs (the library's nondeterminism confirmed) / engine-differs. `rerun(i)`,
         when given, makes the same engine again in a new process (output path i: another length,
         so another heap layout) and returns its path: see rerun_nondeterminism."""
@@ -132,7 +137,9 @@ class ToolChecks:
         if got in self.references():
             return {"outcome": "identical"}
         why = (
-            self.net.confirm_nondeterminism() or self.replay_nondeterminism() or self.rerun_nondeterminism(what, rerun)
+            self.net.confirm_nondeterminism()
+            or self.replay_nondeterminism()
+            or self.rerun_nondeterminism(what, rerun, reruns)
         )
         if why:
             return {"outcome": "differs", "reason": why}
@@ -141,16 +148,17 @@ class ToolChecks:
             "reason": f"{what}'s engine != the app's; the app's second builds and the player's rebuilds identical",
         }
 
-    def rerun_nondeterminism(self, what, rerun):
-        """A reason when the step, run again, gives the app's engine: its first engine was then one
-        of the several the library builds for this network, whose other builds (the app's second
-        ones, the player's) happened to agree. A step that never gives the app's engine is a defect."""
+    def rerun_nondeterminism(self, what, rerun, times=RERUNS):
+        """A reason when the step, run again (`times` at most), gives the app's engine: its first
+        engine was then one of the several the library builds for this network, whose other builds
+        (the app's second ones, the player's) happened to agree. A step that never gives the app's
+        engine is a defect."""
         if rerun is None:
             return None
-        for i in range(RERUNS):
+        for i in range(times):
             again = rerun(i)
             if again is not None and read(again) in self.references():
-                return f"{what} run again ({i + 1} of {RERUNS}): the app's engine (library nondeterminism)"
+                return f"{what} run again ({i + 1} of {times}): the app's engine (library nondeterminism)"
         return None
 
     def replay_nondeterminism(self):
@@ -241,12 +249,17 @@ class ToolChecks:
         if isinstance(n, dict):
             return n
 
-        def rerun(i):
+        def rerun(i):  # at another heap layout: HEAP_SHIFTS[i] bytes kept before build.py runs
             again = self.work / f"py-again{'x' * (i * 37 + 1)}.engine"
-            ok = self.net.tool(self.net.python, out / "build.py", "--out", again).rc == 0
+            script = str(out / "build.py")
+            code = (
+                f"import runpy, sys\nkept = bytearray({HEAP_SHIFTS[i]})\n"
+                f"sys.argv = [{script!r}, '--out', {str(again)!r}]\nrunpy.run_path({script!r}, run_name='__main__')\n"
+            )
+            ok = self.net.tool(self.net.python, "-c", code).rc == 0
             return engines(again, n)[0] if ok else None
 
-        return self.judge_engine(engines(engine, n)[0], "build.py", run, rerun)
+        return self.judge_engine(engines(engine, n)[0], "build.py", run, rerun, len(HEAP_SHIFTS))
 
     def strip(self):
         stripped = self.work / "stripped.trtrace"

@@ -316,3 +316,57 @@ TEST(Threads, ConcurrentCallsAndBlobs) {
   }
   EXPECT_TRUE(r->verify().ok());
 }
+
+// The batched path: threads append drafts that the call log's thread encodes, segments cut in the
+// middle of a batch, weights keyed off the callers' threads, and build calls flushing in between.
+TEST(Threads, BatchedCallsKeepTheirOrderValuesAndKeys) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  const int kThreads = 4, kCalls = 3000;
+  std::vector<std::vector<std::byte>> data;
+  for (int i = 0; i < 8; ++i) data.push_back(tt::randomBytes(3000 + i, 100 + i));
+  {
+    WriterOptions o;
+    o.path = path;
+    o.workerThreads = 2;
+    o.deferKeys = true;
+    o.flush = FlushPolicy::OnBuild;
+    o.segmentBytes = 16 << 10;
+    auto w = Writer::create(o, tt::header());
+    std::vector<std::thread> ts;
+    for (int t = 0; t < kThreads; ++t)
+      ts.emplace_back([&, t] {
+        for (int i = 0; i < kCalls; ++i) {
+          auto& blob = data[(t + i) % data.size()];
+          const BlobRef ref = w->putBlob(blob.data(), blob.size(), BlobHint::None);
+          const int64_t ints[] = {t, i, -i};
+          const std::string text = "thread " + std::to_string(t) + " call " + std::to_string(i);
+          auto& e = w->beginCall(1, uint64_t(t), uint32_t(t));
+          e.argI64(i).argString(text).argI64Array(ints).argWeightsBlob(0, blob.size(), ref).endCall();
+          if (t == 0 && i % 1000 == 999) w->beginCall(2, 0, 0).buildResult(true, 0, Hash128{}).endCall();
+        }
+      });
+    for (auto& t : ts) t.join();
+    w->close();
+  }
+  auto r = Reader::open(path);
+  EXPECT_EQ(r->callCount(), uint64_t(kThreads * kCalls + 3));
+  EXPECT_GT(r->segmentCount(), 10u);
+  std::vector<int64_t> perThread(kThreads, 0);
+  uint64_t next = 0;
+  r->forEachCall([&](const CallView& c) {
+    EXPECT_EQ(c.seq(), next++);
+    if (c.apiId() != 1) return true;
+    const int t = static_cast<int>(c.networkId());
+    const int64_t i = perThread[t]++;
+    EXPECT_EQ(c.arg(0).asI64(), i);  // per-thread order preserved
+    EXPECT_EQ(c.arg(1).asString(), "thread " + std::to_string(t) + " call " + std::to_string(i));
+    const auto ints = c.arg(2).ints();
+    EXPECT_TRUE(ints.size() == 3 && ints[0] == t && ints[1] == i && ints[2] == -i);
+    auto& blob = data[(t + i) % data.size()];
+    EXPECT_EQ(c.arg(3).blob(), (BlobRef{hash128(blob.data(), blob.size()), blob.size()}));  // content keys
+    return true;
+  });
+  EXPECT_EQ(next, uint64_t(kThreads * kCalls + 3));
+  EXPECT_TRUE(r->verify().ok());
+}

@@ -1,109 +1,127 @@
-// Call encoder: CallEncoder's argument/return setters over one FlatBuffer per call, and the pool
-// of encoders (see call_encoder.h).
+// Call encoder: CallEncoder's setters writing a draft, the draft's encoding as a Call FlatBuffer,
+// and the pool of encoders (see call_encoder.h).
 #include "call_encoder.h"
 
 #include "writer_impl.h"
 
 namespace trtrace {
 
+using detail::DraftHead;
+using detail::DraftItem;
+using detail::DraftRole;
 using flatbuffers::Offset;
 
-void CallEncoder::Impl::reset(uint32_t a, uint64_t r, uint32_t n) {
-  b.Clear();
-  args.clear();
-  ret = 0;
-  unsupIface = 0;
-  msg = 0;
-  build = 0;
-  slot = 0;
-  api = a;
-  receiver = r;
-  network = n;
-  status = CallStatus::Ok;
-  synthesized = false;
-  provisional = false;
+namespace {
+constexpr size_t kDraftReserve = 4096;  // a call's draft rarely grows past this: no reallocation per call
+constexpr size_t padded(size_t n) { return (n + 7) & ~size_t(7); }
+}  // namespace
+
+void CallEncoder::Impl::reset(uint32_t api, uint64_t receiver, uint32_t network) {
+  if (draft.capacity() < kDraftReserve) draft.reserve(kDraftReserve);
+  draft.resize(sizeof(DraftHead));
+  DraftHead& h = head();
+  h = DraftHead{};
+  h.api = api;
+  h.receiver = receiver;
+  h.network = network;
 }
 
-Offset<fb::Value> CallEncoder::Impl::value(fb::ValueKind kind, int64_t i, uint64_t u, double f, std::string_view str,
-                                           uint32_t typeId, std::span<const int64_t> ints,
-                                           std::span<const float> floats, std::span<const uint64_t> handles,
-                                           std::span<const std::byte> bytes, uint32_t dtype, uint64_t count,
-                                           const BlobRef* blob, uint64_t seed, uint64_t ptr) {
-  bool isStr = kind == fb::ValueKind::String;
-  auto s = isStr ? b.CreateString(str.data(), str.size()) : Offset<flatbuffers::String>(0);
-  auto iv = ints.empty() && kind != fb::ValueKind::Dims && kind != fb::ValueKind::I64Array
-                ? Offset<flatbuffers::Vector<int64_t>>(0)
-                : b.CreateVector(ints.data(), ints.size());
-  auto fv = kind == fb::ValueKind::F32Array ? b.CreateVector(floats.data(), floats.size())
-                                            : Offset<flatbuffers::Vector<float>>(0);
-  auto hv = kind == fb::ValueKind::HandleArray ? b.CreateVector(handles.data(), handles.size())
-                                               : Offset<flatbuffers::Vector<uint64_t>>(0);
-  auto bv = kind == fb::ValueKind::Bytes || kind == fb::ValueKind::WeightsInline
-                ? b.CreateVector(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())
-                : Offset<flatbuffers::Vector<uint8_t>>(0);
-  provisional = provisional || (blob && provisionalBlob(*blob));
-  return fb::CreateValue(b, kind, i, u, f, s, typeId, iv, fv, hv, bv, dtype, count, blob ? blob->hash.lo : 0,
-                         blob ? blob->hash.hi : 0, blob ? blob->length : 0, seed, ptr);
+void CallEncoder::Impl::item(const DraftItem& it, std::span<const std::byte> payload) {
+  const size_t at = draft.size();
+  draft.resize(at + sizeof(DraftItem) + padded(payload.size()));
+  std::byte* p = draft.data() + at;
+  std::memcpy(p, &it, sizeof it);
+  reinterpret_cast<DraftItem*>(p)->payload = static_cast<uint32_t>(payload.size());
+  if (!payload.empty()) std::memcpy(p + sizeof it, payload.data(), payload.size());
+  if (it.kind == fb::ValueKind::WeightsBlob && provisionalBlob({{it.hashLo, it.hashHi}, it.length}))
+    head().provisional = true;
 }
 
 CallEncoder::CallEncoder(Writer* w) : impl_(std::make_unique<Impl>()) { impl_->w = w->impl_.get(); }
 CallEncoder::~CallEncoder() = default;
 
+namespace {
+std::span<const std::byte> text(std::string_view s) { return std::as_bytes(std::span<const char>(s)); }
+DraftItem weights(fb::ValueKind k, uint32_t dtype, uint64_t count, uint64_t ptr, const BlobRef& blob = {},
+                  uint64_t seed = 0) {
+  return {.kind = k,
+          .dtype = dtype,
+          .count = count,
+          .hashLo = blob.hash.lo,
+          .hashHi = blob.hash.hi,
+          .length = blob.length,
+          .seed = seed,
+          .ptr = ptr};
+}
+}  // namespace
+
 using VK = fb::ValueKind;
-#define TRT_VALUE_PAIR(NAME, PARAMS, ...)             \
-  CallEncoder& CallEncoder::arg##NAME PARAMS {        \
-    impl_->args.push_back(impl_->value(__VA_ARGS__)); \
-    return *this;                                     \
-  }                                                   \
-  CallEncoder& CallEncoder::ret##NAME PARAMS {        \
-    impl_->ret = impl_->value(__VA_ARGS__);           \
-    return *this;                                     \
+// Each value setter, as an argument and as the result: ITEM is the DraftItem (role set by the
+// pair), PAYLOAD its bytes.
+#define TRT_VALUE_PAIR(NAME, PARAMS, ITEM, PAYLOAD) \
+  CallEncoder& CallEncoder::arg##NAME PARAMS {      \
+    DraftItem it ITEM;                              \
+    impl_->item(it, PAYLOAD);                       \
+    return *this;                                   \
+  }                                                 \
+  CallEncoder& CallEncoder::ret##NAME PARAMS {      \
+    DraftItem it ITEM;                              \
+    it.role = DraftRole::Ret;                       \
+    impl_->item(it, PAYLOAD);                       \
+    return *this;                                   \
   }
-TRT_VALUE_PAIR(Null, (), VK::Null)
-TRT_VALUE_PAIR(Bool, (bool v), VK::Bool, v ? 1 : 0)
-TRT_VALUE_PAIR(I64, (int64_t v), VK::I64, v)
-TRT_VALUE_PAIR(U64, (uint64_t v), VK::U64, 0, v)
-TRT_VALUE_PAIR(F32, (float v), VK::F32, 0, 0, double(v))
-TRT_VALUE_PAIR(F64, (double v), VK::F64, 0, 0, v)
-TRT_VALUE_PAIR(String, (std::string_view v), VK::String, 0, 0, 0, v)
-TRT_VALUE_PAIR(Enum, (uint32_t typeId, int64_t value), VK::Enum, value, 0, 0, {}, typeId)
-TRT_VALUE_PAIR(Dims, (std::span<const int64_t> d), VK::Dims, 0, 0, 0, {}, 0, d)
-TRT_VALUE_PAIR(Handle, (uint64_t h, uint32_t typeId), VK::Handle, 0, h, 0, {}, typeId)
-TRT_VALUE_PAIR(HandleArray, (std::span<const uint64_t> h), VK::HandleArray, 0, 0, 0, {}, 0, {}, {}, h)
-TRT_VALUE_PAIR(I64Array, (std::span<const int64_t> v), VK::I64Array, 0, 0, 0, {}, 0, v)
-TRT_VALUE_PAIR(F32Array, (std::span<const float> v), VK::F32Array, 0, 0, 0, {}, 0, {}, v)
-TRT_VALUE_PAIR(Bytes, (std::span<const std::byte> v), VK::Bytes, 0, 0, 0, {}, 0, {}, {}, {}, v)
+#define NONE std::span<const std::byte>()
+TRT_VALUE_PAIR(Null, (), {.kind = VK::Null}, NONE)
+TRT_VALUE_PAIR(Bool, (bool v), ({.kind = VK::Bool, .i = v ? 1 : 0}), NONE)
+TRT_VALUE_PAIR(I64, (int64_t v), ({.kind = VK::I64, .i = v}), NONE)
+TRT_VALUE_PAIR(U64, (uint64_t v), ({.kind = VK::U64, .u = v}), NONE)
+TRT_VALUE_PAIR(F32, (float v), ({.kind = VK::F32, .f = double(v)}), NONE)
+TRT_VALUE_PAIR(F64, (double v), ({.kind = VK::F64, .f = v}), NONE)
+TRT_VALUE_PAIR(String, (std::string_view v), {.kind = VK::String}, text(v))
+TRT_VALUE_PAIR(Enum, (uint32_t typeId, int64_t value), ({.kind = VK::Enum, .typeId = typeId, .i = value}), NONE)
+TRT_VALUE_PAIR(Dims, (std::span<const int64_t> d), {.kind = VK::Dims}, std::as_bytes(d))
+TRT_VALUE_PAIR(Handle, (uint64_t h, uint32_t typeId), ({.kind = VK::Handle, .typeId = typeId, .u = h}), NONE)
+TRT_VALUE_PAIR(HandleArray, (std::span<const uint64_t> h), {.kind = VK::HandleArray}, std::as_bytes(h))
+TRT_VALUE_PAIR(I64Array, (std::span<const int64_t> v), {.kind = VK::I64Array}, std::as_bytes(v))
+TRT_VALUE_PAIR(F32Array, (std::span<const float> v), {.kind = VK::F32Array}, std::as_bytes(v))
+TRT_VALUE_PAIR(Bytes, (std::span<const std::byte> v), {.kind = VK::Bytes}, v)
 TRT_VALUE_PAIR(WeightsInline, (uint32_t dtype, uint64_t count, std::span<const std::byte> bytes, uint64_t ptr),
-               VK::WeightsInline, 0, 0, 0, {}, 0, {}, {}, {}, bytes, dtype, count, nullptr, 0, ptr)
-TRT_VALUE_PAIR(WeightsBlob, (uint32_t dtype, uint64_t count, const BlobRef& blob, uint64_t ptr), VK::WeightsBlob, 0, 0,
-               0, {}, 0, {}, {}, {}, {}, dtype, count, &blob, 0, ptr)
-TRT_VALUE_PAIR(WeightsRandom, (uint32_t dtype, uint64_t count, uint64_t seed, uint64_t ptr), VK::WeightsRandom, 0, 0, 0,
-               {}, 0, {}, {}, {}, {}, dtype, count, nullptr, seed, ptr)
+               (weights(VK::WeightsInline, dtype, count, ptr)), bytes)
+TRT_VALUE_PAIR(WeightsBlob, (uint32_t dtype, uint64_t count, const BlobRef& blob, uint64_t ptr),
+               (weights(VK::WeightsBlob, dtype, count, ptr, blob)), NONE)
+TRT_VALUE_PAIR(WeightsRandom, (uint32_t dtype, uint64_t count, uint64_t seed, uint64_t ptr),
+               (weights(VK::WeightsRandom, dtype, count, ptr, {}, seed)), NONE)
+#undef NONE
 #undef TRT_VALUE_PAIR
+
 CallEncoder& CallEncoder::status(CallStatus s) {
-  impl_->status = s;
+  impl_->head().status = s;
   return *this;
 }
 CallEncoder& CallEncoder::unsupported(std::string_view iface, uint32_t slot) {
-  impl_->status = CallStatus::Unsupported;
-  impl_->unsupIface = impl_->b.CreateString(iface.data(), iface.size());
-  impl_->slot = slot;
+  impl_->head().status = CallStatus::Unsupported;
+  impl_->head().slot = slot;
+  impl_->item({.role = DraftRole::Unsupported}, text(iface));
   return *this;
 }
-CallEncoder& CallEncoder::message(std::string_view text) {
-  impl_->msg = impl_->b.CreateString(text.data(), text.size());
+CallEncoder& CallEncoder::message(std::string_view s) {
+  impl_->item({.role = DraftRole::Message}, text(s));
   return *this;
 }
 CallEncoder& CallEncoder::synthesized() {
-  impl_->synthesized = true;
+  impl_->head().synthesized = true;
   return *this;
 }
 CallEncoder& CallEncoder::buildResult(bool ok, uint64_t engineSize, const Hash128& h,
                                       std::span<const std::string> errors) {
-  auto& b = impl_->b;
-  std::vector<Offset<flatbuffers::String>> errs;
-  for (auto& e : errors) errs.push_back(b.CreateString(e));
-  impl_->build = fb::CreateBuildResult(b, ok, engineSize, h.lo, h.hi, b.CreateVector(errs));
+  impl_->head().build = true;
+  impl_->item({.role = DraftRole::Build,
+               .i = ok ? 1 : 0,
+               .u = errors.size(),
+               .count = engineSize,
+               .hashLo = h.lo,
+               .hashHi = h.hi});
+  for (const std::string& e : errors) impl_->item({.role = DraftRole::BuildError}, text(e));
   return *this;
 }
 
@@ -118,6 +136,90 @@ uint64_t CallEncoder::endCall() {
 }
 
 namespace detail {
+namespace {
+
+// Reads a draft's items in order and builds its FlatBuffer as the setters once built it directly.
+class DraftEncoder {
+ public:
+  DraftEncoder(const std::byte* draft, flatbuffers::FlatBufferBuilder& b)
+      : b_(b), at_(draft + sizeof(DraftHead)), end_(draft + head(draft).bytes) {}
+  static const DraftHead& head(const std::byte* d) { return *reinterpret_cast<const DraftHead*>(d); }
+
+  void run(const DraftHead& h) {
+    while (at_ < end_) {
+      const DraftItem& it = next();
+      switch (it.role) {
+        case DraftRole::Arg: args_.push_back(value(it)); break;
+        case DraftRole::Ret: ret_ = value(it); break;
+        case DraftRole::Unsupported: unsup_ = string(); break;
+        case DraftRole::Message: msg_ = string(); break;
+        case DraftRole::Build: build_ = buildResult(it); break;
+        case DraftRole::BuildError: break;  // read with its Build item
+      }
+    }
+    auto args = b_.CreateVector(args_);
+    b_.Finish(fb::CreateCall(b_, h.seq, h.thread, h.network, h.api, h.receiver, args, ret_,
+                             static_cast<fb::CallStatus>(h.status), unsup_, h.slot, build_, msg_, h.synthesized));
+  }
+
+ private:
+  const DraftItem& next() {
+    item_ = reinterpret_cast<const DraftItem*>(at_);
+    payload_ = at_ + sizeof(DraftItem);
+    at_ = payload_ + padded(item_->payload);
+    return *item_;
+  }
+  template <class T>
+  std::span<const T> elements() const {
+    return {reinterpret_cast<const T*>(payload_), item_->payload / sizeof(T)};
+  }
+  Offset<flatbuffers::String> string() {
+    return b_.CreateString(reinterpret_cast<const char*>(payload_), item_->payload);
+  }
+
+  // One Value; its vectors first, in schema field order, as fb::CreateValue's callers build them.
+  Offset<fb::Value> value(const DraftItem& it) {
+    const bool ints = it.kind == VK::Dims || it.kind == VK::I64Array;
+    auto s = it.kind == VK::String ? string() : Offset<flatbuffers::String>(0);
+    auto iv = ints ? b_.CreateVector(elements<int64_t>().data(), elements<int64_t>().size())
+                   : Offset<flatbuffers::Vector<int64_t>>(0);
+    auto fv = it.kind == VK::F32Array ? b_.CreateVector(elements<float>().data(), elements<float>().size())
+                                      : Offset<flatbuffers::Vector<float>>(0);
+    auto hv = it.kind == VK::HandleArray ? b_.CreateVector(elements<uint64_t>().data(), elements<uint64_t>().size())
+                                         : Offset<flatbuffers::Vector<uint64_t>>(0);
+    auto bv = it.kind == VK::Bytes || it.kind == VK::WeightsInline
+                  ? b_.CreateVector(reinterpret_cast<const uint8_t*>(payload_), it.payload)
+                  : Offset<flatbuffers::Vector<uint8_t>>(0);
+    return fb::CreateValue(b_, it.kind, it.i, it.u, it.f, s, it.typeId, iv, fv, hv, bv, it.dtype, it.count, it.hashLo,
+                           it.hashHi, it.length, it.seed, it.ptr);
+  }
+
+  Offset<fb::BuildResult> buildResult(const DraftItem& it) {
+    std::vector<Offset<flatbuffers::String>> errs;
+    for (uint64_t k = 0; k < it.u && at_ < end_; ++k) {
+      next();
+      errs.push_back(string());
+    }
+    return fb::CreateBuildResult(b_, it.i != 0, it.count, it.hashLo, it.hashHi, b_.CreateVector(errs));
+  }
+
+  flatbuffers::FlatBufferBuilder& b_;
+  const std::byte* at_;
+  const std::byte* end_;
+  const DraftItem* item_ = nullptr;
+  const std::byte* payload_ = nullptr;
+  std::vector<Offset<fb::Value>> args_;
+  Offset<fb::Value> ret_{0};
+  Offset<flatbuffers::String> unsup_{0}, msg_{0};
+  Offset<fb::BuildResult> build_{0};
+};
+
+}  // namespace
+
+void encodeCall(const std::byte* draft, flatbuffers::FlatBufferBuilder& b) {
+  b.Clear();
+  DraftEncoder(draft, b).run(DraftEncoder::head(draft));
+}
 
 CallEncoder& EncoderPool::take(Writer* w) {
   std::lock_guard g(mu_);

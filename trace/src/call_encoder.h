@@ -1,6 +1,10 @@
-// Call encoder: one call record being built (CallEncoder::Impl, its own FlatBuffer) and the pool
-// the writer hands encoders out of. The call log (call_log.h) appends a finished one to its segment.
+// Call encoder: one call as its thread records it, a draft (CallEncoder::Impl), and the pool the
+// writer hands encoders out of. A draft is a few plain structs and copied bytes: the recording
+// thread (the application's, in a capture) does no FlatBuffers work. The call log (call_log.h)
+// appends finished drafts to a batch, and encodes each into its FlatBuffer (encodeCall) on its own
+// thread. Drafts live in memory only; nothing of their layout reaches a file.
 #pragma once
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -11,29 +15,60 @@
 #include "trtrace/writer.h"
 
 namespace trtrace {
+namespace detail {
+
+// What an item of a draft sets: a value of the call (argument, result) or one of its other fields.
+enum class DraftRole : uint8_t { Arg, Ret, Unsupported, Message, Build, BuildError };
+
+// A draft's first bytes. `bytes`, `seq` and `thread` are filled in when the call ends (CallLog::append).
+struct DraftHead {
+  uint32_t bytes = 0;  // the whole draft, this head included (a multiple of 8)
+  uint32_t api = 0;
+  uint64_t receiver = 0;
+  uint64_t seq = 0;
+  uint64_t thread = 0;
+  uint32_t network = 0;
+  uint32_t slot = 0;  // Unsupported: the vtable slot
+  CallStatus status = CallStatus::Ok;
+  bool synthesized = false;
+  bool provisional = false;  // holds a blob under a provisional key (WriterOptions::deferKeys)
+  bool build = false;        // holds a build result (a flush point under FlushPolicy::OnBuild)
+};
+
+// One item: fb::Value's scalar fields, then `payload` bytes (padded to 8): the String's characters,
+// the Dims/I64Array's or the HandleArray's 8-byte elements, the F32Array's floats, the Bytes. A
+// Build item keeps ok in `i`, the engine's size in `count`, its hash in hashLo/hashHi and the number
+// of BuildError items after it in `u`; Unsupported and Message items hold their text as payload.
+struct DraftItem {
+  DraftRole role = DraftRole::Arg;
+  fb::ValueKind kind = fb::ValueKind::Null;
+  uint32_t payload = 0;
+  uint32_t typeId = 0, dtype = 0;
+  int64_t i = 0;
+  uint64_t u = 0;
+  double f = 0;
+  uint64_t count = 0, hashLo = 0, hashHi = 0, length = 0, seed = 0, ptr = 0;
+};
+
+// `draft` (one whole draft, its head filled in) encoded as a finished Call FlatBuffer in `b`
+// (cleared first). Items are encoded in the order they were set, so the bytes are those the
+// same calls made on a FlatBufferBuilder directly would give.
+void encodeCall(const std::byte* draft, flatbuffers::FlatBufferBuilder& b);
+
+}  // namespace detail
 
 struct CallEncoder::Impl {
   Writer::Impl* w = nullptr;
-  flatbuffers::FlatBufferBuilder b{1024};
-  std::vector<flatbuffers::Offset<fb::Value>> args;
-  flatbuffers::Offset<fb::Value> ret{0};
-  flatbuffers::Offset<flatbuffers::String> unsupIface{0}, msg{0};
-  flatbuffers::Offset<fb::BuildResult> build{0};
-  uint32_t slot = 0, api = 0, network = 0;
-  uint64_t receiver = 0;
-  CallStatus status = CallStatus::Ok;
-  bool synthesized = false;
-  bool provisional =
-      false;  // a weights blob under a provisional key (deferKeys): resolved before its segment is written
+  std::vector<std::byte> draft;  // DraftHead, then each item and its payload
 
-  void reset(uint32_t a, uint64_t r, uint32_t n);
-  // One place that creates a Value; arguments in schema field order (defaults are not stored).
-  flatbuffers::Offset<fb::Value> value(fb::ValueKind kind, int64_t i = 0, uint64_t u = 0, double f = 0,
-                                       std::string_view str = {}, uint32_t typeId = 0,
-                                       std::span<const int64_t> ints = {}, std::span<const float> floats = {},
-                                       std::span<const uint64_t> handles = {}, std::span<const std::byte> bytes = {},
-                                       uint32_t dtype = 0, uint64_t count = 0, const BlobRef* blob = nullptr,
-                                       uint64_t seed = 0, uint64_t ptr = 0);
+  void reset(uint32_t api, uint64_t receiver, uint32_t network);
+  detail::DraftHead& head() { return *reinterpret_cast<detail::DraftHead*>(draft.data()); }
+  // Appends one item and its payload.
+  void item(const detail::DraftItem& it, std::span<const std::byte> payload = {});
+  template <class T>
+  void item(detail::DraftItem it, std::span<const T> elements) {
+    item(it, std::as_bytes(elements));
+  }
 };
 
 namespace detail {

@@ -56,6 +56,7 @@ CallLog::~CallLog() {
 void CallLog::afterForkInChild() {
   new (&mu_) std::mutex();
   new (&bgMu_) std::mutex();
+  new (&descMu_) std::mutex();
   new (&statsMu_) std::mutex();
   new (&bgCv_) std::condition_variable();
   new std::thread(std::move(bgThread_));  // names a thread that does not exist here: never joined
@@ -65,7 +66,7 @@ void CallLog::describe(uint32_t apiId, std::string_view iface, std::string_view 
                        std::span<const std::string_view> argNames) {
   Descriptor d{std::string(iface), std::string(method), {}};
   for (auto a : argNames) d.args.emplace_back(a);
-  std::lock_guard g(mu_);
+  std::lock_guard g(descMu_);
   descriptors_[apiId] = std::move(d);
 }
 
@@ -76,8 +77,170 @@ Writer::Stats CallLog::stats() const {
   return s;
 }
 
-// ---- writing ----------------------------------------------------------------------------------
-uint16_t CallLog::compressLocked(const void* fbuf, uint64_t n, const void*& payload, uint64_t& payloadN) {
+// ---- writing: the appending side --------------------------------------------------------------
+uint64_t CallLog::append(CallEncoder::Impl& e) {
+  uint64_t seq;
+  const bool build = e.head().build;
+  {
+    std::lock_guard g(mu_);
+    if (closed_) throw Error(Error::Kind::Usage, file_.path() + ": endCall after close");
+    seq = nextSeq_++;
+    DraftHead& h = e.head();
+    h.seq = seq;
+    h.thread = osThreadId();
+    h.bytes = static_cast<uint32_t>(e.draft.size());
+    batch_.drafts.insert(batch_.drafts.end(), e.draft.begin(), e.draft.end());
+    calls_.fetch_add(1, std::memory_order_relaxed);
+    if (opt_.onCall) {
+      encodeCall(e.draft.data(), viewB_);
+      opt_.onCall(CallView(flatbuffers::GetRoot<fb::Call>(viewB_.GetBufferPointer())));
+    }
+    // A flushed segment waits for the blobs its calls reference (workers never take mu_), so a
+    // trace cut right after it never holds a call whose weights are missing: here for every-call
+    // flushes (with no workers, as the shim runs FLUSH_AFTER_EVERY_CALL, nothing to wait for), on
+    // the log's own thread for a full segment.
+    if (opt_.flush == FlushPolicy::EveryCall) {
+      blobs_.drain();
+      flushLocked();
+    } else if (batch_.drafts.size() >= kBatchBytes) {
+      handOffLocked();
+    }
+  }
+  if (opt_.flush == FlushPolicy::OnBuild && build) flush(true);
+  return seq;
+}
+
+void CallLog::handOffLocked() {
+  if (batch_.drafts.empty()) return;
+  Batch next;
+  {
+    std::unique_lock l(bgMu_);
+    bgCv_.wait(l, [&] { return bg_.error || bg_.pendingBytes < kMaxPendingBatchBytes; });
+    if (bg_.error) std::rethrow_exception(bg_.error);
+    if (!bg_.idle.empty()) {
+      next = std::move(bg_.idle.back());
+      bg_.idle.pop_back();
+    }
+    batch_.blobTicket = blobs_.ticket();  // every blob its calls reference is queued by now
+    bg_.pendingBytes += batch_.drafts.size();
+    bg_.pending.push_back(std::move(batch_));
+  }
+  batch_ = std::move(next);
+  batch_.drafts.clear();
+  if (batch_.drafts.capacity() < kBatchBytes + (4 << 10)) batch_.drafts.reserve(kBatchBytes + (4 << 10));
+  if (!bgThread_.joinable()) bgThread_ = std::thread([this] { backgroundLoop(); });
+  bgCv_.notify_all();
+}
+
+void CallLog::waitBackgroundLocked() {
+  if (!bgThread_.joinable()) return;
+  std::unique_lock l(bgMu_);
+  bgCv_.wait(l, [&] { return bg_.pending.empty(); });
+  if (bg_.error) std::rethrow_exception(bg_.error);
+}
+
+void CallLog::flushLocked() {
+  waitBackgroundLocked();
+  batch_.blobTicket = blobs_.ticket();
+  encodeBatch(batch_);
+  batch_.drafts.clear();
+  if (!records_.empty()) writeOpenSegment(0);
+}
+
+void CallLog::flush(bool drainFirst) {
+  if (drainFirst) blobs_.drain();  // blobs referenced by the segment are on disk before it
+  std::lock_guard g(mu_);
+  flushLocked();
+}
+
+void CallLog::settle() {
+  std::lock_guard g(mu_);
+  waitBackgroundLocked();
+}
+
+bool CallLog::busyLocked() {
+  std::lock_guard g(bgMu_);
+  return !bg_.pending.empty();
+}
+
+void CallLog::appendSegment(std::span<const std::byte> bytes, std::span<const std::byte> stored, uint16_t storedFlags) {
+  flatbuffers::Verifier v(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  if (!v.VerifyBuffer<fb::Segment>(nullptr))
+    throw Error(Error::Kind::Corrupt, file_.path() + ": appendSegment: not a valid segment");
+  auto* s = flatbuffers::GetRoot<fb::Segment>(bytes.data());
+  uint32_t n = s->calls() ? s->calls()->size() : 0;
+  std::lock_guard g(mu_);
+  waitBackgroundLocked();
+  writeSegment(bytes.data(), bytes.size(), s->first_seq(), n, s->index(), stored, storedFlags);
+  calls_.fetch_add(n, std::memory_order_relaxed);
+}
+
+std::unique_lock<std::mutex> CallLog::seal() {
+  std::unique_lock l(mu_);
+  waitBackgroundLocked();
+  closed_ = true;
+  return l;
+}
+
+// ---- writing: the encoding side ---------------------------------------------------------------
+// The log's thread: encodes each batch in order. The encoding side's state is its own while a
+// batch is pending; every other user waits for it first (waitBackgroundLocked). After a failure
+// nothing more is written: the file keeps its clean prefix.
+void CallLog::backgroundLoop() {
+  std::unique_lock l(bgMu_);
+  for (;;) {
+    bgCv_.wait(l, [&] { return !bg_.pending.empty() || bg_.stop; });
+    if (bg_.pending.empty()) return;
+    Batch& b = bg_.pending.front();  // stays in place while others are queued behind it
+    const bool failed = bg_.error != nullptr;
+    l.unlock();
+    std::exception_ptr error;
+    try {
+      if (!failed) encodeBatch(b);
+    } catch (...) { error = std::current_exception(); }
+    l.lock();
+    if (error && !bg_.error) bg_.error = error;
+    bg_.pendingBytes -= b.drafts.size();
+    if (bg_.idle.size() < 2) bg_.idle.push_back(std::move(b));
+    bg_.pending.pop_front();
+    bgCv_.notify_all();
+  }
+}
+
+void CallLog::encodeBatch(const Batch& batch) {
+  const std::byte* at = batch.drafts.data();
+  const std::byte* end = at + batch.drafts.size();
+  while (at < end) {
+    addCall(at);
+    at += reinterpret_cast<const DraftHead*>(at)->bytes;
+    if (seg_.GetSize() >= opt_.segmentBytes) writeOpenSegment(batch.blobTicket);
+  }
+}
+
+void CallLog::addCall(const std::byte* draft) {
+  const DraftHead& h = *reinterpret_cast<const DraftHead*>(draft);
+  encodeCall(draft, callB_);
+  if (records_.empty()) segFirstSeq_ = h.seq;
+  describeInSegment(h.api);
+  // The call is its own FlatBuffer, nested: 8-byte aligned so its fields stay aligned.
+  seg_.ForceVectorAlignment(callB_.GetSize(), 1, 8);
+  auto bytes = seg_.CreateVector(callB_.GetBufferPointer(), callB_.GetSize());
+  records_.push_back(fb::CreateCallRecord(seg_, bytes));
+  segProvisional_ = segProvisional_ || h.provisional;
+}
+
+// Writes the open segment once the blobs its calls reference are: those queued by `blobTicket`
+// (0: the caller drained them).
+void CallLog::writeOpenSegment(uint64_t blobTicket) {
+  if (blobTicket) blobs_.drainTo(blobTicket);
+  finishSegment();
+  if (segProvisional_) resolveKeys(seg_.GetBufferPointer());
+  writeSegment(seg_.GetBufferPointer(), seg_.GetSize(), segFirstSeq_, static_cast<uint32_t>(records_.size()),
+               segIndex_);
+  nextSegment();
+}
+
+uint16_t CallLog::compress(const void* fbuf, uint64_t n, const void*& payload, uint64_t& payloadN) {
   payload = fbuf;
   payloadN = n;
   if (opt_.logZstdLevel <= 0 || n < kMinCompressSegment || n > F::kMaxSegmentRawSize) return 0;
@@ -99,12 +262,12 @@ uint16_t CallLog::compressLocked(const void* fbuf, uint64_t n, const void*& payl
 }
 
 // Writes one segment FlatBuffer as a block: zstd-compressed (SegmentZstdHeader + frame) when that
-// saves at least minSaving, else raw. Holds mu_ (segOut_, cctx_).
-void CallLog::writeSegmentLocked(const void* fbuf, uint64_t n, uint64_t firstSeq, uint32_t calls, uint32_t index,
-                                 std::span<const std::byte> stored, uint16_t storedFlags) {
+// saves at least minSaving, else raw.
+void CallLog::writeSegment(const void* fbuf, uint64_t n, uint64_t firstSeq, uint32_t calls, uint32_t index,
+                           std::span<const std::byte> stored, uint16_t storedFlags) {
   const void* payload;
   uint64_t payloadN;
-  uint16_t flags = compressLocked(fbuf, n, payload, payloadN);
+  uint16_t flags = compress(fbuf, n, payload, payloadN);
   if (!stored.empty() && stored.size() < payloadN) {
     if (storedFlags & ~F::kKnownSegmentFlags)
       throw Error(Error::Kind::Usage, file_.path() + ": appendSegment: unknown flags");
@@ -122,8 +285,7 @@ void CallLog::writeSegmentLocked(const void* fbuf, uint64_t n, uint64_t firstSeq
   if (flags) stats_.compressedSegments++;
 }
 
-// Finishes the open segment's FlatBuffer in seg_. Holds mu_.
-void CallLog::finishSegmentLocked() {
+void CallLog::finishSegment() {
   auto calls = seg_.CreateVector(records_);
   auto apis = seg_.CreateVector(segApis_);
   seg_.Finish(fb::CreateSegment(seg_, segIndex_, segFirstSeq_, apis, calls));
@@ -150,103 +312,19 @@ void CallLog::resolveKey(fb::Value* v) {
   v->mutate_hash_hi(key->hash.hi);
 }
 
-// Opens the next segment (seg_ keeps its memory). Holds mu_.
-void CallLog::nextSegmentLocked() {
+// Opens the next segment (seg_ keeps its memory).
+void CallLog::nextSegment() {
   segIndex_++;
   segProvisional_ = false;
-  segFirstSeq_ = nextSeq_;
   records_.clear();
   segApis_.clear();
   seg_.Clear();
 }
 
-// Writes the open segment, if it holds calls, after the one the log's thread holds. Holds mu_.
-void CallLog::flushLocked() {
-  waitBackgroundLocked();
-  if (records_.empty()) return;
-  finishSegmentLocked();
-  if (segProvisional_) resolveKeys(seg_.GetBufferPointer());
-  writeSegmentLocked(seg_.GetBufferPointer(), seg_.GetSize(), segFirstSeq_, static_cast<uint32_t>(records_.size()),
-                     segIndex_);
-  nextSegmentLocked();
-}
-
-void CallLog::flushInBackgroundLocked() {
-  if (records_.empty()) return;
-  std::unique_ptr<BackgroundSegment> full;
-  {
-    std::unique_lock l(bgMu_);
-    bgCv_.wait(l, [&] { return bg_.error || bg_.pendingBytes < kMaxPendingSegmentBytes; });
-    if (bg_.error) std::rethrow_exception(bg_.error);
-    if (!bg_.idle.empty()) {
-      full = std::move(bg_.idle.back());
-      bg_.idle.pop_back();
-    }
-  }
-  if (!full) full = std::make_unique<BackgroundSegment>(segmentBuilderBytes(opt_));
-  full->firstSeq = segFirstSeq_;
-  full->index = segIndex_;
-  full->calls = static_cast<uint32_t>(records_.size());
-  full->blobTicket = blobs_.ticket();  // every blob its calls reference is queued by now
-  full->provisional = segProvisional_;
-  finishSegmentLocked();
-  seg_.Swap(full->fb);  // the finished segment goes; seg_ takes an idle (cleared) builder
-  nextSegmentLocked();
-  {
-    std::lock_guard g(bgMu_);
-    bg_.pendingBytes += full->fb.GetSize();
-    bg_.pending.push_back(std::move(full));
-  }
-  if (!bgThread_.joinable()) bgThread_ = std::thread([this] { backgroundLoop(); });
-  bgCv_.notify_all();
-}
-
-void CallLog::waitBackgroundLocked() {
-  if (!bgThread_.joinable()) return;
-  std::unique_lock l(bgMu_);
-  bgCv_.wait(l, [&] { return bg_.pending.empty(); });
-  if (bg_.error) std::rethrow_exception(bg_.error);
-}
-
-// The log's thread: waits for the blobs queued before each segment (its calls reference them),
-// then compresses and appends it. cctx_/segOut_ are its own while a segment is pending; every
-// other writer of segments waits for it first. After a failure nothing more is written: the
-// file keeps its clean prefix.
-void CallLog::backgroundLoop() {
-  std::unique_lock l(bgMu_);
-  for (;;) {
-    bgCv_.wait(l, [&] { return !bg_.pending.empty() || bg_.stop; });
-    if (bg_.pending.empty()) return;
-    BackgroundSegment& s = *bg_.pending.front();  // stays in place while others are queued behind it
-    const bool failed = bg_.error != nullptr;
-    l.unlock();
-    std::exception_ptr error;
-    try {
-      if (!failed) {
-        blobs_.drainTo(s.blobTicket);
-        if (s.provisional) resolveKeys(s.fb.GetBufferPointer());
-        writeSegmentLocked(s.fb.GetBufferPointer(), s.fb.GetSize(), s.firstSeq, s.calls, s.index);
-      }
-    } catch (...) { error = std::current_exception(); }
-    l.lock();
-    if (error && !bg_.error) bg_.error = error;
-    bg_.pendingBytes -= s.fb.GetSize();
-    s.fb.Clear();
-    if (bg_.idle.size() < 2) bg_.idle.push_back(std::move(bg_.pending.front()));
-    bg_.pending.pop_front();
-    bgCv_.notify_all();
-  }
-}
-
-void CallLog::flush(bool drainFirst) {
-  if (drainFirst) blobs_.drain();  // blobs referenced by the segment are on disk before it
-  std::lock_guard g(mu_);
-  flushLocked();
-}
-
-// The descriptor of `api` into the open segment, the first time the id is used. Holds mu_.
-void CallLog::describeLocked(uint32_t api) {
+// The descriptor of `api` into the open segment, the first time the id is used.
+void CallLog::describeInSegment(uint32_t api) {
   if (api < described_.size() && described_[api]) return;
+  std::lock_guard g(descMu_);
   auto d = descriptors_.find(api);
   if (d == descriptors_.end()) return;
   if (api >= described_.size()) described_.resize(api + 1);
@@ -256,60 +334,6 @@ void CallLog::describeLocked(uint32_t api) {
   auto nv = seg_.CreateVector(names);
   segApis_.push_back(
       fb::CreateApiDescriptor(seg_, api, seg_.CreateString(d->second.iface), seg_.CreateString(d->second.method), nv));
-}
-
-uint64_t CallLog::append(CallEncoder::Impl& e) {
-  auto args = e.b.CreateVector(e.args);
-  uint64_t seq;
-  bool flushNow;
-  {
-    std::lock_guard g(mu_);
-    if (closed_) throw Error(Error::Kind::Usage, file_.path() + ": endCall after close");
-    seq = nextSeq_++;
-    e.b.Finish(fb::CreateCall(e.b, seq, osThreadId(), e.network, e.api, e.receiver, args, e.ret,
-                              static_cast<fb::CallStatus>(e.status), e.unsupIface, e.slot, e.build, e.msg,
-                              e.synthesized));
-    describeLocked(e.api);
-    // The call is its own FlatBuffer, nested: 8-byte aligned so its fields stay aligned.
-    seg_.ForceVectorAlignment(e.b.GetSize(), 1, 8);
-    auto bytes = seg_.CreateVector(e.b.GetBufferPointer(), e.b.GetSize());
-    records_.push_back(fb::CreateCallRecord(seg_, bytes));
-    segProvisional_ = segProvisional_ || e.provisional;
-    if (opt_.onCall) opt_.onCall(CallView(flatbuffers::GetRoot<fb::Call>(e.b.GetBufferPointer())));
-    calls_.fetch_add(1, std::memory_order_relaxed);
-    flushNow = opt_.flush == FlushPolicy::EveryCall || seg_.GetSize() >= opt_.segmentBytes;
-    // A flushed segment waits for the blobs its calls reference (workers never take mu_), so a
-    // trace cut right after it never holds a call whose weights are missing: here for every-call
-    // flushes (with no workers, as the shim runs FLUSH_AFTER_EVERY_CALL, nothing to wait for), on
-    // the log's own thread for a full segment.
-    if (flushNow && opt_.flush == FlushPolicy::EveryCall) {
-      blobs_.drain();
-      flushLocked();
-    } else if (flushNow) {
-      flushInBackgroundLocked();
-    }
-  }
-  if (!flushNow && opt_.flush == FlushPolicy::OnBuild && !e.build.IsNull()) flush(true);
-  return seq;
-}
-
-void CallLog::appendSegment(std::span<const std::byte> bytes, std::span<const std::byte> stored, uint16_t storedFlags) {
-  flatbuffers::Verifier v(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-  if (!v.VerifyBuffer<fb::Segment>(nullptr))
-    throw Error(Error::Kind::Corrupt, file_.path() + ": appendSegment: not a valid segment");
-  auto* s = flatbuffers::GetRoot<fb::Segment>(bytes.data());
-  uint32_t n = s->calls() ? s->calls()->size() : 0;
-  std::lock_guard g(mu_);
-  waitBackgroundLocked();
-  writeSegmentLocked(bytes.data(), bytes.size(), s->first_seq(), n, s->index(), stored, storedFlags);
-  calls_.fetch_add(n, std::memory_order_relaxed);
-}
-
-std::unique_lock<std::mutex> CallLog::seal() {
-  std::unique_lock l(mu_);
-  waitBackgroundLocked();
-  closed_ = true;
-  return l;
 }
 
 // ---- reading ----------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
-// Call log: the FlatBuffers segments of call records, both ways. Writing: the open segment (each
-// call its own nested, 8-aligned FlatBuffer, API descriptors written where an id is first used),
-// flushed per FlushPolicy, zstd-compressed when that pays. A segment flushed because it is full is
-// compressed and written by the log's own thread after the blobs queued before it, so the caller's
-// thread (the app's, in a capture) neither runs zstd for it nor waits for the blob workers; every
-// other flush waits for that thread and writes in place. Reading:
+// Call log: the FlatBuffers segments of call records, both ways. Writing: the calls' drafts
+// (call_encoder.h) gathered in batches that the log's own thread encodes into the open segment
+// (each call its own nested, 8-aligned FlatBuffer, API descriptors written where an id is first
+// used); a full segment is zstd-compressed when that pays and written by that thread after the
+// blobs queued before its calls, so the caller's thread (the app's, in a capture) neither encodes,
+// nor runs zstd, nor waits for the blob workers. A flush (FlushPolicy, close) waits for that thread,
+// then encodes the last batch and writes the open segment in place. Reading:
 // inflation of a compressed segment, verification of a segment and of each call record
 // (checkCallRecord), a segment's prefix for salvage.
 #pragma once
@@ -35,12 +36,17 @@ class CallLog {
 
   void describe(uint32_t apiId, std::string_view iface, std::string_view method,
                 std::span<const std::string_view> argNames);
-  // Seq number, append to the open segment, flush per policy (CallEncoder::endCall).
+  // Seq number, the draft appended to the batch, flushed per policy (CallEncoder::endCall).
   uint64_t append(CallEncoder::Impl& e);
   void appendSegment(std::span<const std::byte> segmentFlatBuffer, std::span<const std::byte> stored,
                      uint16_t storedFlags);  // Writer::appendSegment
-  // Writes the open segment (after the blobs it references when drainFirst).
+  // Encodes every call appended and writes the open segment (after the blobs it references when
+  // drainFirst).
   void flush(bool drainFirst);
+  // Returns once the log's thread has encoded and written all it was handed; the calls of the last
+  // batch and the open segment stay in memory (a finisher forked now writes them: Writer::forkFinisher).
+  void settle();
+  bool busyLocked();  // holds mutex(): a batch is with the log's thread
   // No call is appended after this; the returned lock keeps appends out while the file is closed.
   std::unique_lock<std::mutex> seal();
   Writer::Stats stats() const;  // its counters: calls .. compressedSegments (the others 0)
@@ -49,70 +55,88 @@ class CallLog {
   void afterForkInChild();
 
  private:
-  // `stored` (with its block flags): the segment as another trace stores it, kept when smaller.
-  void writeSegmentLocked(const void* fbuf, uint64_t n, uint64_t firstSeq, uint32_t calls, uint32_t index,
-                          std::span<const std::byte> stored = {}, uint16_t storedFlags = 0);
-  // The payload to store for a segment FlatBuffer: segOut_ (compressed) when that pays, else fbuf.
-  uint16_t compressLocked(const void* fbuf, uint64_t n, const void*& payload, uint64_t& payloadN);
-  void flushLocked();
-  // The full open segment to the log's thread (started on first use). Holds mu_.
-  void flushInBackgroundLocked();
-  // Waits until the log's thread has written every pending segment; rethrows its failure. Holds mu_.
+  // A batch of drafts, in seq order, and the blobs their calls reference: all queued by `blobTicket`.
+  struct Batch {
+    std::vector<std::byte> drafts;
+    uint64_t blobTicket = 0;
+  };
+
+  // ---- the appending side (mu_) ----
+  // The batch to the log's thread (started on first use): it waits for room while
+  // kMaxPendingBatchBytes of batches are pending. Holds mu_.
+  void handOffLocked();
+  // Waits until the log's thread has encoded and written every pending batch; rethrows its failure.
   void waitBackgroundLocked();
+  // Encodes the batch on this thread (the log's thread is idle) and writes the open segment.
+  void flushLocked();
+
+  // ---- the encoding side: the log's thread, or a thread holding mu_ while it is idle ----
+  // Each draft encoded into the open segment; a full one is written after its blobs (blobTicket).
+  void encodeBatch(const Batch& batch);
+  void addCall(const std::byte* draft);
+  void writeOpenSegment(uint64_t blobTicket);
   void backgroundLoop();
-  void finishSegmentLocked();
+  // `stored` (with its block flags): the segment as another trace stores it, kept when smaller.
+  void writeSegment(const void* fbuf, uint64_t n, uint64_t firstSeq, uint32_t calls, uint32_t index,
+                    std::span<const std::byte> stored = {}, uint16_t storedFlags = 0);
+  // The payload to store for a segment FlatBuffer: segOut_ (compressed) when that pays, else fbuf.
+  uint16_t compress(const void* fbuf, uint64_t n, const void*& payload, uint64_t& payloadN);
+  void finishSegment();
   // The provisional blob keys (deferKeys) in a finished segment's calls replaced in place by their
   // content keys: each segment is written after its blobs were read (drainTo, drain), so every
   // one is known by then.
   void resolveKeys(uint8_t* segment);
   void resolveKey(fb::Value* v);
-  void nextSegmentLocked();
-  void describeLocked(uint32_t api);
+  void nextSegment();
+  void describeInSegment(uint32_t api);
 
   BlockFile& file_;
   BlobStore& blobs_;
   const WriterOptions& opt_;
+
   std::mutex mu_;
-  ZSTD_CCtx_s* cctx_ = nullptr;    // compresses segments (under mu_)
-  std::vector<std::byte> segOut_;  // SegmentZstdHeader + frame of the segment being written
+  Batch batch_;  // the calls appended since the last handoff
+  uint64_t nextSeq_ = 0;
+  bool closed_ = false;
+  flatbuffers::FlatBufferBuilder viewB_;  // onCall: the call just appended, encoded for its view
+  std::atomic<uint64_t> calls_{0};
+
+  // The encoding side's state, on cache lines of its own: the log's thread writes it while
+  // application threads append.
+  alignas(64) ZSTD_CCtx_s* cctx_ = nullptr;  // compresses segments
+  std::vector<std::byte> segOut_;            // SegmentZstdHeader + frame of the segment being written
+  flatbuffers::FlatBufferBuilder callB_;     // one call's FlatBuffer (encodeCall), then copied into seg_
   // Sized for a full segment at once: growing by doubling would copy it and touch fresh pages at
-  // every step, on the application's thread.
+  // every step.
   flatbuffers::FlatBufferBuilder seg_;
   std::vector<flatbuffers::Offset<fb::CallRecord>> records_;
   std::vector<flatbuffers::Offset<fb::ApiDescriptor>> segApis_;
-  uint64_t nextSeq_ = 0, segFirstSeq_ = 0;
+  uint64_t segFirstSeq_ = 0;
   uint32_t segIndex_ = 0;
   bool segProvisional_ = false;  // the open segment holds a provisional blob key
+  std::vector<bool> described_;  // by API id: its descriptor is in a written or the open segment
   struct Descriptor {
     std::string iface, method;
     std::vector<std::string> args;
   };
+  std::mutex descMu_;
   std::unordered_map<uint32_t, Descriptor> descriptors_;
-  std::vector<bool> described_;  // by API id: its descriptor is in a written or the open segment
-  bool closed_ = false;
   mutable std::mutex statsMu_;
   Writer::Stats stats_;  // only the call-log counters are used (calls: calls_)
-  std::atomic<uint64_t> calls_{0};
 
-  // The log's thread: full segments, each written once the blobs queued before it are (the
-  // application's thread does not wait for them). Bounded: a full segment waits for room while
-  // kMaxPendingSegmentBytes of them are pending.
-  static constexpr uint64_t kMaxPendingSegmentBytes = 16 << 20;
-  struct BackgroundSegment {
-    explicit BackgroundSegment(size_t initialBytes) : fb(initialBytes) {}
-    flatbuffers::FlatBufferBuilder fb;
-    uint64_t firstSeq = 0, blobTicket = 0;  // blobTicket: BlobStore::ticket() when it was full
-    uint32_t calls = 0, index = 0;
-    bool provisional = false;  // holds provisional blob keys, resolved before it is written
-  };
+  // The log's thread: batches, each encoded in order, full segments written once the blobs queued
+  // before their calls are (the appending thread waits for neither). Bounded: a handoff waits
+  // for room while kMaxPendingBatchBytes of batches are pending.
+  static constexpr uint64_t kBatchBytes = 64 << 10;
+  static constexpr uint64_t kMaxPendingBatchBytes = 16 << 20;
   struct Background {
-    std::deque<std::unique_ptr<BackgroundSegment>> pending;  // in order; the front is being written
-    std::vector<std::unique_ptr<BackgroundSegment>> idle;    // written, their builders kept for reuse
+    std::deque<Batch> pending;  // in order; the front is being encoded
+    std::vector<Batch> idle;    // encoded, their buffers kept for reuse
     uint64_t pendingBytes = 0;
     bool stop = false;
-    std::exception_ptr error;  // a write failed: the segments after it are dropped, every later flush fails
+    std::exception_ptr error;  // a write failed: nothing more is written, every later flush fails
   };
-  std::mutex bgMu_;
+  alignas(64) std::mutex bgMu_;
   std::condition_variable bgCv_;
   Background bg_;
   std::thread bgThread_;

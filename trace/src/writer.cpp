@@ -140,10 +140,12 @@ pid_t Writer::forkFinisher(bool closing) {
   for (;;) {
     if (closing) {
       p->blobs.reserveQueued();
-      p->log.flush(true);  // waits for blobs being written (not those reserved)
+      p->blobs.drain();  // the blobs being written (not those reserved)
+      p->log.settle();   // the child encodes and writes the last calls (close)
     }
     std::unique_lock a(p->log.mutex()), b(p->blobs.mutex()), c(p->file.mu);
-    if (closing && p->blobs.busyLocked()) continue;  // another thread queued a blob meanwhile
+    // Another thread queued a blob, or handed the log's thread a batch, meanwhile.
+    if (closing && (p->blobs.busyLocked() || p->log.busyLocked())) continue;
     const pid_t pid = ::fork();
     if (pid > 0) p->blobs.forked();
     if (pid != 0) return pid;

@@ -5,9 +5,10 @@
 // prefix (docs/format.md), whatever the caller does next.
 //
 // Threading: every method may be called from any thread concurrently, except that one CallEncoder
-// is used by one thread between beginCall() and its endCall(). Calls are encoded without a lock
+// is used by one thread between beginCall() and its endCall(). Calls are recorded without a lock
 // (each beginCall hands out its own encoder; nested beginCall on one thread is fine); endCall()
-// takes a short lock to assign the sequence number and append to the current segment.
+// takes a short lock to assign the sequence number and append the call's draft to a batch, which
+// the call log's thread encodes into FlatBuffers segments (a flush encodes the rest in place).
 // putBlob() enqueues blobs ZERO-COPY for the worker threads, which compress and write them; the
 // caller keeps the bytes alive until drainBlobs() returns. It hashes on the caller's thread, unless
 // WriterOptions::deferKeys leaves that to the workers too.
@@ -230,8 +231,9 @@ class Writer {
   // The blobs queued now leave the queue, each given the file range its raw block will fill (the
   // writer's later blocks go after them); returns their bytes. Cheap: nothing is read or written.
   uint64_t reserveQueued();
-  // fork(2) with the writer consistent: its locks are held across the fork, and with `closing` the
-  // open segment is written and no blob is queued or being written first (the child will close).
+  // fork(2) with the writer consistent: its locks are held across the fork, and with `closing` no
+  // blob is queued or being written and the call log's thread is idle first (the child will close:
+  // it encodes and writes the last calls, which the parent leaves to it).
   // Returns the child's pid to the parent (-1: fork failed, errno set), 0 in the child, where the
   // writer has no threads left and is alone: it calls writeReserved, then close() if it closes. The
   // parent must not close the writer after a `closing` fork.
