@@ -57,9 +57,15 @@ class Registry {
     std::vector<T*> owned;
     std::lock_guard<std::mutex> lk(mu_);
     owned.swap(owner->owned);
-    for (T* o : owned) {
-      forgetLocked(o);
-      o->owner = nullptr;
+    // Tens of thousands of objects at a network's deletion, each and its slot a cache miss: the
+    // objects kAhead on, then their slots, are asked for early, so that the misses overlap.
+    constexpr size_t kAhead = 8;
+    const size_t n = owned.size();
+    for (size_t i = 0; i < n; ++i) {
+      if (i + 2 * kAhead < n) __builtin_prefetch(owned[i + 2 * kAhead]);
+      if (i + kAhead < n) byReal_.prefetch(owned[i + kAhead]->real);
+      forgetLocked(owned[i]);
+      owned[i]->owner = nullptr;
     }
     return owned;
   }
