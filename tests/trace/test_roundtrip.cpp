@@ -1,6 +1,7 @@
 // Round trip of every value kind, call fields, descriptors, header; flush policies; threads.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <set>
 #include <thread>
 
@@ -263,6 +264,15 @@ TEST(RoundTrip, SegmentSizeLimitSplitsSegments) {
   EXPECT_EQ(next, 1000u);
 }
 
+namespace {
+// Runs body(0) .. body(n - 1), each on a thread of its own, and waits for them.
+void onThreads(int n, const std::function<void(int)>& body) {
+  std::vector<std::thread> ts;
+  for (int t = 0; t < n; ++t) ts.emplace_back(body, t);
+  for (auto& t : ts) t.join();
+}
+}  // namespace
+
 TEST(Threads, ConcurrentCallsAndBlobs) {
   tt::TempDir d;
   auto path = d.path("t.trace");
@@ -276,19 +286,16 @@ TEST(Threads, ConcurrentCallsAndBlobs) {
     o.flush = FlushPolicy::EveryCall;
     o.queueBytes = 20000;  // small: exercises the blocking path
     auto w = Writer::create(o, tt::header());
-    std::vector<std::thread> ts;
-    for (int t = 0; t < kThreads; ++t)
-      ts.emplace_back([&, t] {
-        for (int i = 0; i < kCalls; ++i) {
-          auto& blob = data[(t + i) % data.size()];
-          BlobRef ref = w->putBlob(blob.data(), blob.size(), BlobHint::None);
-          auto& e = w->beginCall(1, uint64_t(t), uint32_t(t));
-          // A nested call on the same thread while the first is open.
-          if (i % 50 == 0) w->beginCall(2, 0, uint32_t(t)).argI64(i).endCall();
-          e.argI64(i).argWeightsBlob(0, blob.size(), ref).endCall();
-        }
-      });
-    for (auto& t : ts) t.join();
+    onThreads(kThreads, [&](int t) {
+      for (int i = 0; i < kCalls; ++i) {
+        auto& blob = data[(t + i) % data.size()];
+        BlobRef ref = w->putBlob(blob.data(), blob.size(), BlobHint::None);
+        auto& e = w->beginCall(1, uint64_t(t), uint32_t(t));
+        // A nested call on the same thread while the first is open.
+        if (i % 50 == 0) w->beginCall(2, 0, uint32_t(t)).argI64(i).endCall();
+        e.argI64(i).argWeightsBlob(0, blob.size(), ref).endCall();
+      }
+    });
     w->close();
     auto st = w->stats();
     EXPECT_EQ(st.uniqueBlobs, 16u);
@@ -333,20 +340,17 @@ TEST(Threads, BatchedCallsKeepTheirOrderValuesAndKeys) {
     o.flush = FlushPolicy::OnBuild;
     o.segmentBytes = 16 << 10;
     auto w = Writer::create(o, tt::header());
-    std::vector<std::thread> ts;
-    for (int t = 0; t < kThreads; ++t)
-      ts.emplace_back([&, t] {
-        for (int i = 0; i < kCalls; ++i) {
-          auto& blob = data[(t + i) % data.size()];
-          const BlobRef ref = w->putBlob(blob.data(), blob.size(), BlobHint::None);
-          const int64_t ints[] = {t, i, -i};
-          const std::string text = "thread " + std::to_string(t) + " call " + std::to_string(i);
-          auto& e = w->beginCall(1, uint64_t(t), uint32_t(t));
-          e.argI64(i).argString(text).argI64Array(ints).argWeightsBlob(0, blob.size(), ref).endCall();
-          if (t == 0 && i % 1000 == 999) w->beginCall(2, 0, 0).buildResult(true, 0, Hash128{}).endCall();
-        }
-      });
-    for (auto& t : ts) t.join();
+    onThreads(kThreads, [&](int t) {
+      for (int i = 0; i < kCalls; ++i) {
+        auto& blob = data[(t + i) % data.size()];
+        const BlobRef ref = w->putBlob(blob.data(), blob.size(), BlobHint::None);
+        const int64_t ints[] = {t, i, -i};
+        const std::string text = "thread " + std::to_string(t) + " call " + std::to_string(i);
+        auto& e = w->beginCall(1, uint64_t(t), uint32_t(t));
+        e.argI64(i).argString(text).argI64Array(ints).argWeightsBlob(0, blob.size(), ref).endCall();
+        if (t == 0 && i % 1000 == 999) w->beginCall(2, 0, 0).buildResult(true, 0, Hash128{}).endCall();
+      }
+    });
     w->close();
   }
   auto r = Reader::open(path);
