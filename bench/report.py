@@ -669,8 +669,9 @@ def render_targets(e2e, rows, memcpy):
             "JSON → trace conversion of call-heavy captures ≥ 500 MB/s (one parsing thread)",
             ", ".join(f"{n} {x / 1e6:.0f} MB/s" for n, x in conv),
             min(x for _, x in conv) >= 5e8,
-            "per-record work on the parsing thread: each call's FlatBuffers encoding and the id and memo "
-            "lookups (BENCHMARKS.md, Conversion); the wall time also holds the process's start and the BIN",
+            "per-record work on the parsing thread: each record's parse, its call's draft and the id and memo "
+            "lookups (BENCHMARKS.md, Conversion; the FlatBuffers encoding is the call log's thread's); the wall "
+            "time also holds the process's start and the BIN",
         )
     return "\n".join(T)
 

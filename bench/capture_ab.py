@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Two capture shims side by side on one model (BENCHMARKS.md, the call-heavy models): the app alone,
+then under each shim, interleaved run by run so that the VM's drift touches all alike.
+
+    source build/env.sh
+    $TRTRACE_PYTHON bench/capture_ab.py --shim new=build/lib/libtensorrt_shim.so \\
+        --shim old=../old/build/lib/libtensorrt_shim.so --runs 15 -- --blocks 400 --hidden 32 --dtype fp32
+
+Prints, per mode, the medians of wall - gen_s (the model's own weight generation, the same work in
+every mode), its ratio to the app alone, and the network construction thread's CPU time
+(`network_cpu_s`). Arguments after `--` go to bench/models/transformer.py (`--no-build` is added).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+MODEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models", "transformer.py")
+
+
+def run(python, model_args, shim, trace):
+    env = dict(os.environ)
+    if shim:
+        env.update({"LD_PRELOAD": shim, "TRT_SHIM_OUTPUT_FILE": trace})
+    t0 = time.perf_counter()
+    p = subprocess.run([python, MODEL, *model_args, "--no-build"], env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        sys.exit(f"capture_ab: the model exited {p.returncode}: {p.stderr.strip()[-500:]}")
+    app = json.loads([line for line in p.stdout.splitlines() if line.startswith("{")][-1])
+    for name in os.listdir(os.path.dirname(trace)):
+        os.unlink(os.path.join(os.path.dirname(trace), name))
+    return wall - app["gen_s"], app["network_cpu_s"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shim", action="append", default=[], metavar="NAME=PATH", help="a shim to compare (repeat)")
+    ap.add_argument("--runs", type=int, default=11)
+    ap.add_argument("model_args", nargs="*")
+    a = ap.parse_args()
+    modes = [("alone", "")] + [tuple(s.split("=", 1)) for s in a.shim]
+    own, cpu = {m: [] for m, _ in modes}, {m: [] for m, _ in modes}
+    with tempfile.TemporaryDirectory() as work:
+        for _ in range(a.runs):
+            for name, shim in modes:
+                o, c = run(sys.executable, a.model_args, os.path.abspath(shim) if shim else "", f"{work}/t.trtrace")
+                own[name].append(o)
+                cpu[name].append(c)
+    alone = statistics.median(own["alone"])
+    for name, _ in modes:
+        m = statistics.median(own[name])
+        print(
+            f"{name:8s} wall - gen_s {m * 1e3:7.1f} ms  {m / alone:.3f}x alone  "
+            f"network_cpu_s {statistics.median(cpu[name]) * 1e3:6.1f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()
