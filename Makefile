@@ -23,7 +23,7 @@ build: setup
 	@cmake --build $(BUILD) -j$(JOBS)
 
 check: build
-	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS) || { bash $(CURDIR)/tools/failures.sh .; exit 1; }
 
 # The same suite on an AddressSanitizer + UndefinedBehaviorSanitizer build (tests preload the
 # sanitizer runtime into Python apps that load the shim; see tests/conftest.py).
@@ -33,7 +33,7 @@ sanitize: setup
 	@cd $(ASAN_BUILD) && TRTRACE_ASAN_RUNTIME=$$($(CXX) -print-file-name=libasan.so) \
 	  ASAN_OPTIONS=strict_string_checks=1:detect_stack_use_after_return=1 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
-	  UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j$(JOBS)
+	  UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j$(JOBS) || { bash $(CURDIR)/tools/failures.sh .; exit 1; }
 
 fuzz-build: setup
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DTRTRACE_FUZZ=ON >/dev/null

@@ -8,7 +8,8 @@ then under each shim, interleaved run by run so that the VM's drift touches all 
 
 Prints, per mode, the medians of wall - gen_s (the model's own weight generation, the same work in
 every mode), its ratio to the app alone, and the network construction thread's CPU time
-(`network_cpu_s`). Arguments after `--` go to bench/models/transformer.py (`--no-build` is added).
+(`network_cpu_s`). `--env NAME:K=V` sets K=V for one mode's runs only (the same shim twice, with
+and without a setting). Arguments after `--` go to bench/models/transformer.py (`--no-build` is added).
 """
 
 import argparse
@@ -23,8 +24,8 @@ import time
 MODEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models", "transformer.py")
 
 
-def run(python, model_args, shim, trace):
-    env = dict(os.environ)
+def run(python, model_args, shim, trace, extra):
+    env = dict(os.environ, **extra)
     if shim:
         env.update({"LD_PRELOAD": shim, "TRT_SHIM_OUTPUT_FILE": trace})
     t0 = time.perf_counter()
@@ -41,15 +42,30 @@ def run(python, model_args, shim, trace):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shim", action="append", default=[], metavar="NAME=PATH", help="a shim to compare (repeat)")
+    ap.add_argument(
+        "--env", action="append", default=[], metavar="NAME:K=V", help="a setting for one mode's runs (repeat)"
+    )
     ap.add_argument("--runs", type=int, default=11)
     ap.add_argument("model_args", nargs="*")
     a = ap.parse_args()
     modes = [("alone", "")] + [tuple(s.split("=", 1)) for s in a.shim]
+    extra = {m: {} for m, _ in modes}
+    for e in a.env:
+        mode, kv = e.split(":", 1)
+        if mode not in extra or "=" not in kv:
+            sys.exit(f"capture_ab: --env {e}: want NAME:K=V with NAME one of {', '.join(extra)}")
+        extra[mode].update([kv.split("=", 1)])
     own, cpu = {m: [] for m, _ in modes}, {m: [] for m, _ in modes}
     with tempfile.TemporaryDirectory() as work:
         for _ in range(a.runs):
             for name, shim in modes:
-                o, c = run(sys.executable, a.model_args, os.path.abspath(shim) if shim else "", f"{work}/t.trtrace")
+                o, c = run(
+                    sys.executable,
+                    a.model_args,
+                    os.path.abspath(shim) if shim else "",
+                    f"{work}/t.trtrace",
+                    extra[name],
+                )
                 own[name].append(o)
                 cpu[name].append(c)
     alone = statistics.median(own["alone"])
