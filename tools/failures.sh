@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# After a failed ctest run: the failures' own one-line summaries (pytest's "FAILED ..." lines, the
-# first assertion lines, GoogleTest's "[  FAILED  ]"), last, so that a log's tail names the cause.
-# Usage: tools/failures.sh BUILD_DIR. Prints nothing when the run left no log.
+# After a failed ctest run: the failures' own lines, last, so that a log's tail names the cause: the
+# first assertion lines (pytest's "E ", GoogleTest's "Failure"), then each failed test's one-line
+# summary (pytest's "FAILED ...", GoogleTest's "[  FAILED  ]"). Usage: tools/failures.sh BUILD_DIR.
 log="$1/Testing/Temporary/LastTest.log"
 [ -f "$log" ] || exit 0
 echo "---- what failed (from $log) ----"
-grep -aE '^(FAILED |ERROR |E   |\[  FAILED  \]|.*: Failure$)' "$log" | cut -c1-400 | head -n 60
+grep -aE '^(E   |.*: Failure$)' "$log" | cut -c1-300 | head -n 30
+grep -aE '^(FAILED |ERROR |\[  FAILED  \])' "$log" | cut -c1-400 | head -n 30

@@ -18,6 +18,7 @@
 
 #include "test_util.h"
 #include "trtrace/format.h"
+#include "../../trace/src/compression_odds.h"
 
 using namespace trtrace;
 
@@ -93,6 +94,53 @@ TEST(Blobs, CompressionKeptWhenItSaves) {
     EXPECT_TRUE(sameBytes(v, b.ref.hash == hash128(z.data(), z.size()) ? z : f));
   }
   EXPECT_TRUE(r->verify().ok());
+}
+
+// After CompressionOdds::kGiveUpAfter blobs of a kind whose compression was not kept, only every
+// kProbeEvery-th blob of that kind is tried; a kept one starts over (trace/src/compression_odds.h).
+TEST(Blobs, CompressionOddsGiveUpOnAKindAndProbeIt) {
+  using detail::CompressionOdds;
+  CompressionOdds odds;
+  int tried = 0;
+  for (uint32_t i = 0; i < CompressionOdds::kGiveUpAfter; ++i) {
+    ASSERT_TRUE(odds.worthTrying(BlobHint::F32));
+    odds.tried(BlobHint::F32, false);
+  }
+  for (uint32_t i = 0; i < 10 * CompressionOdds::kProbeEvery; ++i)
+    if (odds.worthTrying(BlobHint::F32)) ++tried, odds.tried(BlobHint::F32, false);
+  EXPECT_EQ(tried, 10);
+  EXPECT_TRUE(odds.worthTrying(BlobHint::BF16));  // another kind keeps its own odds
+  odds.tried(BlobHint::F32, true);                // a probe that paid: every blob is tried again
+  EXPECT_TRUE(odds.worthTrying(BlobHint::F32));
+  EXPECT_TRUE(odds.worthTrying(BlobHint::F32));
+}
+
+// Through the writer: 40 incompressible fp32 blobs, then 40 that compress (fp32 with their
+// low mantissa bytes zero). The first are given up
+// on; a probe finds the others, and from there each of them is stored compressed.
+TEST(Blobs, CompressionFoundAgainWhenAKindStartsToCompress) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  {
+    WriterOptions o;
+    o.path = path;
+    o.workerThreads = 0;  // in order, on this thread
+    auto w = Writer::create(o, tt::header());
+    std::vector<std::vector<std::byte>> keep;
+    for (uint64_t i = 0; i < 40; ++i) {
+      keep.push_back(tt::randomBytes(64 << 10, 100 + i));
+      w->putBlob(keep.back().data(), keep.back().size(), BlobHint::F32);
+    }
+    EXPECT_EQ(w->stats().compressedBlobs, 0u);
+    for (uint64_t i = 0; i < 40; ++i) {
+      keep.push_back(tt::floatBytes(16 << 10, 200 + i));
+      for (size_t b = 0; b < keep.back().size(); b += 4) keep.back()[b] = keep.back()[b + 1] = std::byte{0};
+      w->putBlob(keep.back().data(), keep.back().size(), BlobHint::F32);
+    }
+    w->close();
+    EXPECT_GE(w->stats().compressedBlobs, 40u - detail::CompressionOdds::kProbeEvery);
+  }
+  EXPECT_TRUE(Reader::open(path)->verify().ok());
 }
 
 TEST(Blobs, CompressionDroppedWhenItDoesNot) {

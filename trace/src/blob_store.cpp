@@ -620,7 +620,8 @@ const std::byte* BlobStore::nextSource(const Job& j) {
 
 bool BlobStore::writeFrom(const Job& j, Scratch& s) {
   const bool hurry = opt_.rawWhenWaitedOn && waitedOn_.load(std::memory_order_relaxed);
-  if (opt_.zstdLevel > 0 && !hurry && j.bytes >= std::max(kMinCompressBytes, opt_.minCompressBytes))
+  if (opt_.zstdLevel > 0 && !hurry && j.bytes >= std::max(kMinCompressBytes, opt_.minCompressBytes) &&
+      odds_.worthTrying(j.hint))
     return writeCompressed(j, s);
   std::lock_guard g(file_.mu);
   return writeRawLocked(j, s);
@@ -769,6 +770,7 @@ bool BlobStore::writeCompressed(const Job& j, Scratch& s) {
   }
   file_.end = at;  // a streamed attempt that is not kept is overwritten
   if (!intact) return false;
+  odds_.tried(j.hint, keep);
   if (!keep) return writeRawLocked(j, s);
   F::BlobRecord r = recordFor(j, F::BlobEncoding::Zstd, written, dataOffset);
   r.transform = static_cast<uint16_t>(tf);
