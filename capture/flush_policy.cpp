@@ -27,6 +27,9 @@ WriterOptions writerOptions(const Config& c, const std::string& path) {
   o.durable = c.durable;
   o.rawWhenWaitedOn = true;  // the application never waits for zstd (docs/design.md, "Capture cost")
   o.workerThreads = rules.blobsOnCallingThread ? 0 : c.workers;
+  // The workers give way to the application where both want a CPU (docs/design.md, "Capture
+  // cost"); a worker the application waits for (a drain) has the CPU the application left.
+  o.workerNice = 5;
   o.deferKeys = true;  // no weight byte is read on the application's thread at the call (writer.h)
   o.queueBytes = c.queueMiB > 0 ? static_cast<uint64_t>(c.queueMiB) << 20 : UINT64_MAX;
   o.flush = rules.segments;

@@ -7,9 +7,11 @@ with the default policy (test_capture_replay.py), a Python fork after the builde
 (test_env_vars.py).
 """
 
+import json
 import os
 import re
 import subprocess
+import sys
 
 import pytest
 
@@ -200,3 +202,37 @@ def test_a_finished_capture_of_the_same_name_is_kept(tmp):
     for trace, engine in ((tmp / "same.trtrace", "a.engine"), (second, "b.engine")):
         replays_identical(trace, tmp / "r.engine", 1)
         assert (tmp / "r.engine").read_bytes() == (tmp / engine).read_bytes()
+
+
+THREADS_APP = r"""
+import json, os, sys
+import numpy as np
+import tensorrt_rtx as trt
+
+builder = trt.Builder(trt.Logger(trt.Logger.WARNING))
+net = builder.create_network()
+w = np.arange(4096, dtype=np.float32)
+net.add_constant((4096,), trt.Weights(w))  # a blob: the writer and its workers are up
+me = os.getpriority(os.PRIO_PROCESS, 0)
+seen = []
+for tid in os.listdir("/proc/self/task"):
+    with open(f"/proc/self/task/{tid}/comm") as f:
+        name = f.read().strip()
+    if name.startswith("trtrace-"):
+        seen.append([name, os.getpriority(os.PRIO_PROCESS, int(tid)) - me])
+print(json.dumps(sorted(seen)))
+"""
+
+
+def test_writer_threads_are_named_and_workers_give_way(tmp):
+    """The capture's own threads carry names (`top -H`), and its blob workers run at a nice value 5
+    above the application's (docs/design.md, "Capture cost"): the app's threads win a CPU both want."""
+    app = tmp / "threads_app.py"
+    app.write_text(THREADS_APP)
+    env = dict(os.environ, LD_PRELOAD=str(SHIM), TRT_SHIM_OUTPUT_FILE=str(tmp / "t.trtrace"))
+    proc = subprocess.run([sys.executable, str(app)], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    workers = [d for n, d in seen if n == "trtrace-blob"]
+    assert workers and all(d == 5 for d in workers), seen
+    trtrace("verify", tmp / "t.trtrace")

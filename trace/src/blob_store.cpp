@@ -402,6 +402,7 @@ Writer::Stats BlobStore::stats() const {
 
 // A worker takes jobs while there are any; once the queue is empty it sleeps until a batch is ready.
 void BlobStore::workerLoop(Scratch& s) {
+  nameThisThread("trtrace-blob", opt_.workerNice);
   // A worker takes jobs only within a batch (batchReadyLocked) and until the queue is empty, then
   // waits for the next one: one that starts late, with jobs already queued, waits too.
   bool inBatch = false;

@@ -177,7 +177,7 @@ class BlobStore {
   std::vector<std::unique_ptr<Scratch>> scratch_;
   std::vector<std::thread> workers_;
   mutable std::mutex statsMu_;
-  Writer::Stats stats_;  // only the blob counters are used
+  Writer::Stats stats_;   // only the blob counters are used
   CompressionOdds odds_;  // whether zstd is worth trying on the next blob of a kind
   // Keys no source still held when a worker read them, waiting for settle() (mu_); their seen_
   // entry is gone, so the same bytes passed again are stored normally.

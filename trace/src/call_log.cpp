@@ -187,6 +187,7 @@ std::unique_lock<std::mutex> CallLog::seal() {
 // batch is pending; every other user waits for it first (waitBackgroundLocked). After a failure
 // nothing more is written: the file keeps its clean prefix.
 void CallLog::backgroundLoop() {
+  nameThisThread("trtrace-log");
   std::unique_lock l(bgMu_);
   for (;;) {
     bgCv_.wait(l, [&] { return !bg_.pending.empty() || bg_.stop; });

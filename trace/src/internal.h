@@ -26,6 +26,11 @@ void byteUngroup(const std::byte* src, std::byte* dst, size_t n, unsigned k);
 unsigned transformElementSize(format::BlobTransform t);  // 1 for None
 
 std::string errnoText();
+
+// The writer's own threads name themselves (`top -H`, `ps -L`: "trtrace-blob", "trtrace-log"); the
+// blob workers also raise their nice value by WriterOptions::workerNice. Best effort: a failure
+// changes nothing else.
+void nameThisThread(const char* name, int niceIncrement = 0) noexcept;
 // A FlatBuffers string as a view (empty when absent).
 inline std::string_view sv(const flatbuffers::String* s) {
   return s ? std::string_view(s->c_str(), s->size()) : std::string_view();
