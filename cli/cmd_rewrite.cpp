@@ -256,7 +256,10 @@ static int runRewrite(const RewriteOptions& o) {
   wo.logZstdLevel = o.logLevel;
   wo.workerThreads = o.threads;
   wo.durable = o.sync;
-  if (o.compress) wo.minCompressBytes = 0;  // asked for: every blob where zstd pays, small ones too
+  if (o.compress) {  // asked for: every blob where zstd pays, small ones too
+    wo.minCompressBytes = 0;
+    wo.tryEveryBlob = true;
+  }
   auto w = Writer::create(wo, headerOf(*r));
   const auto trial = o.compress ? reencodeCompressed(*r, wo) : nullptr;
   const auto damaged = copyBlobs(*r, *w, o, wo.queueBytes, trial.get());

@@ -118,13 +118,17 @@ TEST(Blobs, CompressionOddsGiveUpOnAKindAndProbeIt) {
 // Through the writer: 40 incompressible fp32 blobs, then 40 that compress (fp32 with their
 // low mantissa bytes zero). The first are given up
 // on; a probe finds the others, and from there each of them is stored compressed.
+// tryEveryBlob (`trtrace rewrite --compress`): no kind is given up on, so every blob that pays is
+// stored compressed.
 TEST(Blobs, CompressionFoundAgainWhenAKindStartsToCompress) {
-  tt::TempDir d;
-  auto path = d.path("t.trace");
-  {
+  for (bool everyBlob : {false, true}) {
+    SCOPED_TRACE(everyBlob ? "tryEveryBlob" : "default");
+    tt::TempDir d;
+    auto path = d.path("t.trace");
     WriterOptions o;
     o.path = path;
     o.workerThreads = 0;  // in order, on this thread
+    o.tryEveryBlob = everyBlob;
     auto w = Writer::create(o, tt::header());
     std::vector<std::vector<std::byte>> keep;
     for (uint64_t i = 0; i < 40; ++i) {
@@ -138,9 +142,9 @@ TEST(Blobs, CompressionFoundAgainWhenAKindStartsToCompress) {
       w->putBlob(keep.back().data(), keep.back().size(), BlobHint::F32);
     }
     w->close();
-    EXPECT_GE(w->stats().compressedBlobs, 40u - detail::CompressionOdds::kProbeEvery);
+    EXPECT_GE(w->stats().compressedBlobs, everyBlob ? 40u : 40u - detail::CompressionOdds::kProbeEvery);
+    EXPECT_TRUE(Reader::open(path)->verify().ok());
   }
-  EXPECT_TRUE(Reader::open(path)->verify().ok());
 }
 
 TEST(Blobs, CompressionDroppedWhenItDoesNot) {

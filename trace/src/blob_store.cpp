@@ -622,7 +622,7 @@ const std::byte* BlobStore::nextSource(const Job& j) {
 bool BlobStore::writeFrom(const Job& j, Scratch& s) {
   const bool hurry = opt_.rawWhenWaitedOn && waitedOn_.load(std::memory_order_relaxed);
   if (opt_.zstdLevel > 0 && !hurry && j.bytes >= std::max(kMinCompressBytes, opt_.minCompressBytes) &&
-      odds_.worthTrying(j.hint))
+      (opt_.tryEveryBlob || odds_.worthTrying(j.hint)))
     return writeCompressed(j, s);
   std::lock_guard g(file_.mu);
   return writeRawLocked(j, s);
