@@ -414,6 +414,11 @@ void BlobStore::workerLoop(Scratch& s) {
       if (queue_.empty()) return;
       inBatch = true;
       if (keyAheadLocked(l, s)) continue;
+      if (keyAll_ || reserving_) {  // a handoff takes the whole queue: it reads keys here, writes none
+        inBatch = false;
+        workCv_.wait(l, [&] { return stopping_ || !(keyAll_ || reserving_); });
+        continue;
+      }
       if (queue_.front().keying) {  // became the front while another worker reads its key
         workCv_.wait(l, [&] { return queue_.empty() || !queue_.front().keying; });
         continue;
@@ -812,6 +817,7 @@ uint64_t BlobStore::reserveQueued() {
     queuedBytes_ = 0;
     unkeyedBytes_ = 0;
   }
+  workCv_.notify_all();  // the workers that helped with the keys wait for the next batch again
   // Keys of jobs another application thread queued while this one waited for keying_ are read
   // here: the call log's next segment names them.
   std::vector<std::optional<Hash128>> keys(taken.size());
