@@ -24,6 +24,7 @@ BIN = pathlib.Path(os.environ.get("TRTRACE_BIN", BUILD / "bin"))
 APPS = ROOT / "tests" / "apps"
 sys.path.insert(0, str(ROOT / "tests"))
 import nvidia_capture as nv  # noqa: E402
+from conftest import assert_same_engines  # noqa: E402
 
 TRTRACE = BIN / "trtrace"
 PLAYER = BIN / "tensorrt_player"
@@ -63,28 +64,16 @@ def run(cmd, **kw):
     return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
 
 
-def engines(prefix):
-    """{suffix: bytes} of the engine files an app or the player wrote for output `prefix`."""
+def engine_files(prefix):
+    """The engine files an app or the player wrote for output `prefix` (the prefix itself, or it
+    followed by a network index), sorted by name."""
     p = pathlib.Path(prefix)
-    out = {}
-    for f in sorted(p.parent.glob(p.name + "*")):
-        suffix = f.name[len(p.name) :]
-        if suffix == "" or suffix.isdigit():
-            out[suffix] = f.read_bytes()
-    return out
+    return [f for f in sorted(p.parent.glob(p.name + "*")) if f.name == p.name or f.name[len(p.name) :].isdigit()]
 
 
-def assert_engines_match(got, want, threaded):
-    """The replay's engines ({suffix: bytes}) are the app's. Threaded apps number their engines by
-    thread while a trace numbers networks in creation order (as NVIDIA's shim does), an order the
-    scheduler picks: there only the multiset of engines is the same (conftest.assert_same_engines)."""
-    assert len(got) == len(want)
-    if threaded:
-        assert sorted(got.values()) == sorted(want.values()), "the replay's engines are not the app's"
-        return
-    assert got.keys() == want.keys()
-    for k in want:
-        assert got[k] == want[k], f"engine {k or '(single)'} differs from the app's"
+def engines(prefix):
+    """{suffix: bytes} of engine_files(prefix)."""
+    return {f.name[len(pathlib.Path(prefix).name) :]: f.read_bytes() for f in engine_files(prefix)}
 
 
 @pytest.fixture(scope="module")
@@ -120,8 +109,7 @@ def our_capture(tmp, name):
 @pytest.mark.parametrize("name", REPLAYABLE)
 def test_nvidia_capture_replays_identical(nvidia, tmp_path, name):
     js, app_engine = nvidia[name]
-    want = engines(app_engine)
-    assert want, "the app wrote no engine"
+    assert engine_files(app_engine), "the app wrote no engine"
     trace = tmp_path / "conv.trtrace"
     r = run([TRTRACE, "convert", js, trace])
     assert r.returncode == 0, r.stderr
@@ -129,7 +117,9 @@ def test_nvidia_capture_replays_identical(nvidia, tmp_path, name):
     out = tmp_path / "replay.engine"
     p = run([PLAYER, "-j", trace, "-o", out, "--lib", trt_lib(), "-q"])
     assert p.returncode == 0, p.stdout + p.stderr
-    assert_engines_match(engines(out), want, threaded=name == "threads")
+    assert engines(out).keys() == engines(app_engine).keys()  # the same names (one engine: no index)
+    # A threaded app numbers its engines by thread, a trace its networks in creation order.
+    assert_same_engines(engine_files(out), engine_files(app_engine), threaded=name == "threads")
 
 
 @pytest.mark.parametrize("name", ["cnn", "multi"])
@@ -199,7 +189,9 @@ def test_roundtrip_keeps_calls_and_blobs(tmp_path, name):
     out = tmp_path / "replay.engine"
     p = run([PLAYER, "-j", back2, "-o", out, "--lib", trt_lib(), "-q"])
     assert p.returncode == 0, p.stdout + p.stderr
-    assert_engines_match(engines(out), engines(tmp_path / f"{name}.app.engine"), threaded=name == "threads")
+    app = tmp_path / f"{name}.app.engine"
+    assert engines(out).keys() == engines(app).keys()
+    assert_same_engines(engine_files(out), engine_files(app), threaded=name == "threads")
 
 
 def test_trace_to_json_text_is_json_dumps(tmp_path):

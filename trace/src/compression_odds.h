@@ -40,7 +40,7 @@ class CompressionOdds {
     const auto i = static_cast<uint32_t>(h);
     return kinds_[i < kinds_.size() ? i : 0];
   }
-  std::array<Kind, 4> kinds_;  // BlobHint None, F16, BF16, F32
+  std::array<Kind, static_cast<size_t>(BlobHint::F32) + 1> kinds_;  // one per BlobHint
 };
 
 }  // namespace trtrace::detail

@@ -48,8 +48,8 @@ struct WriterOptions {
   int zstdLevel = kDefaultBlobZstdLevel;  // 0 = store every blob raw
   int logZstdLevel = 3;                   // call-log segments: zstd level (0 = every segment raw)
   double minSaving = 0.05;                // keep a compressed blob/segment only if it saves >= this fraction
-  // false: once 8 blobs of a kind in a row did not pay, only every 16th of that kind is tried
-  // (trace/src/compression_odds.h); true: zstd is tried on every blob (`trtrace rewrite --compress`).
+  // false: zstd is given up on for a kind of blob that does not pay, and probed now and then
+  // (trace/src/compression_odds.h); true: it is tried on every blob (`trtrace rewrite --compress`).
   bool tryEveryBlob = false;
   // Blobs under this are stored raw without trying zstd: on small weights a compression call costs
   // more per byte than it saves (calls-20k in BENCHMARKS.md), and repeats are deduplicated anyway.
