@@ -67,6 +67,8 @@ def lies(tmp_path_factory):
         "huge_chunk": lie("zero-blob", d / "chunk.trtrace", 1 << 30, 1 << 30),  # 33 KB of file
         "huge_segment": lie("zero-segment", d / "segment.trtrace", 200 << 20),  # 7 KB of file
         "zeros_256m": lie("zero-blob", d / "zeros.trtrace", 256 << 20, 4 << 20),  # honest, 11 KB
+        # byte-grouped as fp32 (transform 2), but 100,002 bytes are not whole 4-byte elements
+        "ragged_grouping": lie("zero-blob", d / "ragged.trtrace", 100002, 65536, 2),
         "footer_calls": lie("footer-calls", d / "fcalls.trtrace", small, 1 << 62),
         "footer_segment": lie("footer-segment", d / "fseg.trtrace", small, 7),
         "lost": lie("lost-blob", d / "lost.trtrace", 1 << 20),
@@ -90,12 +92,14 @@ def test_peak_memory_is_bounded_by_the_input(lies, tmp_path, case):
 
 
 def test_declarations_out_of_bounds_are_corruption(lies):
-    """The 1 GiB chunk and the 200 MiB segment are refused before anything is allocated; 256 MiB of
+    """The 1 GiB chunk and the 200 MiB segment are refused before anything is allocated, and a
+    byte-grouped blob whose sizes are not whole elements before anything is decoded; 256 MiB of
     zeros in 4 MiB chunks is a sound trace, decoded a chunk at a time."""
     d, t = lies
     for case, what in (
         ("huge_chunk", "blob record: chunk size out of range"),
         ("huge_segment", "compressed segment: size 209715200 out of range"),
+        ("ragged_grouping", "blob record: sizes not whole elements of its byte grouping"),
     ):
         p = subprocess.run([str(TRTRACE), "verify", str(t[case])], capture_output=True, text=True)
         assert p.returncode == 2 and what in p.stderr.splitlines()[0], p.stderr

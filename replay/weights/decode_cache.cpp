@@ -249,7 +249,7 @@ std::string checkAll(const Reader& r, const Layout& L, const std::byte* map, uns
 // Decodes (or copies) every blob of L from the trace into fd at its offset, the trace's pages
 // released as it goes; returns the offsets per blob of the index, kNone for one that does not give
 // its key (damaged in the trace: reported when a call uses it). Throws Error (Io) for the file.
-constexpr uint64_t kReleaseStep = 4 << 20;  // trace pages released per step while a blob decodes
+constexpr uint64_t kReleaseStep = 1 << 20;  // trace pages released per step while a blob decodes
 
 std::vector<uint64_t> decodeAll(const Reader& r, const Layout& L, int fd, unsigned threads, const std::string& what,
                                 uint64_t& failed) {

@@ -135,8 +135,9 @@ XXH128_hash_t zeroHash(uint64_t n) {
   return h;
 }
 
-// A zstd blob of `raw` zeros in chunks of `chunk` (each chunk's frame stored in turn).
-void zeroBlob(const std::string& out, uint64_t raw, uint64_t chunk) {
+// A zstd blob of `raw` zeros in chunks of `chunk` (each chunk's frame stored in turn), its record
+// declaring `transform` (format::BlobTransform: zeros grouped are zeros).
+void zeroBlob(const std::string& out, uint64_t raw, uint64_t chunk, uint16_t transform) {
   Bytes b = builderTrace(out);
   const uint32_t n = uint32_t((raw + chunk - 1) / chunk);
   const Bytes full = zeroFrame(chunk), last = raw % chunk ? zeroFrame(raw % chunk) : full;
@@ -147,6 +148,7 @@ void zeroBlob(const std::string& out, uint64_t raw, uint64_t chunk) {
   r.rawSize = raw;
   r.dataOffset = sizeof r + uint64_t(n) * sizeof(F::ChunkEntry);
   r.encoding = uint16_t(F::BlobEncoding::Zstd);
+  r.transform = transform;
   r.chunkCount = n;
   r.chunkRawSize = uint32_t(chunk);
   Bytes table(n * sizeof(F::ChunkEntry)), data;
@@ -246,8 +248,8 @@ int main(int argc, char** argv) {
   if (argc < 3) return usage();
   const std::string what = argv[1], out = argv[2];
   auto num = [&](int i) { return std::strtoull(argv[i], nullptr, 0); };
-  if (what == "zero-blob" && argc == 5)
-    zeroBlob(out, num(3), num(4));
+  if (what == "zero-blob" && (argc == 5 || argc == 6))
+    zeroBlob(out, num(3), num(4), argc == 6 ? uint16_t(num(5)) : 0);
   else if (what == "zero-segment" && argc == 4)
     zeroSegment(out, num(3));
   else if (what == "lost-blob" && argc == 4)

@@ -437,6 +437,34 @@ TEST(Blobs, StreamBlobHandsTheStoredBytesWithTheirHash) {
   EXPECT_THROW(r->streamBlob(absent, [](const std::byte*, uint64_t, uint64_t) {}), Error);
 }
 
+// A byte-grouped blob streams in 256 KiB pieces, in order and back to back, each ungrouped from
+// the chunk's planes: a decoding thread holds one chunk and one piece, not two chunks.
+TEST(Blobs, StreamBlobHandsAByteGroupedBlobOverInPieces) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  std::vector<float> v((9 << 20) / 4);  // 9 MiB: chunks of 4, 4 and 1 MiB
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(i % 4099) * 0.25f;
+  {
+    WriterOptions o;
+    o.path = path;
+    auto w = Writer::create(o, tt::header());
+    w->putBlob(v.data(), v.size() * 4, BlobHint::F32);
+    w->close();
+  }
+  auto r = Reader::open(path);
+  const BlobRef ref{hash128(v.data(), v.size() * 4), v.size() * 4};
+  ASSERT_TRUE(r->blobInfo(ref) && r->blobInfo(ref)->compressed);
+  std::vector<std::byte> got;
+  const Hash128 h = r->streamBlob(ref, [&](const std::byte* p, uint64_t off, uint64_t n) {
+    ASSERT_EQ(off, got.size());  // in order, nothing skipped
+    ASSERT_LE(n, 256u << 10);
+    got.insert(got.end(), p, p + n);
+  });
+  EXPECT_EQ(h, ref.hash);
+  ASSERT_EQ(got.size(), ref.length);
+  EXPECT_EQ(std::memcmp(got.data(), v.data(), got.size()), 0);
+}
+
 // Format 2.4 Lost blobs (format.h): a key stored with no bytes reads as zeros, verify counts it
 // without calling it damage, and a second copy of the same key with bytes is preferred.
 TEST(Blobs, LostBlobsReadAsZerosAndAStoredCopyWins) {

@@ -43,6 +43,9 @@ std::string checkRawRecord(const std::byte* base, uint64_t at, const F::BlobReco
 
 std::string checkZstdRecord(const std::byte* base, uint64_t at, const F::BlobRecord& r) {
   if (r.transform > uint16_t(F::BlobTransform::ByteGroup4)) return "blob record: unknown transform";
+  const unsigned k = transformElementSize(static_cast<F::BlobTransform>(r.transform));
+  if (r.rawSize % k != 0 || r.chunkRawSize % k != 0)
+    return "blob record: sizes not whole elements of its byte grouping";
   // The bound sizes the decoder's scratch (format.h): checked before anything is allocated.
   if (r.chunkRawSize == 0 || r.chunkRawSize > F::kMaxChunkRawSize) return "blob record: chunk size out of range";
   if (r.chunkCount != (r.rawSize + r.chunkRawSize - 1) / r.chunkRawSize)
@@ -64,22 +67,47 @@ std::string checkZstdRecord(const std::byte* base, uint64_t at, const F::BlobRec
                                         std::to_string(b.info.offset) + ": chunk " + std::to_string(c) + " " + what);
 }
 
-// Raw bytes of chunk c (n of them) from its stored form at src into dst, via `stage` (the grouped
-// bytes) when the blob is byte-grouped. Returns where the decoded bytes are: dst, or src itself for
-// a stored, ungrouped chunk when the bytes are only hashed (`keep` false).
-const std::byte* decodeChunk(const StoredBlob& b, ZSTD_DCtx* dctx, const F::ChunkEntry& e, uint32_t c, uint64_t n,
-                             unsigned k, const std::byte* src, std::byte* stage, std::byte* dst, bool keep) {
-  std::byte* into = k > 1 ? stage : dst;
+// Chunk c's n bytes as stored (decompressed or copied) from src into `into`: still byte-grouped
+// when the blob is.
+void unpackChunk(const StoredBlob& b, ZSTD_DCtx* dctx, const F::ChunkEntry& e, uint32_t c, uint64_t n,
+                 const std::byte* src, std::byte* into) {
   if (e.flags & 1) {
     size_t z = ZSTD_decompressDCtx(dctx, into, n, src, e.storedSize);
     if (ZSTD_isError(z) || z != n) chunkError(b, c, "does not decompress");
   } else {
     if (e.storedSize != n) chunkError(b, c, "has the wrong size");
-    if (k == 1 && !keep) return src;  // hashed straight from the mapping
     std::memcpy(into, src, n);
   }
+}
+
+// Raw bytes of chunk c (n of them) from its stored form at src into dst, via `stage` (the grouped
+// bytes) when the blob is byte-grouped. Returns where the decoded bytes are: dst, or src itself for
+// a stored, ungrouped chunk when the bytes are only hashed (`keep` false).
+const std::byte* decodeChunk(const StoredBlob& b, ZSTD_DCtx* dctx, const F::ChunkEntry& e, uint32_t c, uint64_t n,
+                             unsigned k, const std::byte* src, std::byte* stage, std::byte* dst, bool keep) {
+  if (k == 1 && !keep && !(e.flags & 1)) {
+    if (e.storedSize != n) chunkError(b, c, "has the wrong size");
+    return src;  // hashed straight from the mapping
+  }
+  unpackChunk(b, dctx, e, c, n, src, k > 1 ? stage : dst);
   if (k > 1) byteUngroup(stage, dst, n, k);
   return dst;
+}
+
+// A streamed byte-grouped blob's chunk goes to the hash and the sink a piece at a time, ungrouped
+// into `piece` (kStreamPiece bytes): a decoding thread holds the grouped chunk and one piece, not a
+// second whole chunk (the decode cache runs one such thread per core).
+constexpr uint64_t kStreamPiece = 256 << 10;
+
+void streamGroupedChunk(const std::byte* grouped, uint64_t n, unsigned k, uint64_t off, std::byte* piece,
+                        XXH3_state_t* st, const ChunkSink& sink) {
+  const uint64_t m = n / k, per = kStreamPiece / k;
+  for (uint64_t i = 0; i < m; i += per) {
+    const uint64_t count = std::min(per, m - i);
+    byteUngroupRange(grouped, piece, m, k, i, count);
+    if (st) XXH3_128bits_update(st, piece, count * k);
+    if (sink) sink(piece, off + i * k, count * k);
+  }
 }
 
 }  // namespace
@@ -130,8 +158,9 @@ Hash128 decodeBlob(const StoredBlob& b, std::byte* dest, bool hash, const ChunkS
   // Scratch for one chunk: at most kMaxChunkRawSize (the record passed checkZstdRecord), never
   // larger than the blob.
   const uint64_t chunkMax = std::min({uint64_t(r.chunkRawSize), r.rawSize, F::kMaxChunkRawSize});
+  const bool pieces = !dest && k > 1;  // streamed a piece at a time (streamGroupedChunk)
   std::unique_ptr<std::byte[]> out, grouped;
-  if (!dest) out = std::make_unique_for_overwrite<std::byte[]>(chunkMax);
+  if (!dest) out = std::make_unique_for_overwrite<std::byte[]>(pieces ? std::min(chunkMax, kStreamPiece) : chunkMax);
   if (k > 1) grouped = std::make_unique_for_overwrite<std::byte[]>(chunkMax);
   std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
   XXH3_state_t state;
@@ -141,6 +170,11 @@ Hash128 decodeBlob(const StoredBlob& b, std::byte* dest, bool hash, const ChunkS
   for (uint32_t c = 0; c < r.chunkCount; ++c) {
     F::ChunkEntry e = chunkAt(table, c);
     uint64_t off = uint64_t(c) * r.chunkRawSize, n = std::min<uint64_t>(r.chunkRawSize, r.rawSize - off);
+    if (pieces) {
+      unpackChunk(b, dctx.get(), e, c, n, data + e.offset, grouped.get());
+      streamGroupedChunk(grouped.get(), n, k, off, out.get(), st, sink);
+      continue;
+    }
     std::byte* dst = dest ? dest + off : out.get();
     const std::byte* got = decodeChunk(b, dctx.get(), e, c, n, k, data + e.offset, grouped.get(), dst, dest != nullptr);
     if (st) XXH3_128bits_update(st, got, n);  // while the chunk is still in cache

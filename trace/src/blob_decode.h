@@ -29,12 +29,13 @@ struct StoredBlob {
 // Throws Error (Corrupt) unless every chunk of the compressed blob declares the size the record
 // says, so an allocation of rawSize is what the stored data really decodes to.
 void checkChunkSizes(const StoredBlob& b);
-// Where decoded chunks go when there is no destination buffer: (bytes, offset in the blob, n).
+// Where decoded bytes go when there is no destination buffer: (bytes, offset in the blob, n), in
+// order of offset.
 using ChunkSink = std::function<void(const std::byte*, uint64_t, uint64_t)>;
-// Decodes a compressed blob chunk by chunk into `dest` (rawSize bytes), or into one chunk of
-// scratch when `dest` is null (each chunk then handed to `sink`, if any); with `hash`, returns the
-// XXH3-128 of the decoded bytes, each chunk hashed right after it is decoded (else {}). Throws
-// Error (Corrupt) naming the chunk that fails.
+// Decodes a compressed blob chunk by chunk into `dest` (rawSize bytes), or into scratch when `dest`
+// is null, each chunk then handed to `sink`, if any (a byte-grouped one in pieces of 256 KiB: the
+// scratch is one chunk and one piece); with `hash`, returns the XXH3-128 of the decoded bytes, each
+// hashed right after it is decoded (else {}). Throws Error (Corrupt) naming the chunk that fails.
 Hash128 decodeBlob(const StoredBlob& b, std::byte* dest, bool hash, const ChunkSink& sink = {});
 
 }  // namespace trtrace::detail

@@ -88,11 +88,12 @@ __attribute__((optimize("O3"))) static void groupK(const std::byte* __restrict s
   for (size_t i = 0; i < m; ++i)
     for (unsigned b = 0; b < K; ++b) dst[b * m + i] = src[i * K + b];
 }
+// `count` elements from planes `stride` bytes apart.
 template <unsigned K>
 __attribute__((optimize("O3"))) static void ungroupK(const std::byte* __restrict src, std::byte* __restrict dst,
-                                                     size_t m) {
-  for (size_t i = 0; i < m; ++i)
-    for (unsigned b = 0; b < K; ++b) dst[i * K + b] = src[b * m + i];
+                                                     size_t count, size_t stride) {
+  for (size_t i = 0; i < count; ++i)
+    for (unsigned b = 0; b < K; ++b) dst[i * K + b] = src[b * stride + i];
 }
 
 void byteGroup(const std::byte* src, std::byte* dst, size_t n, unsigned k) {
@@ -104,11 +105,15 @@ void byteGroup(const std::byte* src, std::byte* dst, size_t n, unsigned k) {
 }
 
 void byteUngroup(const std::byte* src, std::byte* dst, size_t n, unsigned k) {
-  const size_t m = n / k;
-  if (k == 2) return ungroupK<2>(src, dst, m);
-  if (k == 4) return ungroupK<4>(src, dst, m);
+  byteUngroupRange(src, dst, n / k, k, 0, n / k);
+}
+
+void byteUngroupRange(const std::byte* src, std::byte* dst, size_t m, unsigned k, size_t first, size_t count) {
+  src += first;
+  if (k == 2) return ungroupK<2>(src, dst, count, m);
+  if (k == 4) return ungroupK<4>(src, dst, count, m);
   for (unsigned b = 0; b < k; ++b)
-    for (size_t i = 0; i < m; ++i) dst[i * k + b] = src[b * m + i];
+    for (size_t i = 0; i < count; ++i) dst[i * k + b] = src[b * m + i];
 }
 
 unsigned transformElementSize(format::BlobTransform t) {

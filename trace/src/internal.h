@@ -23,6 +23,9 @@ uint32_t blockHeaderCheck(const format::BlockHeader& h);
 // Byte grouping (ZipNN-style): n bytes of k-byte elements -> all byte 0s, then all byte 1s, ...
 void byteGroup(const std::byte* src, std::byte* dst, size_t n, unsigned k);
 void byteUngroup(const std::byte* src, std::byte* dst, size_t n, unsigned k);
+// Elements [first, first + count) of a grouped run of m elements of k bytes (k planes of m bytes),
+// interleaved into dst (count * k bytes): a grouped chunk undone a piece at a time.
+void byteUngroupRange(const std::byte* src, std::byte* dst, size_t m, unsigned k, size_t first, size_t count);
 unsigned transformElementSize(format::BlobTransform t);  // 1 for None
 
 std::string errnoText();
