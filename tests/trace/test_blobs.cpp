@@ -438,12 +438,15 @@ TEST(Blobs, StreamBlobHandsTheStoredBytesWithTheirHash) {
 }
 
 // A byte-grouped blob streams in 256 KiB pieces, in order and back to back, each ungrouped from
-// the chunk's planes: a decoding thread holds one chunk and one piece, not two chunks.
+// the chunk's planes: a decoding thread holds one chunk and one piece, not two chunks. Its last
+// chunk is random, stored as it is, and ungrouped straight from the mapping, streamed or whole.
 TEST(Blobs, StreamBlobHandsAByteGroupedBlobOverInPieces) {
   tt::TempDir d;
   auto path = d.path("t.trace");
   std::vector<float> v((9 << 20) / 4);  // 9 MiB: chunks of 4, 4 and 1 MiB
   for (size_t i = 0; i < v.size(); ++i) v[i] = float(i % 4099) * 0.25f;
+  const auto noise = tt::randomBytes(1 << 20, 3);
+  std::memcpy(v.data() + (8 << 20) / 4, noise.data(), noise.size());
   {
     WriterOptions o;
     o.path = path;
@@ -463,6 +466,7 @@ TEST(Blobs, StreamBlobHandsAByteGroupedBlobOverInPieces) {
   EXPECT_EQ(h, ref.hash);
   ASSERT_EQ(got.size(), ref.length);
   EXPECT_EQ(std::memcmp(got.data(), v.data(), got.size()), 0);
+  EXPECT_TRUE(sameBytes(r->checkedBlob(ref), got));
 }
 
 // Format 2.4 Lost blobs (format.h): a key stored with no bytes reads as zeros, verify counts it

@@ -67,30 +67,30 @@ std::string checkZstdRecord(const std::byte* base, uint64_t at, const F::BlobRec
                                         std::to_string(b.info.offset) + ": chunk " + std::to_string(c) + " " + what);
 }
 
-// Chunk c's n bytes as stored (decompressed or copied) from src into `into`: still byte-grouped
-// when the blob is.
-void unpackChunk(const StoredBlob& b, ZSTD_DCtx* dctx, const F::ChunkEntry& e, uint32_t c, uint64_t n,
-                 const std::byte* src, std::byte* into) {
+// Chunk c's n bytes as stored (still byte-grouped when the blob is): decompressed into `into`, or,
+// for a chunk stored as it is, the bytes in the mapping at src, copied into `into` only with `copy`.
+const std::byte* unpackChunk(const StoredBlob& b, ZSTD_DCtx* dctx, const F::ChunkEntry& e, uint32_t c, uint64_t n,
+                             const std::byte* src, std::byte* into, bool copy) {
   if (e.flags & 1) {
     size_t z = ZSTD_decompressDCtx(dctx, into, n, src, e.storedSize);
     if (ZSTD_isError(z) || z != n) chunkError(b, c, "does not decompress");
-  } else {
-    if (e.storedSize != n) chunkError(b, c, "has the wrong size");
-    std::memcpy(into, src, n);
+    return into;
   }
+  if (e.storedSize != n) chunkError(b, c, "has the wrong size");
+  if (!copy) return src;
+  std::memcpy(into, src, n);
+  return into;
 }
 
 // Raw bytes of chunk c (n of them) from its stored form at src into dst, via `stage` (the grouped
-// bytes) when the blob is byte-grouped. Returns where the decoded bytes are: dst, or src itself for
-// a stored, ungrouped chunk when the bytes are only hashed (`keep` false).
+// bytes, unless the chunk is stored as it is: ungrouped from the mapping) when the blob is
+// byte-grouped. Returns where the decoded bytes are: dst, or src itself for a stored, ungrouped
+// chunk when the bytes are only hashed (`keep` false).
 const std::byte* decodeChunk(const StoredBlob& b, ZSTD_DCtx* dctx, const F::ChunkEntry& e, uint32_t c, uint64_t n,
                              unsigned k, const std::byte* src, std::byte* stage, std::byte* dst, bool keep) {
-  if (k == 1 && !keep && !(e.flags & 1)) {
-    if (e.storedSize != n) chunkError(b, c, "has the wrong size");
-    return src;  // hashed straight from the mapping
-  }
-  unpackChunk(b, dctx, e, c, n, src, k > 1 ? stage : dst);
-  if (k > 1) byteUngroup(stage, dst, n, k);
+  const std::byte* got = unpackChunk(b, dctx, e, c, n, src, k > 1 ? stage : dst, k == 1 && keep);
+  if (k == 1) return got;
+  byteUngroup(got, dst, n, k);
   return dst;
 }
 
@@ -171,8 +171,8 @@ Hash128 decodeBlob(const StoredBlob& b, std::byte* dest, bool hash, const ChunkS
     F::ChunkEntry e = chunkAt(table, c);
     uint64_t off = uint64_t(c) * r.chunkRawSize, n = std::min<uint64_t>(r.chunkRawSize, r.rawSize - off);
     if (pieces) {
-      unpackChunk(b, dctx.get(), e, c, n, data + e.offset, grouped.get());
-      streamGroupedChunk(grouped.get(), n, k, off, out.get(), st, sink);
+      const std::byte* g = unpackChunk(b, dctx.get(), e, c, n, data + e.offset, grouped.get(), false);
+      streamGroupedChunk(g, n, k, off, out.get(), st, sink);
       continue;
     }
     std::byte* dst = dest ? dest + off : out.get();

@@ -244,9 +244,9 @@ class Reader {
   // The bytes the file stores for `ref`, handed to `sink` (bytes, offset in the blob, n) in pieces
   // without holding the blob whole: a raw blob's as views of the mapping (4 MiB each, its pages
   // released from the reader's resident set once the sink returned), a compressed one's as it
-  // decodes (chunk by chunk; a byte-grouped one in 256 KiB pieces). Returns their XXH3-128, for the caller to compare
-  // with the key. Throws Error (Corrupt) for a damaged block or chunk or a blob the file holds no bytes of (absent, or
-  // Lost).
+  // decodes (chunk by chunk; a byte-grouped one in 256 KiB pieces). Returns their XXH3-128, for
+  // the caller to compare with the key. Throws Error (Corrupt) for a damaged block or chunk or a
+  // blob the file holds no bytes of (absent, or Lost).
   using BlobSink = std::function<void(const std::byte* data, uint64_t offset, uint64_t n)>;
   Hash128 streamBlob(const BlobRef& ref, const BlobSink& sink) const;
   const std::vector<BlobInfo>& blobs() const;  // sorted by (hash.hi, hash.lo, length), a Lost copy last
