@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "pointer_map.h"
 #include "session.h"
 #include "shim.h"
 #include "trt_values.h"
@@ -16,44 +17,20 @@ extern const size_t kNumIfaces;
 
 namespace {
 
-// The vtable pointer of every Object class: a pointer is ours iff its first word is one of them.
-// Asked for nearly every object a call passes (its network hint, its argument, its unwrapped
-// pointer): an open-addressed set at most a quarter full, one multiply and usually one probe.
-class OurVtables {
- public:
-  OurVtables() {
-    size_t n = 64;
-    while (n < 4 * kNumIfaces) n *= 2;
-    slots_.assign(n, nullptr);
-    for (size_t k = n; k > 1; k >>= 1) --shift_;
+// The vtable pointer of every Object class: a pointer is ours iff its first word is one of them
+// (asked for nearly every object a call passes: its network hint, its argument, its unwrapped
+// pointer; a flat set is one multiply and usually one probe).
+const PointerMap<bool>& ourVtables() {
+  static const PointerMap<bool> v = [] {
+    PointerMap<bool> out;
     for (size_t i = 0; i < kNumIfaces; ++i) {
       Object* o = kAllIfaces[i]->make(nullptr);
-      const void* v = *reinterpret_cast<const void* const*>(o);
-      size_t at = home(v);
-      while (slots_[at] && slots_[at] != v) at = (at + 1) & (n - 1);
-      slots_[at] = v;
+      out.emplace(*reinterpret_cast<const void* const*>(o), true);
       o->disposing = true;
       delete o;
     }
-  }
-  bool contains(const void* vptr) const {
-    if (!vptr) return false;  // an empty slot is null
-    for (size_t at = home(vptr);; at = (at + 1) & (slots_.size() - 1)) {
-      if (slots_[at] == vptr) return true;
-      if (!slots_[at]) return false;
-    }
-  }
-
- private:
-  size_t home(const void* v) const {  // Fibonacci hashing, as PointerMap (pointer_map.h)
-    return static_cast<size_t>((reinterpret_cast<uintptr_t>(v) * 0x9E3779B97F4A7C15ull) >> shift_);
-  }
-  std::vector<const void*> slots_;
-  unsigned shift_ = 64;  // 64 - log2(slots_.size())
-};
-
-const OurVtables& ourVtables() {
-  static const OurVtables v;
+    return out;
+  }();
   return v;
 }
 
@@ -92,7 +69,7 @@ Object::~Object() {
 Object* ours(const void* pub) {
   if (!pub) return nullptr;
   const void* vptr = *static_cast<const void* const*>(pub);
-  return ourVtables().contains(vptr) ? static_cast<Object*>(const_cast<void*>(pub)) : nullptr;
+  return vptr && ourVtables().contains(vptr) ? static_cast<Object*>(const_cast<void*>(pub)) : nullptr;
 }
 
 void* unwrap(const void* pub) {
