@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "pointer_map.h"
 #include "session.h"
 #include "shim.h"
 #include "trt_values.h"
@@ -16,17 +17,18 @@ extern const size_t kNumIfaces;
 
 namespace {
 
-// The vtable pointer of every Object class: a pointer is ours iff its first word is one of them.
-const std::vector<const void*>& ourVtables() {
-  static const std::vector<const void*> v = [] {
-    std::vector<const void*> out;
+// The vtable pointer of every Object class: a pointer is ours iff its first word is one of them
+// (asked for nearly every object a call passes: its network hint, its argument, its unwrapped
+// pointer; a flat set is one multiply and usually one probe).
+const PointerMap<bool>& ourVtables() {
+  static const PointerMap<bool> v = [] {
+    PointerMap<bool> out;
     for (size_t i = 0; i < kNumIfaces; ++i) {
       Object* o = kAllIfaces[i]->make(nullptr);
-      out.push_back(*reinterpret_cast<const void* const*>(o));
+      out.emplace(*reinterpret_cast<const void* const*>(o), true);
       o->disposing = true;
       delete o;
     }
-    std::sort(out.begin(), out.end());
     return out;
   }();
   return v;
@@ -66,9 +68,8 @@ Object::~Object() {
 
 Object* ours(const void* pub) {
   if (!pub) return nullptr;
-  const auto& v = ourVtables();
   const void* vptr = *static_cast<const void* const*>(pub);
-  return std::binary_search(v.begin(), v.end(), vptr) ? static_cast<Object*>(const_cast<void*>(pub)) : nullptr;
+  return vptr && ourVtables().contains(vptr) ? static_cast<Object*>(const_cast<void*>(pub)) : nullptr;
 }
 
 void* unwrap(const void* pub) {

@@ -13,14 +13,12 @@ namespace trtrace::capture {
 template <class V>
 class PointerMap {
  public:
-  // The value of `key`, or nullptr.
+  // The value of `key`, or nullptr; whether `key` is present.
   V* find(const void* key) {
-    if (slots_.empty()) return nullptr;
-    for (size_t i = home(key);; i = next(i)) {
-      if (slots_[i].key == key) return &slots_[i].value;
-      if (!slots_[i].key) return nullptr;
-    }
+    const size_t i = slotOf(key);
+    return i == kNone ? nullptr : &slots_[i].value;
   }
+  bool contains(const void* key) const { return slotOf(key) != kNone; }
 
   // Inserts key -> value unless key is present; returns the value held for key.
   V& emplace(const void* key, V value) {
@@ -63,6 +61,15 @@ class PointerMap {
     const void* key = nullptr;  // nullptr: empty
     V value{};
   };
+
+  static constexpr size_t kNone = SIZE_MAX;
+  size_t slotOf(const void* key) const {  // key's slot, or kNone
+    if (slots_.empty()) return kNone;
+    for (size_t i = home(key);; i = next(i)) {
+      if (slots_[i].key == key) return i;
+      if (!slots_[i].key) return kNone;
+    }
+  }
 
   size_t mask() const { return slots_.size() - 1; }
   size_t next(size_t i) const { return (i + 1) & mask(); }

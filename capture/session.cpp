@@ -28,6 +28,7 @@ Session& Session::get() {
 
 Session::Session() {
   config_ = Config::fromEnv();
+  exportAfterCall_ = flushRules(config_).exportAfterCall;
   faults_.configure(processEnv);
   live::start(this, config_);
   if (!config_.tacticCache.empty())  // docs/json-bin-layout.md, "TRT_SHIM_SET_TACTIC_CACHE"
@@ -175,7 +176,7 @@ void Session::exportJson() noexcept {
 }
 
 void Session::afterCall() noexcept {
-  if (flushRules(config_).exportAfterCall && writer()) exportJson();
+  if (exportAfterCall_ && writer()) exportJson();
 }
 
 void Session::drain() noexcept {

@@ -7,6 +7,7 @@
 #include <set>
 #include <unordered_map>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "pointer_map.h"
@@ -174,6 +175,7 @@ TEST(PointerMapTest, AgreesWithAStandardMapUnderRandomUse) {
         int* got = flat.find(key);
         auto it = model.find(key);
         ASSERT_EQ(got != nullptr, it != model.end());
+        ASSERT_EQ(std::as_const(flat).contains(key), it != model.end());
         if (got) { EXPECT_EQ(*got, it->second); }
       }
     }

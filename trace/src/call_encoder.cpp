@@ -27,12 +27,13 @@ void CallEncoder::Impl::reset(uint32_t api, uint64_t receiver, uint32_t network)
 }
 
 void CallEncoder::Impl::item(const DraftItem& it, std::span<const std::byte> payload) {
-  const size_t at = draft.size();
-  draft.resize(at + sizeof(DraftItem) + padded(payload.size()));
+  const size_t at = draft.size(), room = padded(payload.size());
+  draft.resize(at + sizeof(DraftItem) + room);  // uninitialised: every byte is written here
   std::byte* p = draft.data() + at;
   std::memcpy(p, &it, sizeof it);
   reinterpret_cast<DraftItem*>(p)->payload = static_cast<uint32_t>(payload.size());
   if (!payload.empty()) std::memcpy(p + sizeof it, payload.data(), payload.size());
+  std::memset(p + sizeof it + payload.size(), 0, room - payload.size());  // the padding
   if (it.kind == fb::ValueKind::WeightsBlob && provisionalBlob({{it.hashLo, it.hashHi}, it.length}))
     head().provisional = true;
 }
@@ -141,8 +142,10 @@ namespace {
 // Reads a draft's items in order and builds its FlatBuffer as the setters once built it directly.
 class DraftEncoder {
  public:
-  DraftEncoder(const std::byte* draft, flatbuffers::FlatBufferBuilder& b)
-      : b_(b), at_(draft + sizeof(DraftHead)), end_(draft + head(draft).bytes) {}
+  DraftEncoder(const std::byte* draft, flatbuffers::FlatBufferBuilder& b, EncodeScratch& args)
+      : b_(b), at_(draft + sizeof(DraftHead)), end_(draft + head(draft).bytes), args_(args) {
+    args_.clear();
+  }
   static const DraftHead& head(const std::byte* d) { return *reinterpret_cast<const DraftHead*>(d); }
 
   void run(const DraftHead& h) {
@@ -208,7 +211,7 @@ class DraftEncoder {
   const std::byte* end_;
   const DraftItem* item_ = nullptr;
   const std::byte* payload_ = nullptr;
-  std::vector<Offset<fb::Value>> args_;
+  EncodeScratch& args_;  // the caller's, reused: no allocation per call
   Offset<fb::Value> ret_{0};
   Offset<flatbuffers::String> unsup_{0}, msg_{0};
   Offset<fb::BuildResult> build_{0};
@@ -216,12 +219,13 @@ class DraftEncoder {
 
 }  // namespace
 
-void encodeCall(const std::byte* draft, flatbuffers::FlatBufferBuilder& b) {
+void encodeCall(const std::byte* draft, flatbuffers::FlatBufferBuilder& b, EncodeScratch& scratch) {
   b.Clear();
-  DraftEncoder(draft, b).run(DraftEncoder::head(draft));
+  DraftEncoder(draft, b, scratch).run(DraftEncoder::head(draft));
 }
 
 CallEncoder& EncoderPool::take(Writer* w) {
+  if (CallEncoder* e = spare_.exchange(nullptr, std::memory_order_acquire)) return *e;
   std::lock_guard g(mu_);
   if (!free_.empty()) {
     CallEncoder* e = free_.back();
@@ -233,6 +237,8 @@ CallEncoder& EncoderPool::take(Writer* w) {
 }
 
 void EncoderPool::giveBack(CallEncoder* e) {
+  CallEncoder* none = nullptr;
+  if (spare_.compare_exchange_strong(none, e, std::memory_order_release, std::memory_order_relaxed)) return;
   std::lock_guard g(mu_);
   free_.push_back(e);
 }

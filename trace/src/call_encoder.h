@@ -4,6 +4,7 @@
 // appends finished drafts to a batch, and encodes each into its FlatBuffer (encodeCall) on its own
 // thread. Drafts live in memory only; nothing of their layout reaches a file.
 #pragma once
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -50,16 +51,40 @@ struct DraftItem {
   uint64_t count = 0, hashLo = 0, hashHi = 0, length = 0, seed = 0, ptr = 0;
 };
 
+// What encodeCall keeps between calls so that it allocates nothing per call: one per builder.
+using EncodeScratch = std::vector<flatbuffers::Offset<fb::Value>>;
+
 // `draft` (one whole draft, its head filled in) encoded as a finished Call FlatBuffer in `b`
 // (cleared first). Items are encoded in the order they were set, so the bytes are those the
 // same calls made on a FlatBufferBuilder directly would give.
-void encodeCall(const std::byte* draft, flatbuffers::FlatBufferBuilder& b);
+void encodeCall(const std::byte* draft, flatbuffers::FlatBufferBuilder& b, EncodeScratch& scratch);
+
+// An allocator whose resize leaves the new elements uninitialised: a draft's bytes are written
+// right after room is made for them, so zero-filling them first is wasted work on every call.
+template <class T>
+struct UninitAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitAllocator<U>;
+  };
+  UninitAllocator() = default;
+  template <class U>
+  UninitAllocator(const UninitAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;  // default-initialised: left as it is
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
 
 }  // namespace detail
 
 struct CallEncoder::Impl {
   Writer::Impl* w = nullptr;
-  std::vector<std::byte> draft;  // DraftHead, then each item and its payload
+  std::vector<std::byte, detail::UninitAllocator<std::byte>> draft;  // DraftHead, then each item and its payload
 
   void reset(uint32_t api, uint64_t receiver, uint32_t network);
   detail::DraftHead& head() { return *reinterpret_cast<detail::DraftHead*>(draft.data()); }
@@ -81,6 +106,9 @@ class EncoderPool {
   void giveBack(CallEncoder* e);
 
  private:
+  // One free encoder kept beside the lock: calls recorded one at a time (the usual application
+  // builds from one thread) take and give it back with one atomic exchange each, no lock.
+  std::atomic<CallEncoder*> spare_{nullptr};
   std::mutex mu_;
   std::vector<std::unique_ptr<CallEncoder>> all_;
   std::vector<CallEncoder*> free_;

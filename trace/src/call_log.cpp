@@ -92,7 +92,7 @@ uint64_t CallLog::append(CallEncoder::Impl& e) {
     batch_.drafts.insert(batch_.drafts.end(), e.draft.begin(), e.draft.end());
     calls_.fetch_add(1, std::memory_order_relaxed);
     if (opt_.onCall) {
-      encodeCall(e.draft.data(), viewB_);
+      encodeCall(e.draft.data(), viewB_, viewScratch_);
       opt_.onCall(CallView(flatbuffers::GetRoot<fb::Call>(viewB_.GetBufferPointer())));
     }
     // A flushed segment waits for the blobs its calls reference (workers never take mu_), so a
@@ -187,7 +187,7 @@ std::unique_lock<std::mutex> CallLog::seal() {
 // batch is pending; every other user waits for it first (waitBackgroundLocked). After a failure
 // nothing more is written: the file keeps its clean prefix.
 void CallLog::backgroundLoop() {
-  nameThisThread("trtrace-log");
+  nameThisThread("trtrace-log", opt_.workerNice);  // gives way to the app, as the workers do
   std::unique_lock l(bgMu_);
   for (;;) {
     bgCv_.wait(l, [&] { return !bg_.pending.empty() || bg_.stop; });
@@ -220,7 +220,7 @@ void CallLog::encodeBatch(const Batch& batch) {
 
 void CallLog::addCall(const std::byte* draft) {
   const DraftHead& h = *reinterpret_cast<const DraftHead*>(draft);
-  encodeCall(draft, callB_);
+  encodeCall(draft, callB_, callScratch_);
   if (records_.empty()) segFirstSeq_ = h.seq;
   describeInSegment(h.api);
   // The call is its own FlatBuffer, nested: 8-byte aligned so its fields stay aligned.

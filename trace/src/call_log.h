@@ -23,6 +23,7 @@
 
 #include "blob_store.h"
 #include "block_file.h"
+#include "call_encoder.h"
 #include "trtrace/reader.h"
 
 struct ZSTD_CCtx_s;
@@ -99,6 +100,7 @@ class CallLog {
   uint64_t nextSeq_ = 0;
   bool closed_ = false;
   flatbuffers::FlatBufferBuilder viewB_;  // onCall: the call just appended, encoded for its view
+  EncodeScratch viewScratch_;             // encodeCall's, for viewB_
   std::atomic<uint64_t> calls_{0};
 
   // The encoding side's state, on cache lines of its own: the log's thread writes it while
@@ -106,6 +108,7 @@ class CallLog {
   alignas(64) ZSTD_CCtx_s* cctx_ = nullptr;  // compresses segments
   std::vector<std::byte> segOut_;            // SegmentZstdHeader + frame of the segment being written
   flatbuffers::FlatBufferBuilder callB_;     // one call's FlatBuffer (encodeCall), then copied into seg_
+  EncodeScratch callScratch_;                // encodeCall's, for callB_
   // Sized for a full segment at once: growing by doubling would copy it and touch fresh pages at
   // every step.
   flatbuffers::FlatBufferBuilder seg_;

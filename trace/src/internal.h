@@ -30,8 +30,8 @@ unsigned transformElementSize(format::BlobTransform t);  // 1 for None
 
 std::string errnoText();
 
-// The writer's own threads name themselves (`top -H`, `ps -L`: "trtrace-blob", "trtrace-log"); the
-// blob workers also raise their nice value by WriterOptions::workerNice. Best effort: a failure
+// The writer's own threads name themselves (`top -H`, `ps -L`: "trtrace-blob", "trtrace-log") and
+// raise their nice value by WriterOptions::workerNice. Best effort: a failure
 // changes nothing else.
 void nameThisThread(const char* name, int niceIncrement = 0) noexcept;
 // A FlatBuffers string as a view (empty when absent).

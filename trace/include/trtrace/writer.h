@@ -60,7 +60,7 @@ struct WriterOptions {
   bool byteGrouping = true;         // split fp16/bf16/fp32 bytes by position before zstd
   uint32_t chunkBytes = 4 << 20;    // blobs are compressed in chunks of this many raw bytes
   int workerThreads = 1;            // 0 = compress/write on the caller's thread
-  int workerNice = 0;               // the workers raise their nice value by this much (0..19)
+  int workerNice = 0;               // the workers and the log's thread raise their nice value by this (0..19)
   uint64_t queueBytes = 256 << 20;  // putBlob blocks while this many enqueued bytes are pending
   // false: putBlob hashes and returns the key but stores nothing: the bytes lie elsewhere, and the
   // reader is told where (Reader::setExternalBlobs; the player's in-memory log of a JSON+BIN capture).
