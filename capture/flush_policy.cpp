@@ -31,8 +31,7 @@ WriterOptions writerOptions(const Config& c, const std::string& path) {
   // cost"); a worker the application waits for (a drain) has the CPU the application left.
   o.workerNice = 5;
   // The log's thread compresses a segment while the application runs, and the close compresses the
-  // last one on the application's thread: level 1 (a capture's log is a few percent larger; `trtrace
-  // rewrite --compress` makes the small trace afterwards, as for the blobs).
+  // last one on the application's thread: level 1 (`trtrace rewrite --compress` recompresses at 3).
   o.logZstdLevel = 1;
   o.deferKeys = true;  // no weight byte is read on the application's thread at the call (writer.h)
   o.queueBytes = c.queueMiB > 0 ? static_cast<uint64_t>(c.queueMiB) << 20 : UINT64_MAX;

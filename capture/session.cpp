@@ -28,7 +28,6 @@ Session& Session::get() {
 
 Session::Session() {
   config_ = Config::fromEnv();
-  exportAfterCall_ = flushRules(config_).exportAfterCall;
   faults_.configure(processEnv);
   live::start(this, config_);
   if (!config_.tacticCache.empty())  // docs/json-bin-layout.md, "TRT_SHIM_SET_TACTIC_CACHE"
@@ -176,7 +175,7 @@ void Session::exportJson() noexcept {
 }
 
 void Session::afterCall() noexcept {
-  if (exportAfterCall_ && writer()) exportJson();
+  if (flushRules(config_).exportAfterCall && writer()) exportJson();
 }
 
 void Session::drain() noexcept {

@@ -106,7 +106,6 @@ class Session {
   std::unique_ptr<Writer> writer_;
   std::atomic<Writer*> live_{nullptr};  // writer_ while capture is on (writer()'s answer), else null
   Finishers finishers_;                 // weights left to write at a drain point, written off the app's clock
-  bool exportAfterCall_ = false;        // flushRules(config_).exportAfterCall, asked after every call
   bool opened_ = false, disabled_ = false, closed_ = false;
   std::string path_;
   std::string baseTrace_, baseJson_;  // the configured names, before a suffix made them free
