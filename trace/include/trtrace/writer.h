@@ -227,6 +227,9 @@ class Writer {
   void copyEncodedBlob(std::span<const std::byte> blockPayload);
 
   void flush();  // writes the pending segment and waits for pending blobs
+  // Returns at once; the call log's thread writes the open segment after the calls recorded so far
+  // (nothing is said of when: a flush or close does). A capture asks at a network's end or build.
+  void flushBehind();
   // flush, footer index, file_length patch; idempotent. Every range reserved (below) must be
   // written by then: its record is read back from the file for the index (else Io, file unclosed).
   void close();
