@@ -134,17 +134,17 @@ void Call::fail(const char* why) noexcept {
 }
 
 Call::~Call() {
-  --tDepth;
+  const int depth = --tDepth;  // one lookup of the thread-local (a call into the dynamic linker)
   Session& s = Session::get();
   if (enc_) {
     record([](CallEncoder& e) { e.endCall(); });
     s.afterCall();
     if (!passed_.empty()) weightsBound(api_, self_, created_, passed_);
   }
-  if (tDepth == 0) JsonExport::forgetBlobs();  // the thread's outermost call is over
+  if (depth == 0 && s.jsonExport()) JsonExport::forgetBlobs();  // the thread's outermost call is over
   if (s.config().dumpApi) {
     const api::ApiDesc* d = api::find(api_);
-    std::fprintf(stderr, "trtrace: %*sexit  %.*s::%.*s\n", 2 * tDepth, "", d ? int(d->interface.size()) : 0,
+    std::fprintf(stderr, "trtrace: %*sexit  %.*s::%.*s\n", 2 * depth, "", d ? int(d->interface.size()) : 0,
                  d ? d->interface.data() : "", d ? int(d->method.size()) : 0, d ? d->method.data() : "");
   }
   if (serialized_) apiLock().unlock();
