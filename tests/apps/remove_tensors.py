@@ -10,30 +10,33 @@ Writes the serialized engine to --out.
 """
 
 import argparse
+import sys
 
 import tensorrt_rtx as trt
+from app_common import save_engine
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args()
-    builder = trt.Builder(trt.Logger(trt.Logger.ERROR))
-    net = builder.create_network(0)
+def populate(net):
+    """Chains 64 activations, adding and removing an unused input before each, then keeps the
+    tensor whose removal the library refuses as the network's output."""
     x = net.add_input("x", trt.float32, (1, 8))
     for i in range(64):
         net.remove_tensor(net.add_input(f"unused{i}", trt.float32, (1, 8)))
-        x = net.add_activation(x, trt.ActivationType.RELU if i % 2 else trt.ActivationType.SIGMOID).get_output(0)
+        kind = trt.ActivationType.RELU if i % 2 else trt.ActivationType.SIGMOID
+        x = net.add_activation(x, kind).get_output(0)
     kept = net.add_unary(x, trt.UnaryOperation.ABS).get_output(0)
     net.remove_tensor(kept)  # refused: the unary layer still produces it
     kept.name = "kept"
     net.mark_output(kept)
     assert net.num_inputs == 1 and net.num_outputs == 1
-    engine = builder.build_serialized_network(net, builder.create_builder_config())
-    assert engine is not None, "the build failed"
-    with open(args.out, "wb") as f:
-        f.write(engine)
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    out = parser.parse_args().out
+    logger = trt.Logger(trt.Logger.ERROR)
+    builder = trt.Builder(logger)
+    network = builder.create_network(0)
+    populate(network)
+    sys.exit(save_engine(builder.build_serialized_network(network, builder.create_builder_config()), out))
