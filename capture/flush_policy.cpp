@@ -25,13 +25,14 @@ WriterOptions writerOptions(const Config& c, const std::string& path) {
   o.path = path;
   o.zstdLevel = c.zstdLevel;
   o.durable = c.durable;
-  o.rawWhenWaitedOn = true;  // the application never waits for zstd (docs/design.md, "Capture cost")
+  o.rawWhenWaitedOn = true;     // the application never waits for zstd (docs/design.md, "Capture cost")
+  o.rawBacklogBytes = 4 << 20;  // nor for a backlog of small weights that zstd did not keep up with
   o.workerThreads = rules.blobsOnCallingThread ? 0 : c.workers;
   // The workers give way to the application where both want a CPU (docs/design.md, "Capture
   // cost"); a worker the application waits for (a drain) has the CPU the application left.
   o.workerNice = 5;
-  // The log's thread compresses a segment while the application runs, and the close compresses the
-  // last one on the application's thread: level 1 (`trtrace rewrite --compress` recompresses at 3).
+  // The log's thread compresses the segments while the application runs: level 1 (`trtrace
+  // rewrite --compress` recompresses at 3).
   o.logZstdLevel = 1;
   o.deferKeys = true;  // no weight byte is read on the application's thread at the call (writer.h)
   o.queueBytes = c.queueMiB > 0 ? static_cast<uint64_t>(c.queueMiB) << 20 : UINT64_MAX;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "object_pool.h"
 #include "pointer_map.h"
 #include "session.h"
 #include "shim.h"
@@ -45,6 +46,11 @@ void disposeOwned(Object* o) {
   }
 }
 
+ObjectPool& pool() {
+  static ObjectPool* p = new ObjectPool();  // never destroyed: objects may outlive static destruction
+  return *p;
+}
+
 thread_local int tDepth = 0;  // DUMP_API indentation; also guards re-entrant recording
 
 }  // namespace
@@ -52,6 +58,10 @@ thread_local int tDepth = 0;  // DUMP_API indentation; also guards re-entrant re
 bool callInProgress() noexcept { return tDepth > 0; }
 
 Object::Object(void* realObject, const Iface* i) : real(realObject), iface(i) {}
+
+void* Object::operator new(size_t bytes) { return pool().take(bytes); }
+void Object::operator delete(void* p, size_t bytes) noexcept { pool().give(p, bytes); }
+void Object::afterFork() { pool().afterFork(); }
 
 Object::~Object() {
   disposeOwned(this);
@@ -78,15 +88,18 @@ void* unwrap(const void* pub) {
 }
 
 void forget(const void* pub) {
-  if (Object* o = ours(pub)) {
-    o->disposing = true;
-    Session::get().objects().unregister(o);
-    delete o;
-  }
+  if (Object* o = ours(pub)) Session::get().objects().unmap(o);
+}
+
+// Whose lifetime ends that of an object `returner`'s call returned: the nearest object up its chain
+// that ends apart from its owner (Iface::diesAlone).
+static Object* ownerFor(Object* returner) {
+  while (returner && !returner->iface->diesAlone && returner->owner) returner = returner->owner;
+  return returner;
 }
 
 Object* wrap(const void* real, const Iface& iface, Object* owner, uint32_t network) {
-  return Session::get().objects().wrap(real, iface.make, iface.appOwned ? nullptr : owner, network);
+  return Session::get().objects().wrap(real, iface.make, iface.appOwned ? nullptr : ownerFor(owner), network);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -121,17 +134,17 @@ void Call::fail(const char* why) noexcept {
 }
 
 Call::~Call() {
-  --tDepth;
+  const int depth = --tDepth;  // one lookup of the thread-local (a call into the dynamic linker)
   Session& s = Session::get();
   if (enc_) {
     record([](CallEncoder& e) { e.endCall(); });
     s.afterCall();
     if (!passed_.empty()) weightsBound(api_, self_, created_, passed_);
   }
-  if (tDepth == 0) JsonExport::forgetBlobs();  // the thread's outermost call is over
+  if (depth == 0 && s.jsonExport()) JsonExport::forgetBlobs();  // the thread's outermost call is over
   if (s.config().dumpApi) {
     const api::ApiDesc* d = api::find(api_);
-    std::fprintf(stderr, "trtrace: %*sexit  %.*s::%.*s\n", 2 * tDepth, "", d ? int(d->interface.size()) : 0,
+    std::fprintf(stderr, "trtrace: %*sexit  %.*s::%.*s\n", 2 * depth, "", d ? int(d->interface.size()) : 0,
                  d ? d->interface.data() : "", d ? int(d->method.size()) : 0, d ? d->method.data() : "");
   }
   if (serialized_) apiLock().unlock();

@@ -1,7 +1,8 @@
 // The registry of our stand-in objects, keyed by the real library's object, and the numbers a trace
 // names them by: handles 1, 2, ... in order of first appearance (0 = null), network ids 1, 2, ...
 // A template over the object type so that it is testable without the generated wrappers; T has
-// `real`, `handle`, `network`, `owner` (T*) and `owned` (std::vector<T*>): capture::Object.
+// `real`, `handle`, `network`, `owner` (T*), `owned` (std::vector<T*>) and `ownedAt` (its index
+// in its owner's `owned`): capture::Object.
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -29,6 +30,7 @@ class Registry {
     o->network = network;
     if (owner) {
       o->owner = owner;
+      o->ownedAt = owner->owned.size();
       owner->owned.push_back(o);
     }
     byReal_.emplace(real, o);
@@ -41,13 +43,23 @@ class Registry {
     return known ? *known : nullptr;
   }
 
+  // `o`'s real object may be gone: its mapping (if still its own) is dropped; it stays owned.
+  void unmap(T* o) {
+    std::lock_guard<std::mutex> lk(mu_);
+    forgetLocked(o);
+  }
+
   // `o` is going away: its mapping (if still its own) and its owner's link to it are dropped.
   void unregister(T* o) {
     std::lock_guard<std::mutex> lk(mu_);
     forgetLocked(o);
-    if (o->owner) {
+    if (o->owner) {  // one of tens of thousands a network owns: its slot takes the last one
       auto& v = o->owner->owned;
-      v.erase(std::remove(v.begin(), v.end(), o), v.end());
+      T* last = v.back();
+      last->ownedAt = o->ownedAt;
+      v[o->ownedAt] = last;
+      v.pop_back();
+      o->owner = nullptr;
     }
   }
 

@@ -182,6 +182,7 @@ void Session::drain() noexcept {
   guarded([this](Writer& w) {
     finishers_.handOff(w, path_);  // from TRTRACE_FINISHER_MB queued: written by a finisher (finisher.h)
     w.drainBlobs();                // what the workers are writing now
+    w.flushBehind();               // the open segment written meanwhile: an exit that follows finds little left
   });
 }
 
@@ -254,6 +255,7 @@ void Session::forkedChild() {
   new (&mu_) std::mutex();
   live_.store(nullptr);
   objects_.afterFork();
+  Object::afterFork();
   weights_.afterFork();
   live::ownedByThisProcess();
   json_.abandon();

@@ -73,7 +73,7 @@ class Session {
   // when the capture started; nullptr otherwise.
   JsonExport* jsonExport() { return json_.exporter(); }
   void afterBuild() noexcept;  // drain blobs (the app may free weights now) + flush-on-build policy
-  void drain() noexcept;       // every enqueued blob consumed
+  void drain() noexcept;       // every enqueued blob consumed; the open segment to the log's thread
   void close() noexcept;       // flush, footer, summary line (atexit)
   void forkedChild();          // the child abandons the parent's writer and starts its own file
   // The process is about to exec or to end without exit() (_exit, _Exit: process_end.cpp): the

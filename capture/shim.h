@@ -26,6 +26,10 @@ struct Iface {
   const char* name;
   int levels;
   bool appOwned;  // the application deletes these (builder, network, config, host memory)
+  // Ends apart from its owner: app-owned, or destroyed by a call (@destroys: a removed tensor). The
+  // objects another one's calls return are owned by the nearest such object (a layer's outputs die
+  // with the network, not with the layer), so that one network's deletion frees all its objects.
+  bool diesAlone;
   uint32_t destroyApi;
   Object* (*make)(void* real);
 };
@@ -48,19 +52,27 @@ struct Object {
   const Iface* iface;
   uint64_t handle = 0;         // trace handle (1, 2, ...; 0 = null)
   uint32_t network = 0;        // network id (0 = not network-scoped)
-  Object* owner = nullptr;     // the object whose call first returned this one
+  Object* owner = nullptr;     // the one whose end is ours: see Iface::diesAlone
   std::vector<Object*> owned;  // objects whose lifetime ends with ours (layers, tensors, ...)
+  size_t ownedAt = 0;          // our index in owner->owned
   bool disposing = false;      // being freed by us, not deleted by the application
 
   // The real object's V-pointer at `level`.
   void* realImpl(int level) const { return abi::vpointer(real, level); }
+
+  // Our objects' memory: a pool of their own, off the application's heap (object_pool.h).
+  static void* operator new(size_t bytes);
+  static void operator delete(void* p, size_t bytes) noexcept;
+  static void afterFork();  // in a forked child: the pool's lock made anew
 };
 
 // Our object -> the real public object; any other pointer (or null) is returned unchanged.
 void* unwrap(const void* pub);
 // Object (ours) behind a public pointer, or nullptr.
 Object* ours(const void* pub);
-// The real object was destroyed by the library (e.g. removeTensor): drop our mapping.
+// A call destroyed the real object (@destroys: removeTensor), or refused to (the tensor is still
+// used), which the call does not say: our mapping goes (the address may come back as a new object),
+// our object stays, still forwarding, until its owner's end.
 void forget(const void* pub);
 // Whether this thread is inside a recorded call (objects.cpp: Call).
 bool callInProgress() noexcept;

@@ -443,11 +443,6 @@ void Replayer::destroyReceiver(uint16_t iface) {
   std::erase_if(objects_, [&](const auto& kv) { return kv.second.object == gone; });  // every handle of it
 }
 
-void Replayer::forgetArg(size_t i) {
-  ValueView v = arg(i);
-  if (v.kind() == ValueKind::Handle) objects_.erase(v.asU64());
-}
-
 void Replayer::buildDone(NetworkResult result, const void* engine) {
   stats_.buildSeconds += result.buildSeconds;
   building_.reset();

@@ -143,7 +143,6 @@ class Replayer {
   void checkBool(bool got);
   void checkScalar(int64_t got);
   void destroyReceiver(uint16_t iface);
-  void forgetArg(size_t i);
 
   // ---- used by the hand-written overrides and hooks (replay/overrides.cpp) -----------------------
   const CallView& call() const { return *call_; }

@@ -208,9 +208,6 @@ def gen_replay(spec, cpp, ov):
             o.append(f"  {dec_arg(spec, cpp, m, i, p)}")
         args = ", ".join(call_arg(spec, p, i) for i, p in enumerate(m.params))
         o += replay_call(spec, m, ids, f"self->{m.name}({args})", spec.hooks["replay"].get(key, set()))
-        for i, p in enumerate(m.params):
-            if "destroys" in m.notes and m.notes["destroys"] == p.name:
-                o.append(f"  x.forgetArg({i});")
         o.append("}")
     o.append("")
     o.append("const Dispatch kDispatch[] = {")

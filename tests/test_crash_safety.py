@@ -6,7 +6,10 @@ starts being recorded). For each kill point and each flush policy:
   * `trtrace verify` exits 3 (truncated) and says the calls it holds are a clean prefix;
   * the trace holds exactly the calls the policy promises: FLUSH_AFTER_EVERY_CALL every call
     before N, FLUSH_ON_BUILD every call up to the last build before N, neither none at all --
-    compared line by line with `trtrace dump` of a complete capture of the same app;
+    compared line by line with `trtrace dump` of a complete capture of the same app. Beyond the
+    promise, the call log's thread may also have written every call up to a build or a network's
+    deletion before N (the app does not wait for it: docs/design.md, "Capture cost"), and nothing
+    else;
   * tensorrt_player replays that prefix (exit 0, every call dispatched) and writes an engine only
     for a build in the prefix, byte-identical to the app's.
 abort() and an unhandled C++ exception (std::terminate) flush every call through the shim's
@@ -55,6 +58,12 @@ def expected_count(policy, reference, n):
     return 0
 
 
+def behind_points(reference):
+    """The call counts at which the call log's thread writes the open segment without the app
+    waiting: after each build and each network's deletion."""
+    return {i + 1 for i, line in enumerate(reference) if BUILD in line or "NetworkDefinition::~(" in line}
+
+
 def check_killed(workdir, policy, n, reference, app_engines, run):
     """Kills the app at call n, then checks the trace, verify and the player. Returns a summary."""
     d = workdir / f"{policy}_{n}"
@@ -66,7 +75,11 @@ def check_killed(workdir, policy, n, reference, app_engines, run):
 
     v = trtrace("verify", trace, check=False)
     assert v.returncode == 3, f"{policy} kill at {n}: verify exit {v.returncode}\n{v.stdout}{v.stderr}"
-    assert "TRUNCATED" in v.stdout and f", {want} calls," in v.stdout, v.stdout
+    held = re.search(r", (\d+) calls,", v.stdout)
+    assert "TRUNCATED" in v.stdout and held, v.stdout
+    got = int(held.group(1))
+    assert got == want or (want < got <= n and got in behind_points(reference)), f"{policy} kill at {n}: {v.stdout}"
+    want = got
     assert "TRUNCATED (a clean prefix)" in v.stdout and "corrupt" not in v.stderr, v.stderr
 
     assert calls_of(trace) == reference[:want], f"{policy} kill at {n}: the trace is not the first {want} calls"

@@ -1,6 +1,8 @@
-// capture/registry.h and capture/weights_identity.h: the numbers a trace names objects and weights by.
+// capture/registry.h and capture/weights_identity.h: the numbers a trace names objects and weights by;
+// capture/object_pool.h: the memory our objects live in.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -10,10 +12,12 @@
 #include <utility>
 #include <vector>
 
+#include "object_pool.h"
 #include "pointer_map.h"
 #include "registry.h"
 #include "weights_identity.h"
 
+using trtrace::capture::ObjectPool;
 using trtrace::capture::PointerMap;
 using trtrace::capture::Registry;
 using trtrace::capture::WeightsIdentity;
@@ -27,6 +31,7 @@ struct Node {
   uint32_t network = 0;
   Node* owner = nullptr;
   std::vector<Node*> owned;
+  size_t ownedAt = 0;
 };
 
 struct Fixture : testing::Test {
@@ -83,6 +88,34 @@ TEST_F(ObjectRegistry, OwnedObjectsAreLinkedAndUnlinked) {
   Node* again = wrap(1, net, 1);  // the library reused the address: a new object, a new handle
   EXPECT_NE(again, layer);
   EXPECT_EQ(again->handle, 4u);
+}
+
+// A network owns tens of thousands of objects, and a removed tensor leaves its owner's list in one
+// step: the others stay listed once each, every one at the index it records.
+TEST_F(ObjectRegistry, UnregisteringOneOfManyKeepsTheOwnersListExact) {
+  static int many[64];
+  Node* net = wrap(0);
+  std::vector<Node*> kept;
+  for (int& r : many)
+    kept.push_back(reg.wrap(
+        &r,
+        [&](void* real) {
+          made.push_back(std::make_unique<Node>());
+          made.back()->real = real;
+          return made.back().get();
+        },
+        net, 1));
+  std::mt19937 rng(7);
+  for (int round = 0; round < 40; ++round) {
+    const size_t k = rng() % kept.size();
+    reg.unregister(kept[k]);
+    EXPECT_EQ(kept[k]->owner, nullptr);
+    reg.unregister(kept[k]);  // twice: nothing more happens
+    kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(k));
+    ASSERT_EQ(std::multiset<Node*>(net->owned.begin(), net->owned.end()),
+              std::multiset<Node*>(kept.begin(), kept.end()));
+    for (size_t i = 0; i < net->owned.size(); ++i) ASSERT_EQ(net->owned[i]->ownedAt, i);
+  }
 }
 
 // An object whose address the registry already maps to a newer wrapper leaves that mapping alone.
@@ -199,3 +232,37 @@ TEST(WeightsIdentityTest, RandomSeedsCountFromOne) {
 }
 
 }  // namespace
+
+// Freed objects' memory is reused by the next of their size class; sizes apart never share it, and
+// every piece is aligned as operator new's would be.
+TEST(ObjectPool, ReusesFreedMemoryWithinASizeClass) {
+  ObjectPool pool;
+  void* a = pool.take(112);
+  void* b = pool.take(128);
+  void* c = pool.take(144);
+  EXPECT_NE(a, b);
+  for (void* p : {a, b, c}) EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % ObjectPool::kGrain, 0u);
+  pool.give(a, 112);
+  EXPECT_EQ(pool.take(100), a);  // 97..112 bytes: one class
+  pool.give(c, 144);
+  EXPECT_NE(pool.take(112), c);
+  EXPECT_EQ(pool.take(144), c);
+  void* big = pool.take(ObjectPool::kMaxBytes + 1);  // from the heap
+  std::memset(big, 0xab, ObjectPool::kMaxBytes + 1);
+  pool.give(big, ObjectPool::kMaxBytes + 1);
+}
+
+// More objects than a chunk holds, written whole, each distinct: chunks are added as needed.
+TEST(ObjectPool, ObjectsBeyondOneChunkNeverOverlap) {
+  ObjectPool pool;
+  constexpr size_t kSize = 176;
+  std::vector<std::byte*> all;
+  for (size_t i = 0; i < 3 * ObjectPool::kChunk / kSize; ++i) {
+    all.push_back(static_cast<std::byte*>(pool.take(kSize)));
+    std::memset(all.back(), static_cast<int>(i & 0xff), kSize);
+  }
+  for (size_t i = 0; i < all.size(); ++i)
+    ASSERT_EQ(all[i][kSize - 1], static_cast<std::byte>(i & 0xff)) << "object " << i << " was overwritten";
+  for (std::byte* p : all) pool.give(p, kSize);
+  EXPECT_EQ(pool.take(kSize), all.back());  // the last freed comes back first
+}

@@ -147,6 +147,40 @@ TEST(Blobs, CompressionFoundAgainWhenAKindStartsToCompress) {
   }
 }
 
+// WriterOptions::rawBacklogBytes: while a 32 MiB blob is being compressed the application queues
+// 48 small ones behind it; each of those taken with 1 MiB or more still queued behind it is stored
+// raw, where the same trace without the option compresses them all. A 2 MiB blob queued before
+// them keeps its compression (the bound is for blobs under 1 MiB).
+TEST(Blobs, ABacklogOfSmallBlobsIsStoredRaw) {
+  auto compressible = [](size_t bytes, uint64_t seed) {
+    auto v = tt::floatBytes(bytes / 4, seed);
+    for (size_t b = 0; b < v.size(); b += 4) v[b] = v[b + 1] = std::byte{0};
+    return v;
+  };
+  std::vector<std::vector<std::byte>> keep{compressible(32 << 20, 1), compressible(2 << 20, 2)};
+  for (uint64_t i = 0; i < 48; ++i) keep.push_back(compressible(64 << 10, 10 + i));
+  for (uint64_t backlog : {uint64_t{0}, uint64_t{1} << 20}) {
+    SCOPED_TRACE(backlog ? "rawBacklogBytes = 1 MiB" : "no bound");
+    tt::TempDir d;
+    WriterOptions o;
+    o.path = d.path("t.trace");
+    o.workerThreads = 1;
+    o.rawBacklogBytes = backlog;
+    auto w = Writer::create(o, tt::header());
+    for (const auto& b : keep) w->putBlob(b.data(), b.size(), BlobHint::F32);
+    w->close();
+    auto r = Reader::open(o.path);
+    ASSERT_TRUE(r->verify().ok());
+    size_t smallCompressed = 0, bigCompressed = 0;
+    for (const auto& b : r->blobs()) (b.ref.length < (1 << 20) ? smallCompressed : bigCompressed) += b.compressed;
+    EXPECT_EQ(bigCompressed, 2u);
+    if (backlog)
+      EXPECT_LT(smallCompressed, 48u - 8u);  // at least the first 8 saw 40 (2.5 MiB) queued behind
+    else
+      EXPECT_EQ(smallCompressed, 48u);
+  }
+}
+
 TEST(Blobs, CompressionDroppedWhenItDoesNot) {
   tt::TempDir d;
   auto path = d.path("t.trace");

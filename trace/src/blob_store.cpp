@@ -28,7 +28,8 @@ namespace {
 // Compressed chunks of a small blob are buffered up to this many bytes before the file lock is
 // taken; beyond it the worker streams the rest under the lock (memory stays bounded).
 constexpr uint64_t kBlobBufferLimit = 16 << 20;
-constexpr uint64_t kMinCompressBytes = 256;  // a frame's overhead outweighs any saving below
+constexpr uint64_t kMinCompressBytes = 256;      // a frame's overhead outweighs any saving below
+constexpr uint64_t kBacklogBlobBytes = 1 << 20;  // WriterOptions::rawBacklogBytes applies under this
 
 F::BlobTransform transformFor(BlobHint hint, uint64_t bytes, const WriterOptions& o) {
   if (!o.byteGrouping) return F::BlobTransform::None;
@@ -426,6 +427,7 @@ void BlobStore::workerLoop(Scratch& s) {
       j = queue_.front();
       queue_.pop_front();
       queuedBytes_ -= j.bytes;
+      j.behind = opt_.rawBacklogBytes && j.bytes < kBacklogBlobBytes && queuedBytes_ >= opt_.rawBacklogBytes;
       if (!j.keyed) unkeyedBytes_ -= j.bytes;
       if (j.skip) {
         finishedLocked(j);
@@ -625,7 +627,7 @@ const std::byte* BlobStore::nextSource(const Job& j) {
 }
 
 bool BlobStore::writeFrom(const Job& j, Scratch& s) {
-  const bool hurry = opt_.rawWhenWaitedOn && waitedOn_.load(std::memory_order_relaxed);
+  const bool hurry = (opt_.rawWhenWaitedOn && waitedOn_.load(std::memory_order_relaxed)) || j.behind;
   if (opt_.zstdLevel > 0 && !hurry && j.bytes >= std::max(kMinCompressBytes, opt_.minCompressBytes) &&
       (opt_.tryEveryBlob || odds_.worthTrying(j.hint)))
     return writeCompressed(j, s);

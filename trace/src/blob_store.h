@@ -78,6 +78,7 @@ class BlobStore {
     bool skip = false;     // keyed ahead and nothing to write (claimLocked): finished when it is taken
     uint64_t sample = 0;   // deferred: the hash of the bytes' samples at the call (blob_store.cpp, sampleOf)
     bool ours = false;     // data is a worker's own copy, hashed into the key as it was read
+    bool behind = false;   // taken with a backlog behind it: stored raw (WriterOptions::rawBacklogBytes)
   };
   struct Scratch;
 

@@ -110,8 +110,13 @@ uint64_t CallLog::append(CallEncoder::Impl& e) {
   return seq;
 }
 
-void CallLog::handOffLocked() {
-  if (batch_.drafts.empty()) return;
+void CallLog::flushBehind() {
+  std::lock_guard g(mu_);
+  if (!closed_ && opt_.flush != FlushPolicy::EveryCall) handOffLocked(true);
+}
+
+void CallLog::handOffLocked(bool endSegment) {
+  if (batch_.drafts.empty() && !endSegment) return;
   Batch next;
   {
     std::unique_lock l(bgMu_);
@@ -122,6 +127,7 @@ void CallLog::handOffLocked() {
       bg_.idle.pop_back();
     }
     batch_.blobTicket = blobs_.ticket();  // every blob its calls reference is queued by now
+    batch_.endSegment = endSegment;
     bg_.pendingBytes += batch_.drafts.size();
     bg_.pending.push_back(std::move(batch_));
   }
@@ -142,6 +148,7 @@ void CallLog::waitBackgroundLocked() {
 void CallLog::flushLocked() {
   waitBackgroundLocked();
   batch_.blobTicket = blobs_.ticket();
+  batch_.endSegment = false;
   encodeBatch(batch_);
   batch_.drafts.clear();
   if (!records_.empty()) writeOpenSegment(0);
@@ -216,6 +223,7 @@ void CallLog::encodeBatch(const Batch& batch) {
     at += reinterpret_cast<const DraftHead*>(at)->bytes;
     if (seg_.GetSize() >= opt_.segmentBytes) writeOpenSegment(batch.blobTicket);
   }
+  if (batch.endSegment && !records_.empty()) writeOpenSegment(batch.blobTicket);
 }
 
 void CallLog::addCall(const std::byte* draft) {

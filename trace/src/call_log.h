@@ -44,6 +44,9 @@ class CallLog {
   // Encodes every call appended and writes the open segment (after the blobs it references when
   // drainFirst).
   void flush(bool drainFirst);
+  // The calls appended so far to the log's thread, which then writes the open segment; returns at
+  // once (a network's end: the exit that may follow finds little left to encode and compress).
+  void flushBehind();
   // Returns once the log's thread has encoded and written all it was handed; the calls of the last
   // batch and the open segment stay in memory (a finisher forked now writes them: Writer::forkFinisher).
   void settle();
@@ -60,12 +63,13 @@ class CallLog {
   struct Batch {
     std::vector<std::byte> drafts;
     uint64_t blobTicket = 0;
+    bool endSegment = false;  // the open segment is written after these calls (flushBehind)
   };
 
   // ---- the appending side (mu_) ----
-  // The batch to the log's thread (started on first use): it waits for room while
-  // kMaxPendingBatchBytes of batches are pending. Holds mu_.
-  void handOffLocked();
+  // The batch to the log's thread (started on first use), which writes the open segment after it
+  // when endSegment: it waits for room while kMaxPendingBatchBytes of batches are pending. Holds mu_.
+  void handOffLocked(bool endSegment = false);
   // Waits until the log's thread has encoded and written every pending batch; rethrows its failure.
   void waitBackgroundLocked();
   // Encodes the batch on this thread (the log's thread is idle) and writes the open segment.

@@ -111,6 +111,7 @@ void Writer::copyEncodedBlob(std::span<const std::byte> p) {
 }
 
 void Writer::flush() { impl_->log.flush(true); }
+void Writer::flushBehind() { impl_->log.flushBehind(); }
 
 void Writer::close() {
   auto* p = impl_.get();

@@ -57,6 +57,10 @@ struct WriterOptions {
   // Blobs still queued once somebody waits for them (drainBlobs, a flush, close: in a capture, the
   // application, at a build or at exit) are stored raw: zstd runs only while it costs nobody time.
   bool rawWhenWaitedOn = false;
+  // With this much more queued behind it, a blob under 1 MiB is stored raw (0: never): an
+  // application's calls can queue small weights faster than zstd keeps up, and the backlog would
+  // be a wait at its next drain (calls-20k-h64 in BENCHMARKS.md). Larger blobs keep their chance.
+  uint64_t rawBacklogBytes = 0;
   bool byteGrouping = true;         // split fp16/bf16/fp32 bytes by position before zstd
   uint32_t chunkBytes = 4 << 20;    // blobs are compressed in chunks of this many raw bytes
   int workerThreads = 1;            // 0 = compress/write on the caller's thread
@@ -227,6 +231,9 @@ class Writer {
   void copyEncodedBlob(std::span<const std::byte> blockPayload);
 
   void flush();  // writes the pending segment and waits for pending blobs
+  // Returns at once; the call log's thread writes the open segment after the calls recorded so far
+  // (nothing is said of when: a flush or close does). A capture asks at a network's end or build.
+  void flushBehind();
   // flush, footer index, file_length patch; idempotent. Every range reserved (below) must be
   // written by then: its record is read back from the file for the index (else Io, file unclosed).
   void close();
