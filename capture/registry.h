@@ -4,7 +4,6 @@
 // `real`, `handle`, `network`, `owner` (T*), `owned` (std::vector<T*>) and `ownedAt` (its index
 // in its owner's `owned`): capture::Object.
 #pragma once
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
