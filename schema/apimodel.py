@@ -70,6 +70,11 @@ def entry_methods(spec):
     return out
 
 
+def cbool(b):
+    """A C++ bool literal."""
+    return "true" if b else "false"
+
+
 def interposed(spec):
     """Interfaces whose objects the shim wraps: the library's pimpl classes and the `wrapped`
     abstract ones. Other abstract interfaces (application callbacks, the parser) are not interposed."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from apispec import SCALARS, SpecError
-from apimodel import K, all_methods, classify, interposed, len_expr, scalar_enc
+from apimodel import K, all_methods, cbool, classify, interposed, len_expr, scalar_enc
 
 
 # ------------------------------------------------------------------------------------------------
@@ -137,10 +137,6 @@ def gen_capture_wrapped(spec, cpp, ov, itf):
     o.append(f"  explicit Obj{itf.name}(void* real) : Object(real, &kIface{itf.name}) {{}}")
     o.append("};")
     return o
-
-
-def cbool(b):
-    return "true" if b else "false"
 
 
 def destroyed_ifaces(spec):

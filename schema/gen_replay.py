@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apimodel import DESTROY, K, all_methods, classify, interposed, layer_type, scalar_enc
+from apimodel import DESTROY, K, all_methods, cbool, classify, interposed, layer_type, scalar_enc
 
 
 # ------------------------------------------------------------------------------------------------
@@ -105,7 +105,7 @@ def replay_iface_table(spec):
     ]
     for itf in itfs:
         base = f"kIf_{itf.base}" if itf.base in ids else "kIf_None"
-        o.append(f'  {{"{itf.name}", {base}, {"true" if itf.name in spec.appowned else "false"}}},')
+        o.append(f'  {{"{itf.name}", {base}, {cbool(itf.name in spec.appowned)}}},')
     o.append("};")
     o.append("uint16_t refineIface(const void* real, uint16_t iface) {")
     if "Layer" in ids and "LayerType" in spec.enums:

@@ -3,7 +3,7 @@ parameter kinds, length-of, flags), enum names."""
 
 from __future__ import annotations
 
-from apimodel import CPP_KINDS, DESTROY, FLAGS, all_methods, interposed, method_flags, param_info, params_info
+from apimodel import CPP_KINDS, DESTROY, FLAGS, all_methods, cbool, interposed, method_flags, param_info, params_info
 from gen_python import PYFORM_ENUM, py_spelling
 
 
@@ -95,7 +95,7 @@ def gen_table_h(spec):
 def param_desc(spec, info):
     """A ParamDesc initializer for one ParamInfo."""
     itf = spec.interfaces.get(info.iface)
-    layer = "true" if itf is not None and itf.chain[0] == "Layer" else "false"
+    layer = cbool(itf is not None and itf.chain[0] == "Layer")
     enum_id = spec.enums[info.enum].type_id if info.enum else 0
     return (
         f"{{Kind::{info.kind}, Kind::{info.elem}, {enum_id}, StructId::{info.struct or 'None'}, "
