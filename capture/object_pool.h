@@ -1,8 +1,9 @@
 // Memory for our stand-in objects (capture::Object): one per layer and tensor the application
 // makes, tens of thousands per network, all freed together when the network is deleted. Taken from
 // the heap they cost a malloc and a free each on the application's thread, and they lie among the
-// application's own allocations; here they come from 64 KiB chunks in 16-byte size classes with a
-// free list each, reused by the next network and never given back (the peak of live objects stays).
+// application's own allocations; here they come from 2 MiB chunks of bulk memory (bulk_memory.h:
+// one huge page each where the kernel gives them) in 16-byte size classes with a free list each,
+// reused by the next network and never given back (the peak of live objects stays).
 // Under AddressSanitizer a free object's bytes (its free-list link included) and a chunk's unused
 // rest are poisoned, so a use of an object after its end is still caught until it is reused.
 #pragma once
@@ -13,13 +14,16 @@
 #include <new>
 #include <vector>
 
+#include "bulk_memory.h"
+#include "spin_lock.h"
+
 namespace trtrace::capture {
 
 class ObjectPool {
  public:
-  static constexpr size_t kGrain = 16;        // size classes: 16, 32, ... bytes
-  static constexpr size_t kMaxBytes = 512;    // larger ones come from the heap
-  static constexpr size_t kChunk = 64 << 10;  // a chunk: carved into objects of one size as needed
+  static constexpr size_t kGrain = 16;         // size classes: 16, 32, ... bytes
+  static constexpr size_t kMaxBytes = 512;     // larger ones come from the heap
+  static constexpr size_t kChunk = kHugePage;  // a chunk: carved into objects as needed
 
   ObjectPool() = default;
   ObjectPool(const ObjectPool&) = delete;
@@ -28,7 +32,7 @@ class ObjectPool {
   ~ObjectPool() {
     for (std::byte* c : chunks_) {
       ASAN_UNPOISON_MEMORY_REGION(c, kChunk);
-      ::operator delete (c, std::align_val_t{kGrain});
+      unmapBulk(c, kChunk);
     }
   }
 
@@ -36,7 +40,7 @@ class ObjectPool {
   void* take(size_t bytes) {
     if (bytes > kMaxBytes) return ::operator new(bytes);
     const size_t c = classOf(bytes);
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<SpinLock> g(mu_);
     const size_t size = (c + 1) * kGrain;
     if (Free* f = free_[c]) {
       ASAN_UNPOISON_MEMORY_REGION(f, size);
@@ -55,13 +59,13 @@ class ObjectPool {
     if (!p) return;
     if (bytes > kMaxBytes) return ::operator delete(p);
     const size_t c = classOf(bytes);
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<SpinLock> g(mu_);
     free_[c] = new (p) Free{free_[c]};
     ASAN_POISON_MEMORY_REGION(p, (c + 1) * kGrain);
   }
 
   // In a forked child: the lock may have been held by a thread that did not survive the fork.
-  void afterFork() { new (&mu_) std::mutex(); }
+  void afterFork() { mu_.reset(); }
 
  private:
   struct Free {
@@ -70,17 +74,17 @@ class ObjectPool {
   static constexpr size_t kClasses = kMaxBytes / kGrain;
   static size_t classOf(size_t bytes) { return bytes ? (bytes - 1) / kGrain : 0; }
 
-  // The rest of the current chunk (under kMaxBytes) is left unused: at most 1/128 of the memory.
+  // The rest of the current chunk (under kMaxBytes) is left unused: at most 1/4096 of the memory.
   void newChunk() {
     chunks_.reserve(chunks_.size() + 1);  // the chunk is never lost to a failed push_back
-    auto* c = static_cast<std::byte*>(::operator new (kChunk, std::align_val_t{kGrain}));
+    auto* c = static_cast<std::byte*>(mapBulk(kChunk));
     chunks_.push_back(c);
     next_ = c;
     end_ = c + kChunk;
     ASAN_POISON_MEMORY_REGION(c, kChunk);
   }
 
-  std::mutex mu_;
+  SpinLock mu_;
   Free* free_[kClasses] = {};
   std::byte* next_ = nullptr;  // the current chunk's unused rest: [next_, end_)
   std::byte* end_ = nullptr;

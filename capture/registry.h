@@ -7,10 +7,10 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
-#include <new>
 #include <vector>
 
 #include "pointer_map.h"
+#include "spin_lock.h"
 
 namespace trtrace::capture {
 
@@ -22,7 +22,7 @@ class Registry {
   template <class Make>
   T* wrap(const void* real, Make&& make, T* owner, uint32_t network) {
     if (!real) return nullptr;
-    std::lock_guard<std::mutex> lk(mu_);
+    std::lock_guard<SpinLock> lk(mu_);
     if (T** known = byReal_.find(real)) return *known;
     T* o = make(const_cast<void*>(real));
     o->handle = ++nextHandle_;
@@ -37,20 +37,20 @@ class Registry {
   }
 
   T* find(const void* real) {
-    std::lock_guard<std::mutex> lk(mu_);
+    std::lock_guard<SpinLock> lk(mu_);
     T** known = byReal_.find(real);
     return known ? *known : nullptr;
   }
 
   // `o`'s real object may be gone: its mapping (if still its own) is dropped; it stays owned.
   void unmap(T* o) {
-    std::lock_guard<std::mutex> lk(mu_);
+    std::lock_guard<SpinLock> lk(mu_);
     forgetLocked(o);
   }
 
   // `o` is going away: its mapping (if still its own) and its owner's link to it are dropped.
   void unregister(T* o) {
-    std::lock_guard<std::mutex> lk(mu_);
+    std::lock_guard<SpinLock> lk(mu_);
     forgetLocked(o);
     if (o->owner) {  // one of tens of thousands a network owns: its slot takes the last one
       auto& v = o->owner->owned;
@@ -66,7 +66,7 @@ class Registry {
   // deletion lets go of every layer and tensor at once); the caller frees them.
   std::vector<T*> releaseOwned(T* owner) {
     std::vector<T*> owned;
-    std::lock_guard<std::mutex> lk(mu_);
+    std::lock_guard<SpinLock> lk(mu_);
     owned.swap(owner->owned);
     // Tens of thousands of objects at a network's deletion, each and its slot a cache miss: the
     // objects kAhead on, then their slots, are asked for early, so that the misses overlap.
@@ -86,15 +86,19 @@ class Registry {
 
   // In a forked child: the lock may have been held by a thread that did not survive the fork.
   // The objects and numbers go on (the child's trace starts after them).
-  void afterFork() { new (&mu_) std::mutex(); }
+  void afterFork() { mu_.reset(); }
 
  private:
   void forgetLocked(T* o) {  // o's mapping, if still its own
     if (T** known = byReal_.find(o->real); known && *known == o) byReal_.erase(o->real);
   }
 
-  std::mutex mu_;
-  PointerMap<T*> byReal_;
+  // Sized for a network of tens of thousands of layers and tensors, whose objects are then never
+  // rehashed: a table of 2 MiB, one huge page where the kernel gives them (bulk_memory.h).
+  static constexpr size_t kObjectsBeforeGrowing = 65536;
+
+  SpinLock mu_;
+  PointerMap<T*> byReal_{kObjectsBeforeGrowing};
   uint64_t nextHandle_ = 0;
   std::atomic<uint32_t> networks_{0};
 };

@@ -3,9 +3,9 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
-#include <new>
 
 #include "pointer_map.h"
+#include "spin_lock.h"
 
 namespace trtrace::capture {
 
@@ -15,17 +15,17 @@ class WeightsIdentity {
   // addresses in the trace); the same pointer always gets the same number. The library tells
   // weights apart by pointer, and replay reproduces what these numbers say.
   uint64_t of(const void* values) {
-    std::lock_guard lk(mu_);
+    std::lock_guard<SpinLock> lk(mu_);
     return ids_.emplace(values, ids_.size() + 1);
   }
   // 1, 2, ...: the seed of the next weights recorded as random (TRT_SHIM_MARK_AS_RANDOM_WEIGHTS_*).
   uint64_t nextRandomSeed() { return ++randomSeeds_; }
   // In a forked child: the lock may have been held by a thread that did not survive the fork.
-  void afterFork() { new (&mu_) std::mutex(); }
+  void afterFork() { mu_.reset(); }
 
  private:
-  std::mutex mu_;
-  PointerMap<uint64_t> ids_;
+  SpinLock mu_;
+  PointerMap<uint64_t> ids_{4096};  // a model's weights arguments, before the table doubles
   std::atomic<uint64_t> randomSeeds_{0};
 };
 

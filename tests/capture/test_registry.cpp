@@ -1,5 +1,5 @@
 // capture/registry.h and capture/weights_identity.h: the numbers a trace names objects and weights by;
-// capture/object_pool.h: the memory our objects live in.
+// capture/object_pool.h: the memory our objects live in; capture/spin_lock.h: their lock.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -15,11 +15,13 @@
 #include "object_pool.h"
 #include "pointer_map.h"
 #include "registry.h"
+#include "spin_lock.h"
 #include "weights_identity.h"
 
 using trtrace::capture::ObjectPool;
 using trtrace::capture::PointerMap;
 using trtrace::capture::Registry;
+using trtrace::capture::SpinLock;
 using trtrace::capture::WeightsIdentity;
 
 namespace {
@@ -216,6 +218,27 @@ TEST(PointerMapTest, AgreesWithAStandardMapUnderRandomUse) {
   }
 }
 
+// Sized up front, the table is a mapping of zero pages; it doubles past that like any other (mapped
+// to mapped), and a small one grows from the heap into a mapping.
+TEST(PointerMapTest, KeepsEveryEntryAcrossDoublingsFromAnySize) {
+  static char arena[100000];
+  for (size_t entries : {size_t{0}, size_t{16}, size_t{16384}}) {
+    PointerMap<uint32_t> map(entries);
+    for (uint32_t i = 0; i < 100000; ++i) ASSERT_EQ(map.emplace(&arena[i], i), i);
+    ASSERT_EQ(map.size(), 100000u);
+    for (uint32_t i = 0; i < 100000; i += 2) ASSERT_TRUE(map.erase(&arena[i]));
+    for (uint32_t i = 0; i < 100000; ++i) {
+      const uint32_t* v = map.find(&arena[i]);
+      ASSERT_EQ(v != nullptr, i % 2 == 1) << "entries " << entries << ", key " << i;
+      if (v) { ASSERT_EQ(*v, i); }
+    }
+    PointerMap<uint32_t> moved(std::move(map));
+    EXPECT_EQ(moved.size(), 50000u);
+    EXPECT_EQ(map.size(), 0u);
+    EXPECT_EQ(map.find(&arena[1]), nullptr);
+  }
+}
+
 TEST(WeightsIdentityTest, NumbersPointersByFirstAppearance) {
   WeightsIdentity w;
   float a[2] = {}, b[2] = {};
@@ -265,4 +288,33 @@ TEST(ObjectPool, ObjectsBeyondOneChunkNeverOverlap) {
     ASSERT_EQ(all[i][kSize - 1], static_cast<std::byte>(i & 0xff)) << "object " << i << " was overwritten";
   for (std::byte* p : all) pool.give(p, kSize);
   EXPECT_EQ(pool.take(kSize), all.back());  // the last freed comes back first
+}
+
+// Threads that take the lock far more often than they have CPUs (the spinning ones yield): every
+// increment under it lands, and what one holder wrote is what the next one reads.
+TEST(SpinLockTest, ExcludesUnderContention) {
+  SpinLock lock;
+  uint64_t counter = 0, shadow = 0;
+  constexpr int kThreads = 4, kEach = 50000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < kEach; ++i) {
+        std::lock_guard<SpinLock> g(lock);
+        ASSERT_EQ(counter, shadow);
+        ++counter;
+        shadow = counter;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(counter, uint64_t{kThreads} * kEach);
+}
+
+// A lock held when the process forked (by a thread the child does not have) is free in the child.
+TEST(SpinLockTest, ResetFreesALockHeldByAThreadThatIsGone) {
+  SpinLock lock;
+  lock.lock();
+  lock.reset();
+  std::lock_guard<SpinLock> g(lock);  // would spin forever otherwise
+  SUCCEED();
 }

@@ -291,10 +291,11 @@ BlobRef BlobStore::put(const void* data, uint64_t bytes, BlobHint hint) {
 
 // Nothing is read here: the job is queued under the next ordinal, and its provisional key names it.
 BlobRef BlobStore::putDeferred(const void* data, uint64_t bytes, BlobHint hint) {
+  Job job{static_cast<const std::byte*>(data), bytes, hint, {}, 0, false};
+  // O(1), before the lock the workers take: the bytes are the app's, valid during its call.
+  job.sample = sampleOf(job.data, bytes);
   std::unique_lock l(mu_);
   if (workerError_) std::rethrow_exception(workerError_);
-  Job job{static_cast<const std::byte*>(data), bytes, hint, {}, 0, false};
-  job.sample = sampleOf(job.data, bytes);  // O(1): the bytes are the app's, valid during its call
   const bool wake = enqueueLocked(l, job);
   const BlobRef ref{{job.ordinal + 1, kProvisionalHi}, bytes};
   if (wake) {

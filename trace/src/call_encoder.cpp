@@ -9,6 +9,7 @@ namespace trtrace {
 using detail::DraftHead;
 using detail::DraftItem;
 using detail::DraftRole;
+using detail::DraftWide;
 using flatbuffers::Offset;
 
 namespace {
@@ -26,15 +27,20 @@ void CallEncoder::Impl::reset(uint32_t api, uint64_t receiver, uint32_t network)
   h.network = network;
 }
 
-void CallEncoder::Impl::item(const DraftItem& it, std::span<const std::byte> payload) {
-  const size_t at = draft.size(), room = padded(payload.size());
-  draft.resize(at + sizeof(DraftItem) + room);  // uninitialised: every byte is written here
+void CallEncoder::Impl::item(const DraftItem& it, std::span<const std::byte> payload, const DraftWide* wide) {
+  const size_t at = draft.size(), room = padded(payload.size()), extra = wide ? sizeof(DraftWide) : 0;
+  draft.resize(at + sizeof(DraftItem) + extra + room);  // uninitialised: every byte is written here
   std::byte* p = draft.data() + at;
   std::memcpy(p, &it, sizeof it);
-  reinterpret_cast<DraftItem*>(p)->payload = static_cast<uint32_t>(payload.size());
-  if (!payload.empty()) std::memcpy(p + sizeof it, payload.data(), payload.size());
-  std::memset(p + sizeof it + payload.size(), 0, room - payload.size());  // the padding
-  if (it.kind == fb::ValueKind::WeightsBlob && provisionalBlob({{it.hashLo, it.hashHi}, it.length}))
+  auto* written = reinterpret_cast<DraftItem*>(p);
+  written->payload = static_cast<uint32_t>(payload.size());
+  written->wide = wide != nullptr;
+  p += sizeof it;
+  if (wide) std::memcpy(p, wide, sizeof *wide);
+  p += extra;
+  if (!payload.empty()) std::memcpy(p, payload.data(), payload.size());
+  std::memset(p + payload.size(), 0, room - payload.size());  // the padding
+  if (wide && it.kind == fb::ValueKind::WeightsBlob && provisionalBlob({{wide->hashLo, wide->hashHi}, wide->length}))
     head().provisional = true;
 }
 
@@ -43,55 +49,52 @@ CallEncoder::~CallEncoder() = default;
 
 namespace {
 std::span<const std::byte> text(std::string_view s) { return std::as_bytes(std::span<const char>(s)); }
-DraftItem weights(fb::ValueKind k, uint32_t dtype, uint64_t count, uint64_t ptr, const BlobRef& blob = {},
-                  uint64_t seed = 0) {
-  return {.kind = k,
-          .dtype = dtype,
-          .count = count,
-          .hashLo = blob.hash.lo,
-          .hashHi = blob.hash.hi,
-          .length = blob.length,
-          .seed = seed,
-          .ptr = ptr};
+// The address of a setter's DraftWide, valid until the setter's item() has copied it.
+const DraftWide* in(const DraftWide& w) { return &w; }
+DraftWide weights(uint64_t count, uint64_t ptr, const BlobRef& blob = {}, uint64_t seed = 0) {
+  return {
+      .count = count, .hashLo = blob.hash.lo, .hashHi = blob.hash.hi, .length = blob.length, .seed = seed, .ptr = ptr};
 }
 }  // namespace
 
 using VK = fb::ValueKind;
 // Each value setter, as an argument and as the result: ITEM is the DraftItem (role set by the
-// pair), PAYLOAD its bytes.
-#define TRT_VALUE_PAIR(NAME, PARAMS, ITEM, PAYLOAD) \
-  CallEncoder& CallEncoder::arg##NAME PARAMS {      \
-    DraftItem it ITEM;                              \
-    impl_->item(it, PAYLOAD);                       \
-    return *this;                                   \
-  }                                                 \
-  CallEncoder& CallEncoder::ret##NAME PARAMS {      \
-    DraftItem it ITEM;                              \
-    it.role = DraftRole::Ret;                       \
-    impl_->item(it, PAYLOAD);                       \
-    return *this;                                   \
+// pair), PAYLOAD its bytes, WIDE its DraftWide (a pointer, or nullptr).
+#define TRT_VALUE_PAIR(NAME, PARAMS, ITEM, PAYLOAD, WIDE) \
+  CallEncoder& CallEncoder::arg##NAME PARAMS {            \
+    DraftItem it ITEM;                                    \
+    impl_->item(it, PAYLOAD, WIDE);                       \
+    return *this;                                         \
+  }                                                       \
+  CallEncoder& CallEncoder::ret##NAME PARAMS {            \
+    DraftItem it ITEM;                                    \
+    it.role = DraftRole::Ret;                             \
+    impl_->item(it, PAYLOAD, WIDE);                       \
+    return *this;                                         \
   }
 #define NONE std::span<const std::byte>()
-TRT_VALUE_PAIR(Null, (), {.kind = VK::Null}, NONE)
-TRT_VALUE_PAIR(Bool, (bool v), ({.kind = VK::Bool, .i = v ? 1 : 0}), NONE)
-TRT_VALUE_PAIR(I64, (int64_t v), ({.kind = VK::I64, .i = v}), NONE)
-TRT_VALUE_PAIR(U64, (uint64_t v), ({.kind = VK::U64, .u = v}), NONE)
-TRT_VALUE_PAIR(F32, (float v), ({.kind = VK::F32, .f = double(v)}), NONE)
-TRT_VALUE_PAIR(F64, (double v), ({.kind = VK::F64, .f = v}), NONE)
-TRT_VALUE_PAIR(String, (std::string_view v), {.kind = VK::String}, text(v))
-TRT_VALUE_PAIR(Enum, (uint32_t typeId, int64_t value), ({.kind = VK::Enum, .typeId = typeId, .i = value}), NONE)
-TRT_VALUE_PAIR(Dims, (std::span<const int64_t> d), {.kind = VK::Dims}, std::as_bytes(d))
-TRT_VALUE_PAIR(Handle, (uint64_t h, uint32_t typeId), ({.kind = VK::Handle, .typeId = typeId, .u = h}), NONE)
-TRT_VALUE_PAIR(HandleArray, (std::span<const uint64_t> h), {.kind = VK::HandleArray}, std::as_bytes(h))
-TRT_VALUE_PAIR(I64Array, (std::span<const int64_t> v), {.kind = VK::I64Array}, std::as_bytes(v))
-TRT_VALUE_PAIR(F32Array, (std::span<const float> v), {.kind = VK::F32Array}, std::as_bytes(v))
-TRT_VALUE_PAIR(Bytes, (std::span<const std::byte> v), {.kind = VK::Bytes}, v)
+#define NARROW nullptr
+TRT_VALUE_PAIR(Null, (), {.kind = VK::Null}, NONE, NARROW)
+TRT_VALUE_PAIR(Bool, (bool v), ({.kind = VK::Bool, .i = v ? 1 : 0}), NONE, NARROW)
+TRT_VALUE_PAIR(I64, (int64_t v), ({.kind = VK::I64, .i = v}), NONE, NARROW)
+TRT_VALUE_PAIR(U64, (uint64_t v), ({.kind = VK::U64, .u = v}), NONE, NARROW)
+TRT_VALUE_PAIR(F32, (float v), ({.kind = VK::F32, .f = double(v)}), NONE, NARROW)
+TRT_VALUE_PAIR(F64, (double v), ({.kind = VK::F64, .f = v}), NONE, NARROW)
+TRT_VALUE_PAIR(String, (std::string_view v), {.kind = VK::String}, text(v), NARROW)
+TRT_VALUE_PAIR(Enum, (uint32_t typeId, int64_t value), ({.kind = VK::Enum, .typeId = typeId, .i = value}), NONE, NARROW)
+TRT_VALUE_PAIR(Dims, (std::span<const int64_t> d), {.kind = VK::Dims}, std::as_bytes(d), NARROW)
+TRT_VALUE_PAIR(Handle, (uint64_t h, uint32_t typeId), ({.kind = VK::Handle, .typeId = typeId, .u = h}), NONE, NARROW)
+TRT_VALUE_PAIR(HandleArray, (std::span<const uint64_t> h), {.kind = VK::HandleArray}, std::as_bytes(h), NARROW)
+TRT_VALUE_PAIR(I64Array, (std::span<const int64_t> v), {.kind = VK::I64Array}, std::as_bytes(v), NARROW)
+TRT_VALUE_PAIR(F32Array, (std::span<const float> v), {.kind = VK::F32Array}, std::as_bytes(v), NARROW)
+TRT_VALUE_PAIR(Bytes, (std::span<const std::byte> v), {.kind = VK::Bytes}, v, NARROW)
 TRT_VALUE_PAIR(WeightsInline, (uint32_t dtype, uint64_t count, std::span<const std::byte> bytes, uint64_t ptr),
-               (weights(VK::WeightsInline, dtype, count, ptr)), bytes)
+               ({.kind = VK::WeightsInline, .dtype = dtype}), bytes, in(weights(count, ptr)))
 TRT_VALUE_PAIR(WeightsBlob, (uint32_t dtype, uint64_t count, const BlobRef& blob, uint64_t ptr),
-               (weights(VK::WeightsBlob, dtype, count, ptr, blob)), NONE)
+               ({.kind = VK::WeightsBlob, .dtype = dtype}), NONE, in(weights(count, ptr, blob)))
 TRT_VALUE_PAIR(WeightsRandom, (uint32_t dtype, uint64_t count, uint64_t seed, uint64_t ptr),
-               (weights(VK::WeightsRandom, dtype, count, ptr, {}, seed)), NONE)
+               ({.kind = VK::WeightsRandom, .dtype = dtype}), NONE, in(weights(count, ptr, {}, seed)))
+#undef NARROW
 #undef NONE
 #undef TRT_VALUE_PAIR
 
@@ -116,12 +119,8 @@ CallEncoder& CallEncoder::synthesized() {
 CallEncoder& CallEncoder::buildResult(bool ok, uint64_t engineSize, const Hash128& h,
                                       std::span<const std::string> errors) {
   impl_->head().build = true;
-  impl_->item({.role = DraftRole::Build,
-               .i = ok ? 1 : 0,
-               .u = errors.size(),
-               .count = engineSize,
-               .hashLo = h.lo,
-               .hashHi = h.hi});
+  const DraftWide result{.count = engineSize, .hashLo = h.lo, .hashHi = h.hi};
+  impl_->item({.role = DraftRole::Build, .i = ok ? 1 : 0, .u = errors.size()}, {}, &result);
   for (const std::string& e : errors) impl_->item({.role = DraftRole::BuildError}, text(e));
   return *this;
 }
@@ -168,7 +167,9 @@ class DraftEncoder {
  private:
   const DraftItem& next() {
     item_ = reinterpret_cast<const DraftItem*>(at_);
-    payload_ = at_ + sizeof(DraftItem);
+    const std::byte* after = at_ + sizeof(DraftItem);
+    wide_ = item_->wide ? *reinterpret_cast<const DraftWide*>(after) : DraftWide{};
+    payload_ = after + (item_->wide ? sizeof(DraftWide) : 0);
     at_ = payload_ + padded(item_->payload);
     return *item_;
   }
@@ -193,23 +194,26 @@ class DraftEncoder {
     auto bv = it.kind == VK::Bytes || it.kind == VK::WeightsInline
                   ? b_.CreateVector(reinterpret_cast<const uint8_t*>(payload_), it.payload)
                   : Offset<flatbuffers::Vector<uint8_t>>(0);
-    return fb::CreateValue(b_, it.kind, it.i, it.u, it.f, s, it.typeId, iv, fv, hv, bv, it.dtype, it.count, it.hashLo,
-                           it.hashHi, it.length, it.seed, it.ptr);
+    const DraftWide& w = wide_;
+    return fb::CreateValue(b_, it.kind, it.i, it.u, it.f, s, it.typeId, iv, fv, hv, bv, it.dtype, w.count, w.hashLo,
+                           w.hashHi, w.length, w.seed, w.ptr);
   }
 
   Offset<fb::BuildResult> buildResult(const DraftItem& it) {
+    const DraftWide result = wide_;
     std::vector<Offset<flatbuffers::String>> errs;
     for (uint64_t k = 0; k < it.u && at_ < end_; ++k) {
       next();
       errs.push_back(string());
     }
-    return fb::CreateBuildResult(b_, it.i != 0, it.count, it.hashLo, it.hashHi, b_.CreateVector(errs));
+    return fb::CreateBuildResult(b_, it.i != 0, result.count, result.hashLo, result.hashHi, b_.CreateVector(errs));
   }
 
   flatbuffers::FlatBufferBuilder& b_;
   const std::byte* at_;
   const std::byte* end_;
   const DraftItem* item_ = nullptr;
+  DraftWide wide_;  // item_'s, or zeros
   const std::byte* payload_ = nullptr;
   EncodeScratch& args_;  // the caller's, reused: no allocation per call
   Offset<fb::Value> ret_{0};

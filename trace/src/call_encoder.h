@@ -36,18 +36,23 @@ struct DraftHead {
   bool build = false;        // holds a build result (a flush point under FlushPolicy::OnBuild)
 };
 
-// One item: fb::Value's scalar fields, then `payload` bytes (padded to 8): the String's characters,
-// the Dims/I64Array's or the HandleArray's 8-byte elements, the F32Array's floats, the Bytes. A
-// Build item keeps ok in `i`, the engine's size in `count`, its hash in hashLo/hashHi and the number
-// of BuildError items after it in `u`; Unsupported and Message items hold their text as payload.
+// One item: fb::Value's scalar fields that any kind sets, then (`wide`) a DraftWide with those only
+// weights and build results set, then `payload` bytes (padded to 8): the String's characters, the
+// Dims/I64Array's or the HandleArray's 8-byte elements, the F32Array's floats, the Bytes. A Build
+// item keeps ok in `i`, the number of BuildError items after it in `u`, and the engine's size in
+// `count`, its hash in hashLo/hashHi; Unsupported and Message items hold their text as payload.
+// Most calls' items are handles, integers and enums: 40 bytes each, not the 88 of every field.
 struct DraftItem {
   DraftRole role = DraftRole::Arg;
   fb::ValueKind kind = fb::ValueKind::Null;
+  bool wide = false;  // a DraftWide follows
   uint32_t payload = 0;
   uint32_t typeId = 0, dtype = 0;
   int64_t i = 0;
   uint64_t u = 0;
   double f = 0;
+};
+struct DraftWide {
   uint64_t count = 0, hashLo = 0, hashHi = 0, length = 0, seed = 0, ptr = 0;
 };
 
@@ -88,12 +93,9 @@ struct CallEncoder::Impl {
 
   void reset(uint32_t api, uint64_t receiver, uint32_t network);
   detail::DraftHead& head() { return *reinterpret_cast<detail::DraftHead*>(draft.data()); }
-  // Appends one item and its payload.
-  void item(const detail::DraftItem& it, std::span<const std::byte> payload = {});
-  template <class T>
-  void item(detail::DraftItem it, std::span<const T> elements) {
-    item(it, std::as_bytes(elements));
-  }
+  // Appends one item, its DraftWide where `wide` is given, and its payload.
+  void item(const detail::DraftItem& it, std::span<const std::byte> payload = {},
+            const detail::DraftWide* wide = nullptr);
 };
 
 namespace detail {
