@@ -10,11 +10,11 @@ using detail::DraftHead;
 using detail::DraftItem;
 using detail::DraftRole;
 using detail::DraftWide;
+using detail::padded;
 using flatbuffers::Offset;
 
 namespace {
 constexpr size_t kDraftReserve = 4096;  // a call's draft rarely grows past this: no reallocation per call
-constexpr size_t padded(size_t n) { return (n + 7) & ~size_t(7); }
 }  // namespace
 
 void CallEncoder::Impl::reset(uint32_t api, uint64_t receiver, uint32_t network) {
@@ -25,23 +25,6 @@ void CallEncoder::Impl::reset(uint32_t api, uint64_t receiver, uint32_t network)
   h.api = api;
   h.receiver = receiver;
   h.network = network;
-}
-
-void CallEncoder::Impl::item(const DraftItem& it, std::span<const std::byte> payload, const DraftWide* wide) {
-  const size_t at = draft.size(), room = padded(payload.size()), extra = wide ? sizeof(DraftWide) : 0;
-  draft.resize(at + sizeof(DraftItem) + extra + room);  // uninitialised: every byte is written here
-  std::byte* p = draft.data() + at;
-  std::memcpy(p, &it, sizeof it);
-  auto* written = reinterpret_cast<DraftItem*>(p);
-  written->payload = static_cast<uint32_t>(payload.size());
-  written->wide = wide != nullptr;
-  p += sizeof it;
-  if (wide) std::memcpy(p, wide, sizeof *wide);
-  p += extra;
-  if (!payload.empty()) std::memcpy(p, payload.data(), payload.size());
-  std::memset(p + payload.size(), 0, room - payload.size());  // the padding
-  if (wide && it.kind == fb::ValueKind::WeightsBlob && provisionalBlob({{wide->hashLo, wide->hashHi}, wide->length}))
-    head().provisional = true;
 }
 
 CallEncoder::CallEncoder(Writer* w) : impl_(std::make_unique<Impl>()) { impl_->w = w->impl_.get(); }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -56,6 +57,8 @@ struct DraftWide {
   uint64_t count = 0, hashLo = 0, hashHi = 0, length = 0, seed = 0, ptr = 0;
 };
 
+constexpr size_t padded(size_t n) { return (n + 7) & ~size_t(7); }  // a payload's room in a draft
+
 // What encodeCall keeps between calls so that it allocates nothing per call: one per builder.
 using EncodeScratch = std::vector<flatbuffers::Offset<fb::Value>>;
 
@@ -93,9 +96,26 @@ struct CallEncoder::Impl {
 
   void reset(uint32_t api, uint64_t receiver, uint32_t network);
   detail::DraftHead& head() { return *reinterpret_cast<detail::DraftHead*>(draft.data()); }
-  // Appends one item, its DraftWide where `wide` is given, and its payload.
+  // Appends one item, its DraftWide where `wide` is given, and its payload. Inline: the setters'
+  // items are built in place, not on the stack and copied (the copy's loads waited on the stores
+  // that had just built it, on every argument of every call).
   void item(const detail::DraftItem& it, std::span<const std::byte> payload = {},
-            const detail::DraftWide* wide = nullptr);
+            const detail::DraftWide* wide = nullptr) {
+    using detail::DraftItem, detail::DraftWide;
+    const size_t at = draft.size(), room = detail::padded(payload.size()), extra = wide ? sizeof(DraftWide) : 0;
+    draft.resize(at + sizeof(DraftItem) + extra + room);  // uninitialised: every byte is written here
+    std::byte* p = draft.data() + at;
+    DraftItem* written = new (p) DraftItem(it);
+    written->payload = static_cast<uint32_t>(payload.size());
+    written->wide = wide != nullptr;
+    p += sizeof it;
+    if (wide) std::memcpy(p, wide, sizeof *wide);
+    p += extra;
+    if (!payload.empty()) std::memcpy(p, payload.data(), payload.size());
+    std::memset(p + payload.size(), 0, room - payload.size());  // the padding
+    if (wide && it.kind == fb::ValueKind::WeightsBlob && provisionalBlob({{wide->hashLo, wide->hashHi}, wide->length}))
+      head().provisional = true;
+  }
 };
 
 namespace detail {
