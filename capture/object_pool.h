@@ -1,9 +1,8 @@
 // Memory for our stand-in objects (capture::Object): one per layer and tensor the application
 // makes, tens of thousands per network, all freed together when the network is deleted. Taken from
 // the heap they cost a malloc and a free each on the application's thread, and they lie among the
-// application's own allocations; here they come from 2 MiB chunks of bulk memory (bulk_memory.h:
-// one huge page each where the kernel gives them) in 16-byte size classes with a free list each,
-// reused by the next network and never given back (the peak of live objects stays).
+// application's own allocations; here they come from 64 KiB chunks in 16-byte size classes with a
+// free list each, reused by the next network and never given back (the peak of live objects stays).
 // Under AddressSanitizer a free object's bytes (its free-list link included) and a chunk's unused
 // rest are poisoned, so a use of an object after its end is still caught until it is reused.
 #pragma once
@@ -14,16 +13,15 @@
 #include <new>
 #include <vector>
 
-#include "bulk_memory.h"
 #include "spin_lock.h"
 
 namespace trtrace::capture {
 
 class ObjectPool {
  public:
-  static constexpr size_t kGrain = 16;         // size classes: 16, 32, ... bytes
-  static constexpr size_t kMaxBytes = 512;     // larger ones come from the heap
-  static constexpr size_t kChunk = kHugePage;  // a chunk: carved into objects as needed
+  static constexpr size_t kGrain = 16;        // size classes: 16, 32, ... bytes
+  static constexpr size_t kMaxBytes = 512;    // larger ones come from the heap
+  static constexpr size_t kChunk = 64 << 10;  // a chunk: carved into objects of one size as needed
 
   ObjectPool() = default;
   ObjectPool(const ObjectPool&) = delete;
@@ -32,7 +30,7 @@ class ObjectPool {
   ~ObjectPool() {
     for (std::byte* c : chunks_) {
       ASAN_UNPOISON_MEMORY_REGION(c, kChunk);
-      unmapBulk(c, kChunk);
+      ::operator delete (c, std::align_val_t{kGrain});
     }
   }
 
@@ -74,10 +72,10 @@ class ObjectPool {
   static constexpr size_t kClasses = kMaxBytes / kGrain;
   static size_t classOf(size_t bytes) { return bytes ? (bytes - 1) / kGrain : 0; }
 
-  // The rest of the current chunk (under kMaxBytes) is left unused: at most 1/4096 of the memory.
+  // The rest of the current chunk (under kMaxBytes) is left unused: at most 1/128 of the memory.
   void newChunk() {
     chunks_.reserve(chunks_.size() + 1);  // the chunk is never lost to a failed push_back
-    auto* c = static_cast<std::byte*>(mapBulk(kChunk));
+    auto* c = static_cast<std::byte*>(::operator new (kChunk, std::align_val_t{kGrain}));
     chunks_.push_back(c);
     next_ = c;
     end_ = c + kChunk;

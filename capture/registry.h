@@ -93,12 +93,8 @@ class Registry {
     if (T** known = byReal_.find(o->real); known && *known == o) byReal_.erase(o->real);
   }
 
-  // Sized for a network of tens of thousands of layers and tensors, whose objects are then never
-  // rehashed: a table of 2 MiB, one huge page where the kernel gives them (bulk_memory.h).
-  static constexpr size_t kObjectsBeforeGrowing = 65536;
-
   SpinLock mu_;
-  PointerMap<T*> byReal_{kObjectsBeforeGrowing};
+  PointerMap<T*> byReal_;
   uint64_t nextHandle_ = 0;
   std::atomic<uint32_t> networks_{0};
 };

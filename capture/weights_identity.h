@@ -25,7 +25,7 @@ class WeightsIdentity {
 
  private:
   SpinLock mu_;
-  PointerMap<uint64_t> ids_{4096};  // a model's weights arguments, before the table doubles
+  PointerMap<uint64_t> ids_;
   std::atomic<uint64_t> randomSeeds_{0};
 };
 

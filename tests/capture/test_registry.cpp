@@ -218,27 +218,6 @@ TEST(PointerMapTest, AgreesWithAStandardMapUnderRandomUse) {
   }
 }
 
-// Sized up front, the table is a mapping of zero pages; it doubles past that like any other (mapped
-// to mapped), and a small one grows from the heap into a mapping.
-TEST(PointerMapTest, KeepsEveryEntryAcrossDoublingsFromAnySize) {
-  static char arena[100000];
-  for (size_t entries : {size_t{0}, size_t{16}, size_t{16384}}) {
-    PointerMap<uint32_t> map(entries);
-    for (uint32_t i = 0; i < 100000; ++i) ASSERT_EQ(map.emplace(&arena[i], i), i);
-    ASSERT_EQ(map.size(), 100000u);
-    for (uint32_t i = 0; i < 100000; i += 2) ASSERT_TRUE(map.erase(&arena[i]));
-    for (uint32_t i = 0; i < 100000; ++i) {
-      const uint32_t* v = map.find(&arena[i]);
-      ASSERT_EQ(v != nullptr, i % 2 == 1) << "entries " << entries << ", key " << i;
-      if (v) { ASSERT_EQ(*v, i); }
-    }
-    PointerMap<uint32_t> moved(std::move(map));
-    EXPECT_EQ(moved.size(), 50000u);
-    EXPECT_EQ(map.size(), 0u);
-    EXPECT_EQ(map.find(&arena[1]), nullptr);
-  }
-}
-
 TEST(WeightsIdentityTest, NumbersPointersByFirstAppearance) {
   WeightsIdentity w;
   float a[2] = {}, b[2] = {};
