@@ -147,21 +147,16 @@ void gatherSamples(std::byte* samples, uint64_t bytes, uint64_t off, uint64_t n,
     if (from < to) std::memcpy(samples + i * kSampleBytes + (from - lo), chunk + (from - off), to - from);
   }
 }
-// At the call, on the application's thread: the same samples as gatherSamples over the whole bytes.
-// An application fills its weights long before it passes them, so each sample is a miss to memory:
-// all their lines are asked for first, so that the misses overlap instead of following each other.
+// At the call, on the application's thread. An application fills its weights long before it
+// passes them, so each sample is a miss to memory: all their lines are asked for first, so that
+// the misses overlap instead of following each other.
 uint64_t sampleOf(const std::byte* data, uint64_t bytes) {
   std::byte samples[kSampled];
-  if (bytes <= kSampled) {
-    gatherSamples(samples, bytes, 0, bytes, data);
-    return sampleHash(samples, bytes);
-  }
-  for (uint64_t i = 0; i < kSamples; ++i) {
+  for (uint64_t i = 0; bytes > kSampled && i < kSamples; ++i) {
     __builtin_prefetch(data + samplePos(i, bytes));
     __builtin_prefetch(data + samplePos(i, bytes) + kSampleBytes - 1);  // where a sample crosses a line
   }
-  for (uint64_t i = 0; i < kSamples; ++i)
-    std::memcpy(samples + i * kSampleBytes, data + samplePos(i, bytes), kSampleBytes);
+  gatherSamples(samples, bytes, 0, bytes, data);
   return sampleHash(samples, bytes);
 }
 

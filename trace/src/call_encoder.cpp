@@ -56,28 +56,27 @@ using VK = fb::ValueKind;
     return *this;                                         \
   }
 #define NONE std::span<const std::byte>()
-#define NARROW nullptr
-TRT_VALUE_PAIR(Null, (), {.kind = VK::Null}, NONE, NARROW)
-TRT_VALUE_PAIR(Bool, (bool v), ({.kind = VK::Bool, .i = v ? 1 : 0}), NONE, NARROW)
-TRT_VALUE_PAIR(I64, (int64_t v), ({.kind = VK::I64, .i = v}), NONE, NARROW)
-TRT_VALUE_PAIR(U64, (uint64_t v), ({.kind = VK::U64, .u = v}), NONE, NARROW)
-TRT_VALUE_PAIR(F32, (float v), ({.kind = VK::F32, .f = double(v)}), NONE, NARROW)
-TRT_VALUE_PAIR(F64, (double v), ({.kind = VK::F64, .f = v}), NONE, NARROW)
-TRT_VALUE_PAIR(String, (std::string_view v), {.kind = VK::String}, text(v), NARROW)
-TRT_VALUE_PAIR(Enum, (uint32_t typeId, int64_t value), ({.kind = VK::Enum, .typeId = typeId, .i = value}), NONE, NARROW)
-TRT_VALUE_PAIR(Dims, (std::span<const int64_t> d), {.kind = VK::Dims}, std::as_bytes(d), NARROW)
-TRT_VALUE_PAIR(Handle, (uint64_t h, uint32_t typeId), ({.kind = VK::Handle, .typeId = typeId, .u = h}), NONE, NARROW)
-TRT_VALUE_PAIR(HandleArray, (std::span<const uint64_t> h), {.kind = VK::HandleArray}, std::as_bytes(h), NARROW)
-TRT_VALUE_PAIR(I64Array, (std::span<const int64_t> v), {.kind = VK::I64Array}, std::as_bytes(v), NARROW)
-TRT_VALUE_PAIR(F32Array, (std::span<const float> v), {.kind = VK::F32Array}, std::as_bytes(v), NARROW)
-TRT_VALUE_PAIR(Bytes, (std::span<const std::byte> v), {.kind = VK::Bytes}, v, NARROW)
+TRT_VALUE_PAIR(Null, (), {.kind = VK::Null}, NONE, nullptr)
+TRT_VALUE_PAIR(Bool, (bool v), ({.kind = VK::Bool, .i = v ? 1 : 0}), NONE, nullptr)
+TRT_VALUE_PAIR(I64, (int64_t v), ({.kind = VK::I64, .i = v}), NONE, nullptr)
+TRT_VALUE_PAIR(U64, (uint64_t v), ({.kind = VK::U64, .u = v}), NONE, nullptr)
+TRT_VALUE_PAIR(F32, (float v), ({.kind = VK::F32, .f = double(v)}), NONE, nullptr)
+TRT_VALUE_PAIR(F64, (double v), ({.kind = VK::F64, .f = v}), NONE, nullptr)
+TRT_VALUE_PAIR(String, (std::string_view v), {.kind = VK::String}, text(v), nullptr)
+TRT_VALUE_PAIR(Enum, (uint32_t typeId, int64_t value), ({.kind = VK::Enum, .typeId = typeId, .i = value}), NONE,
+               nullptr)
+TRT_VALUE_PAIR(Dims, (std::span<const int64_t> d), {.kind = VK::Dims}, std::as_bytes(d), nullptr)
+TRT_VALUE_PAIR(Handle, (uint64_t h, uint32_t typeId), ({.kind = VK::Handle, .typeId = typeId, .u = h}), NONE, nullptr)
+TRT_VALUE_PAIR(HandleArray, (std::span<const uint64_t> h), {.kind = VK::HandleArray}, std::as_bytes(h), nullptr)
+TRT_VALUE_PAIR(I64Array, (std::span<const int64_t> v), {.kind = VK::I64Array}, std::as_bytes(v), nullptr)
+TRT_VALUE_PAIR(F32Array, (std::span<const float> v), {.kind = VK::F32Array}, std::as_bytes(v), nullptr)
+TRT_VALUE_PAIR(Bytes, (std::span<const std::byte> v), {.kind = VK::Bytes}, v, nullptr)
 TRT_VALUE_PAIR(WeightsInline, (uint32_t dtype, uint64_t count, std::span<const std::byte> bytes, uint64_t ptr),
                ({.kind = VK::WeightsInline, .dtype = dtype}), bytes, in(weights(count, ptr)))
 TRT_VALUE_PAIR(WeightsBlob, (uint32_t dtype, uint64_t count, const BlobRef& blob, uint64_t ptr),
                ({.kind = VK::WeightsBlob, .dtype = dtype}), NONE, in(weights(count, ptr, blob)))
 TRT_VALUE_PAIR(WeightsRandom, (uint32_t dtype, uint64_t count, uint64_t seed, uint64_t ptr),
                ({.kind = VK::WeightsRandom, .dtype = dtype}), NONE, in(weights(count, ptr, {}, seed)))
-#undef NARROW
 #undef NONE
 #undef TRT_VALUE_PAIR
 
