@@ -44,6 +44,10 @@ SMOKE = [
 ]
 SMOKE_BUILD = ("smoke-build", ["--blocks", "1", "--hidden", "64", "--dtype", "fp16"])
 CAPTURE_REPS = 5  # at least, for each capture mode of a model without a reps override
+# The call-heavy models run in half a second, and their bar (issue 27: <= 1.05x) is a difference of
+# ~20 ms, inside one run's spread on a shared VM: more runs, so that the medians hold still.
+CALL_HEAVY = {"calls-20k", "calls-20k-h64"}
+CALL_HEAVY_CAPTURE_REPS = 15
 TINY = ["--blocks", "1", "--hidden", "16", "--dtype", "fp32"]  # player RSS baseline
 
 
@@ -454,7 +458,7 @@ def main():
         mreps = r or reps
         # The capture's modes are judged run against run (issue 27), where the VM's spread (the
         # page cache's speed; see BENCHMARKS.md) is larger than one replay figure's: more runs.
-        creps = mreps if (r or a.smoke) else max(reps, CAPTURE_REPS)
+        creps = mreps if (r or a.smoke) else max(reps, CALL_HEAVY_CAPTURE_REPS if name in CALL_HEAVY else CAPTURE_REPS)
         res, trace, nvjson, nvbin = capture_model(E, name, margs, creps, build=False)
         if replay:
             res["replay"] = replay_model(

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <mutex>
+#include <vector>
 
 #include "object_pool.h"
-#include "pointer_map.h"
 #include "session.h"
 #include "shim.h"
 #include "trt_values.h"
@@ -18,20 +18,38 @@ extern const size_t kNumIfaces;
 
 namespace {
 
-// The vtable pointer of every Object class: a pointer is ours iff its first word is one of them
-// (asked for nearly every object a call passes: its network hint, its argument, its unwrapped
-// pointer; a flat set is one multiply and usually one probe).
-const PointerMap<bool>& ourVtables() {
-  static const PointerMap<bool> v = [] {
-    PointerMap<bool> out;
+// The vtable pointers of every Object class: a pointer is ours iff its first word is one of them.
+// Asked for nearly every object a call passes (its network hint, its argument, its unwrapped
+// pointer), so it is a bitmap over the few KiB of the shim's data they lie in, one bit per
+// pointer-aligned word: one load, from a few lines that stay in the cache.
+class VtableSet {
+ public:
+  VtableSet() {
+    std::vector<uintptr_t> vptrs;
     for (size_t i = 0; i < kNumIfaces; ++i) {
       Object* o = kAllIfaces[i]->make(nullptr);
-      out.emplace(*reinterpret_cast<const void* const*>(o), true);
+      vptrs.push_back(*reinterpret_cast<const uintptr_t*>(o));
       o->disposing = true;
       delete o;
     }
-    return out;
-  }();
+    lo_ = *std::min_element(vptrs.begin(), vptrs.end());
+    bits_.assign((*std::max_element(vptrs.begin(), vptrs.end()) - lo_) / kWord / 64 + 1, 0);
+    for (uintptr_t v : vptrs) bits_[(v - lo_) / kWord / 64] |= uint64_t{1} << ((v - lo_) / kWord % 64);
+  }
+  bool contains(const void* p) const {
+    const uintptr_t d = reinterpret_cast<uintptr_t>(p) - lo_;  // wraps below lo_: too far
+    if (d % kWord || d / kWord / 64 >= bits_.size()) return false;
+    return bits_[d / kWord / 64] >> (d / kWord % 64) & 1;
+  }
+
+ private:
+  static constexpr uintptr_t kWord = sizeof(void*);
+  uintptr_t lo_ = 0;
+  std::vector<uint64_t> bits_;
+};
+
+const VtableSet& ourVtables() {
+  static const VtableSet v;
   return v;
 }
 

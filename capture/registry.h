@@ -90,7 +90,7 @@ class Registry {
 
  private:
   void forgetLocked(T* o) {  // o's mapping, if still its own
-    if (T** known = byReal_.find(o->real); known && *known == o) byReal_.erase(o->real);
+    byReal_.eraseIfHolds(o->real, o);
   }
 
   SpinLock mu_;

@@ -64,6 +64,7 @@ class CallLog {
     std::vector<std::byte> drafts;
     uint64_t blobTicket = 0;
     bool endSegment = false;  // the open segment is written after these calls (flushBehind)
+    size_t asked = 0;         // drafts' room asked for (prefetched) up to this offset
   };
 
   // ---- the appending side (mu_) ----
