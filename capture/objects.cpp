@@ -34,12 +34,15 @@ class VtableSet {
     }
     lo_ = *std::min_element(vptrs.begin(), vptrs.end());
     bits_.assign((*std::max_element(vptrs.begin(), vptrs.end()) - lo_) / kWord / 64 + 1, 0);
-    for (uintptr_t v : vptrs) bits_[(v - lo_) / kWord / 64] |= uint64_t{1} << ((v - lo_) / kWord % 64);
+    for (uintptr_t v : vptrs) {
+      const uintptr_t w = (v - lo_) / kWord;
+      bits_[w / 64] |= uint64_t{1} << (w % 64);
+    }
   }
   bool contains(const void* p) const {
     const uintptr_t d = reinterpret_cast<uintptr_t>(p) - lo_;  // wraps below lo_: too far
-    if (d % kWord || d / kWord / 64 >= bits_.size()) return false;
-    return bits_[d / kWord / 64] >> (d / kWord % 64) & 1;
+    const uintptr_t w = d / kWord;
+    return d % kWord == 0 && w / 64 < bits_.size() && (bits_[w / 64] >> (w % 64) & 1);
   }
 
  private:

@@ -13,7 +13,6 @@
 #include <zstd.h>
 
 #include "call_encoder.h"
-#include "trtrace/prefetch.h"
 
 namespace trtrace::detail {
 namespace F = format;
@@ -27,17 +26,6 @@ uint64_t osThreadId() {
 }
 
 constexpr uint64_t kMinCompressSegment = 128;  // a frame's overhead outweighs any saving below
-
-// The batch's room for the next calls' drafts, asked for ahead (for writing), each line once. A
-// batch's memory was last read by the log's thread, on another core: written cold, each line of a
-// draft waits for that core to give it up, and the application's thread waits for all of them at
-// the lock's release. Asked for here, they come while the application and the library run until
-// its next call. `asked`: the offset up to which they were asked for.
-void prefetchRoom(const std::vector<std::byte>& v, size_t& asked) {
-  constexpr size_t kAhead = 512;  // the next two or three calls' drafts
-  const size_t until = std::min(v.size() + kAhead, v.capacity());
-  for (asked = std::max(asked, v.size()); asked < until; asked += 64) prefetchForWrite(v.data() + asked);
-}
 
 }  // namespace
 
@@ -89,6 +77,22 @@ Writer::Stats CallLog::stats() const {
   return s;
 }
 
+// The batch's memory was last read by the log's thread, on another core: written cold, each line
+// of a draft waits for that core to give it up, and the application's thread waits for all of
+// them at the lock's release. Asked for here, they come while the application and the library
+// run until its next call.
+void CallLog::Batch::askRoom() {
+  constexpr size_t kAhead = 512;  // the next two or three calls' drafts
+  const size_t until = std::min(drafts.size() + kAhead, drafts.capacity());
+  for (asked = std::max(asked, drafts.size()); asked < until; asked += 64) {
+#if defined(__x86_64__)
+    asm volatile("prefetchw %0" ::"m"(*(drafts.data() + asked)));  // a no-op on a CPU without it
+#else
+    __builtin_prefetch(drafts.data() + asked, 1);
+#endif
+  }
+}
+
 // ---- writing: the appending side --------------------------------------------------------------
 uint64_t CallLog::append(CallEncoder::Impl& e) {
   uint64_t seq;
@@ -102,7 +106,7 @@ uint64_t CallLog::append(CallEncoder::Impl& e) {
     h.thread = osThreadId();
     h.bytes = static_cast<uint32_t>(e.draft.size());
     batch_.drafts.insert(batch_.drafts.end(), e.draft.begin(), e.draft.end());
-    prefetchRoom(batch_.drafts, batch_.asked);
+    batch_.askRoom();
     calls_.store(calls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // appends hold mu_
     if (opt_.onCall) {
       encodeCall(e.draft.data(), viewB_, viewScratch_);
@@ -145,8 +149,7 @@ void CallLog::handOffLocked(bool endSegment) {
     bg_.pending.push_back(std::move(batch_));
   }
   batch_ = std::move(next);
-  batch_.drafts.clear();
-  batch_.asked = 0;
+  batch_.clear();
   if (batch_.drafts.capacity() < kBatchBytes + (4 << 10)) batch_.drafts.reserve(kBatchBytes + (4 << 10));
   if (!bgThread_.joinable()) bgThread_ = std::thread([this] { backgroundLoop(); });
   bgCv_.notify_all();
@@ -164,8 +167,7 @@ void CallLog::flushLocked() {
   batch_.blobTicket = blobs_.ticket();
   batch_.endSegment = false;
   encodeBatch(batch_);
-  batch_.drafts.clear();
-  batch_.asked = 0;
+  batch_.clear();
   if (!records_.empty()) writeOpenSegment(0);
 }
 

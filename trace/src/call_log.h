@@ -65,6 +65,12 @@ class CallLog {
     uint64_t blobTicket = 0;
     bool endSegment = false;  // the open segment is written after these calls (flushBehind)
     size_t asked = 0;         // drafts' room asked for (prefetched) up to this offset
+    // The room for the next calls' drafts asked for ahead, for writing, each line once.
+    void askRoom();
+    void clear() {
+      drafts.clear();
+      asked = 0;
+    }
   };
 
   // ---- the appending side (mu_) ----
