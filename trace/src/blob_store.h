@@ -119,6 +119,7 @@ class BlobStore {
   void writeLostLocked(const Job& j, bool replaced);
   void indexLocked(const Job& j, uint64_t at, uint64_t stored, uint64_t dataAt, const format::BlobRecord& r);
   void rethrowWorkerError();
+  void wakeOrderedLocked();  // wakes a drainTo() whose ticket is done. Holds mu_.
   // Waits (mu_ held in l) until `done` says so; byCaller: an application thread waits.
   void waitDrained(std::unique_lock<std::mutex>& l, bool byCaller, const std::function<bool()>& done,
                    const std::function<void(uint64_t)>& onWait);
@@ -146,7 +147,9 @@ class BlobStore {
   std::condition_variable workCv_;     // workers wait here for a batch
   std::condition_variable doneCv_;     // producers over the budget, and drain(), wait here: all done
   std::condition_variable orderedCv_;  // drainTo() waits here: the oldest job done
-  std::condition_variable keyCv_;      // keyNow() waits here: a deferred key read
+  static constexpr uint64_t kNoTicket = UINT64_MAX;
+  uint64_t orderedWant_ = kNoTicket;  // the least ticket a drainTo() waits for: woken once, when it is done
+  std::condition_variable keyCv_;     // keyNow() waits here: a deferred key read
   std::unordered_map<BlobRef, bool, BlobRefHasher> seen_;  // every key put -> still queued for a worker
   // Other caller buffers passed with a queued key (dedup hits): if the first buffer is released
   // before a worker reads it, the blob is read from one of these instead of being stored Lost.
