@@ -28,6 +28,7 @@ Session& Session::get() {
 
 Session::Session() {
   config_ = Config::fromEnv();
+  rules_ = flushRules(config_);
   faults_.configure(processEnv);
   live::start(this, config_);
   if (!config_.tacticCache.empty())  // docs/json-bin-layout.md, "TRT_SHIM_SET_TACTIC_CACHE"
@@ -174,8 +175,8 @@ void Session::exportJson() noexcept {
   json_.flush(json);
 }
 
-void Session::afterCall() noexcept {
-  if (flushRules(config_).exportAfterCall && writer()) exportJson();
+void Session::exportAfterCall() noexcept {
+  if (writer()) exportJson();
 }
 
 void Session::drain() noexcept {
@@ -188,7 +189,7 @@ void Session::drain() noexcept {
 
 void Session::afterBuild() noexcept {
   drain();
-  if (flushRules(config_).flushAfterBuild && guarded([](Writer& w) { w.flush(); })) exportJson();
+  if (rules_.flushAfterBuild && guarded([](Writer& w) { w.flush(); })) exportJson();
 }
 
 void Session::close() noexcept {

@@ -67,8 +67,12 @@ class Session {
   Registry<Object>& objects() { return objects_; }
   WeightsIdentity& weights() { return weights_; }
 
-  void afterCall() noexcept;   // flush-after-every-call policy (JSON mode: the JSON+BIN brought up to date)
+  // Flush-after-every-call policy (JSON mode: the JSON+BIN brought up to date): one test per call.
+  void afterCall() noexcept {
+    if (rules_.exportAfterCall) exportAfterCall();
+  }
   void exportJson() noexcept;  // TRT_SHIM_OUTPUT_JSON_FILE: a flush point of the JSON+BIN export
+  void exportAfterCall() noexcept;
   // The JSON+BIN export, when TRT_SHIM_OUTPUT_JSON_FILE (or trtShimSetOutputJsonFile) named a JSON
   // when the capture started; nullptr otherwise.
   JsonExport* jsonExport() { return json_.exporter(); }
@@ -98,6 +102,7 @@ class Session {
   void summary(const Writer::Stats& s, pid_t finisher = 0);  // finisher: the pid that completes the trace
 
   Config config_;
+  FlushRules rules_;  // of config_, worked out once (every recorded call asks)
   Faults faults_;
   Registry<Object> objects_;
   WeightsIdentity weights_;
