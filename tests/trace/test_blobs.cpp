@@ -1060,3 +1060,53 @@ TEST(DeferredKeys, AKeyReadOutOfOrderIsWrittenOnce) {
   EXPECT_EQ(blobArgs(*r), want);
   for (const BlobRef& ref : want) EXPECT_TRUE(r->hasBlob(ref) && !r->blobLost(ref));
 }
+
+// Small blobs queued together are read and written together (one read of the application's
+// memory, one write of their blocks), and each keeps its own fate: one released before it was
+// read is Lost (the joint read stops short at it, and the rest are read one by one), one changed
+// is Lost, a repeat is stored once, and every other is stored whole, as one at a time.
+TEST(DeferredKeys, SmallBlobsTakenTogetherKeepEachOnesFate) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<std::vector<std::byte>> blobs;
+  for (int i = 0; i < 40; ++i) blobs.push_back(tt::randomBytes(1 + (i * 7919) % (format::kSmallBlobMax - 1), 300 + i));
+  blobs[30] = blobs[10];  // a repeat, its own buffer
+  const size_t releasedBytes = 3 * page - 5;
+  void* m = ::mmap(nullptr, releasedBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  std::memset(m, 9, releasedBytes);
+  std::vector<BlobRef> want;
+  uint64_t lostBytes = 0;
+  {
+    auto w = Writer::create(deferredOptions(path, 2), tt::header());
+    std::vector<BlobRef> refs;
+    for (size_t i = 0; i < blobs.size(); ++i) {
+      refs.push_back(w->putBlob(blobs[i].data(), blobs[i].size()));  // under a batch: no worker wakes
+      if (i == 5) refs.push_back(w->putBlob(m, releasedBytes));
+    }
+    ::munmap(m, releasedBytes);
+    blobs[20][0] ^= std::byte{1};  // after the call, where a sample lies: not the call's bytes
+    lostBytes = releasedBytes + blobs[20].size();
+    for (const BlobRef& ref : refs) w->beginCall(1, 0, 0).argWeightsBlob(0, ref.length, ref).endCall();
+    w->close();
+    EXPECT_EQ(w->stats().lostBlobs, 2u);
+    EXPECT_EQ(w->stats().lostBytes, lostBytes);
+    EXPECT_EQ(w->stats().uniqueBlobs, blobs.size() - 2);  // the repeat and the changed one aside
+    for (const BlobRef& ref : refs) want.push_back(*w->resolvedBlob(ref));
+  }
+  auto r = Reader::open(path);
+  const VerifyReport rep = r->verify();
+  EXPECT_TRUE(rep.ok()) << (rep.issues.empty() ? "" : rep.issues[0].what);
+  EXPECT_EQ(rep.lostBlobs, 2u);
+  EXPECT_EQ(blobArgs(*r), want);
+  EXPECT_TRUE(r->blobLost(want[6]));   // the released one
+  EXPECT_TRUE(r->blobLost(want[21]));  // blobs[20], changed
+  EXPECT_EQ(want[11], want[31]);       // blobs[10] and its repeat
+  for (size_t i = 0; i < blobs.size(); ++i) {
+    if (i == 20) continue;
+    const BlobRef ref{hash128(blobs[i].data(), blobs[i].size()), blobs[i].size()};
+    EXPECT_EQ(want[i + (i > 5)], ref) << "blob " << i;
+    EXPECT_TRUE(sameBytes(r->checkedBlob(ref), blobs[i])) << "blob " << i;
+  }
+}

@@ -30,6 +30,11 @@ namespace {
 constexpr uint64_t kBlobBufferLimit = 16 << 20;
 constexpr uint64_t kMinCompressBytes = 256;      // a frame's overhead outweighs any saving below
 constexpr uint64_t kBacklogBlobBytes = 1 << 20;  // WriterOptions::rawBacklogBytes applies under this
+// A batch of blobs: what wakes the workers, and what a worker takes of small blobs at once.
+constexpr uint64_t kBatchBytes = 1 << 20;
+constexpr size_t kBatchJobs = 64;
+// Under this, a deferred blob is taken with its neighbours (and stored RawSmall).
+constexpr uint64_t kSmallBlob = F::kSmallBlobMax;
 
 F::BlobTransform transformFor(BlobHint hint, uint64_t bytes, const WriterOptions& o) {
   if (!o.byteGrouping) return F::BlobTransform::None;
@@ -212,7 +217,11 @@ std::optional<Hash128> readKey(const BlobStore::Job& j, const BlockFile& file, s
 struct BlobStore::Scratch {
   ZSTD_CCtx* cctx = ZSTD_createCCtx();
   std::vector<std::byte> in, grouped, out, buffered;
-  std::vector<std::byte> read;  // a deferred key's read (hashCaller): a small blob's bytes, kept
+  std::vector<std::byte> read;               // a deferred key's read (hashCaller): a small blob's bytes, kept
+  std::vector<Job> batch;                    // small jobs taken together (consumeSmall)
+  std::vector<std::optional<Hash128>> keys;  // theirs, read
+  std::vector<iovec> ranges;                 // where their bytes are, in the application
+  pid_t pid = ::getpid();                    // a worker's process: workers do not survive a fork
   ~Scratch() { ZSTD_freeCCtx(cctx); }
 };
 
@@ -242,10 +251,8 @@ void BlobStore::signalStop() {
 }
 
 bool BlobStore::batchReadyLocked() const {
-  constexpr uint64_t kWakeBytes = 1u << 20;
-  constexpr size_t kWakeJobs = 64;
   return !queue_.empty() &&
-         (stopping_ || draining_ || blocked_ || keyAll_ || queuedBytes_ >= kWakeBytes || queue_.size() >= kWakeJobs);
+         (stopping_ || draining_ || blocked_ || keyAll_ || queuedBytes_ >= kBatchBytes || queue_.size() >= kBatchJobs);
 }
 
 void BlobStore::stop() {
@@ -419,7 +426,10 @@ void BlobStore::workerLoop(Scratch& s) {
     Job j;
     {
       std::unique_lock l(mu_);
-      if (queue_.empty() || !inBatch) workCv_.wait(l, [&] { return stopping_ || batchReadyLocked(); });
+      // Small blobs wait for a batch of them: taken one by one as the application queues them, each
+      // cost a read, two writes and three rounds of mu_ (calls-20k: ~13,000 futex calls).
+      if (queue_.empty() || !inBatch || (smallFrontLocked() && !batchReadyLocked()))
+        workCv_.wait(l, [&] { return stopping_ || batchReadyLocked(); });
       if (queue_.empty()) return;
       inBatch = true;
       if (keyAheadLocked(l, s)) continue;
@@ -430,6 +440,12 @@ void BlobStore::workerLoop(Scratch& s) {
       }
       if (queue_.front().keying) {  // became the front while another worker reads its key
         workCv_.wait(l, [&] { return queue_.empty() || !queue_.front().keying; });
+        continue;
+      }
+      if (takeSmallLocked(s.batch)) {
+        popSmallLocked(s.batch);
+        l.unlock();
+        consumeSmall(s.batch, s);
         continue;
       }
       j = queue_.front();
@@ -501,6 +517,140 @@ BlobRef BlobStore::keyNow(const BlobRef& ref) {
   // Else a worker or a handoff reads it now (it left the queue, or is being keyed in it).
   keyCv_.wait(l, [&] { return keys_[ordinal] != Hash128{}; });
   return {keys_[ordinal], ref.length};
+}
+
+// The small deferred jobs at the front, in order, up to a batch (none keyed or being keyed ahead:
+// those go one by one). A blob under the compression bound is stored raw: nothing else differs.
+bool BlobStore::smallLocked(const Job& j) const {
+  const uint64_t rawUnder = opt_.zstdLevel > 0 ? std::max(kMinCompressBytes, opt_.minCompressBytes) : kSmallBlob;
+  return !j.keyed && !j.keying && !j.skip && j.bytes != 0 && j.bytes < std::min(kSmallBlob, rawUnder);
+}
+
+bool BlobStore::takeSmallLocked(std::vector<Job>& batch) const {
+  batch.clear();
+  uint64_t bytes = 0;
+  for (const Job& j : queue_) {
+    if (batch.size() == kBatchJobs || !smallLocked(j) || bytes + j.bytes > kBatchBytes) break;
+    bytes += j.bytes;
+    batch.push_back(j);
+  }
+  return batch.size() > 1;
+}
+
+void BlobStore::popSmallLocked(const std::vector<Job>& batch) {
+  for (const Job& j : batch) {
+    queue_.pop_front();
+    queuedBytes_ -= j.bytes;
+    unkeyedBytes_ -= j.bytes;
+  }
+}
+
+// As consume, for each job of the batch: key read (or Lost), claimed, written from the bytes read.
+void BlobStore::consumeSmall(std::vector<Job>& batch, Scratch& s) {
+  readSmall(batch, s);
+  std::vector<bool> write(batch.size());
+  {
+    std::lock_guard g(mu_);
+    for (size_t i = 0; i < batch.size(); ++i) write[i] = claimLocked(batch[i], s.keys[i]);
+  }
+  try {
+    if (file_.failed()) file_.throwFailed();
+    std::lock_guard f(file_.mu);
+    writeSmallLocked(batch, write, s);
+  } catch (...) {
+    std::lock_guard g(mu_);
+    if (!workerError_) workerError_ = std::current_exception();
+  }
+  std::lock_guard g(mu_);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const BlobRef key{batch[i].hash, batch[i].bytes};
+    if (write[i]) {
+      if (auto it = seen_.find(key); it != seen_.end()) it->second = false;  // consumed: no more sources
+      if (!superseded_.empty()) superseded_.erase(key);
+    }
+    if (!others_.empty() && write[i]) others_.erase(key);
+    finishedLocked(batch[i]);
+  }
+}
+
+// Every job's bytes into s.read, one after another, by one process_vm_readv (a range gone makes it
+// stop short: then each job is read alone), and their keys: nullopt where the bytes are gone or
+// no longer give the call's samples (Lost), and for all after a failed write (not read at all).
+void BlobStore::readSmall(const std::vector<Job>& batch, Scratch& s) {
+  s.keys.assign(batch.size(), std::nullopt);
+  if (file_.failed()) return;
+  uint64_t total = 0;
+  s.ranges.clear();
+  for (const Job& j : batch) {
+    s.ranges.push_back({const_cast<std::byte*>(j.data), j.bytes});
+    total += j.bytes;
+  }
+  if (s.read.size() < total) s.read.resize(total);
+  iovec into{s.read.data(), total};
+  const bool all = safeReads() && ::process_vm_readv(s.pid, &into, 1, s.ranges.data(), s.ranges.size(), 0) ==
+                                      static_cast<ssize_t>(total);
+  std::byte* at = s.read.data();
+  for (size_t i = 0; i < batch.size(); at += batch[i].bytes, ++i) {
+    const Job& j = batch[i];
+    if (!all && !readCaller(j.data, j.bytes, at)) continue;
+    std::byte samples[kSampled];
+    gatherSamples(samples, j.bytes, 0, j.bytes, at);
+    if (sampleHash(samples, j.bytes) != j.sample) continue;
+    const XXH128_hash_t h = XXH3_128bits(at, j.bytes);
+    s.keys[i] = Hash128{h.low64, h.high64};
+  }
+}
+
+// The blocks of the jobs to write, laid out from `end` as writeRaw lays out one, in one write: each
+// block's header (zero for now), record and padding from s.buffered, its bytes from where they were
+// read (s.read). Then each header, in order: a trace cut between the two ends before the first
+// block with no header (docs/format.md), as with one block at a time.
+void BlobStore::writeSmallLocked(const std::vector<Job>& batch, const std::vector<bool>& write, Scratch& s) {
+  static const std::byte kZeros[F::kBlockAlign] = {};
+  struct Placed {
+    const Job* job;
+    const std::byte* bytes;  // in s.read
+    uint64_t at, dataAt;
+    F::BlobRecord record;
+  };
+  std::vector<Placed> placed;
+  const uint64_t start = file_.end;
+  uint64_t at = start;
+  const std::byte* from = s.read.data();
+  s.buffered.clear();  // from the previous block's end: its padding, then this one's header, record, padding
+  for (size_t i = 0; i < batch.size(); from += batch[i].bytes, ++i) {
+    if (!write[i]) continue;
+    const Job& j = batch[i];
+    const RawLayout layout = rawLayout(at, j.bytes);
+    const uint64_t prefixAt = placed.empty() ? start : placed.back().dataAt + placed.back().job->bytes;
+    placed.push_back({&j, from, at, layout.dataAt,
+                      recordFor(j, F::BlobEncoding::RawSmall, j.bytes, layout.dataAt - at - sizeof(F::BlockHeader))});
+    const size_t prefix = s.buffered.size();
+    s.buffered.resize(prefix + (layout.dataAt - prefixAt));
+    std::memcpy(s.buffered.data() + prefix + (at - prefixAt) + sizeof(F::BlockHeader), &placed.back().record,
+                sizeof(F::BlobRecord));
+    at = layout.next;
+  }
+  if (placed.empty()) return;
+  std::vector<iovec> iov;
+  std::byte* prefix = s.buffered.data();
+  for (size_t i = 0; i < placed.size(); ++i) {
+    const Placed& p = placed[i];
+    const uint64_t prefixAt = i == 0 ? start : placed[i - 1].dataAt + placed[i - 1].job->bytes;
+    iov.push_back({prefix, p.dataAt - prefixAt});
+    iov.push_back({const_cast<std::byte*>(p.bytes), p.job->bytes});
+    prefix += p.dataAt - prefixAt;
+  }
+  const uint64_t tail = at - (placed.back().dataAt + placed.back().job->bytes);
+  if (tail) iov.push_back({const_cast<std::byte*>(kZeros), tail});
+  file_.pwritevAll(iov, start);
+  for (const Placed& p : placed) {
+    const auto h = makeBlockHeader(F::BlockType::Blob, p.record.dataOffset + p.job->bytes, sizeof p.record,
+                                   check32(&p.record, sizeof p.record));
+    file_.pwriteAll(&h, sizeof h, p.at);
+  }
+  for (const Placed& p : placed) indexLocked(*p.job, p.at, p.job->bytes, p.dataAt, p.record);
+  file_.end = at;
 }
 
 void BlobStore::consume(Job j, Scratch& s) {

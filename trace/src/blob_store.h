@@ -96,6 +96,15 @@ class BlobStore {
   void keyInPlaceLocked(std::unique_lock<std::mutex>& l, size_t index, std::vector<std::byte>& buf);
   void workerLoop(Scratch& s);
   void consume(Job j, Scratch& s);
+  // Small deferred jobs from the front of the queue, taken and written together (takeSmallLocked,
+  // consumeSmall): one read of the application's memory, one round of mu_, one write of the blocks.
+  bool smallLocked(const Job& j) const;
+  bool smallFrontLocked() const { return !queue_.empty() && smallLocked(queue_.front()); }
+  bool takeSmallLocked(std::vector<Job>& batch) const;
+  void popSmallLocked(const std::vector<Job>& batch);
+  void consumeSmall(std::vector<Job>& batch, Scratch& s);
+  void readSmall(const std::vector<Job>& batch, Scratch& s);
+  void writeSmallLocked(const std::vector<Job>& batch, const std::vector<bool>& write, Scratch& s);
   // A deferred job's key (read off the caller's thread), recorded for the call log: false when
   // nothing is left to write (a dedup hit, or unreadable bytes: Lost under a key of their own at the
   // next settle(), docs/format.md). Holds mu_.

@@ -71,7 +71,7 @@ void BlockFile::pwriteAll(const void* p, uint64_t n, uint64_t off) { pwriteFrom(
 
 bool BlockFile::pwriteReleasable(const void* p, uint64_t n, uint64_t off) { return pwriteFrom(p, n, off, true); }
 
-// The one place that writes to the file (writeBlock's single call aside).
+// The one place that writes to the file (pwritevAll's single call aside).
 bool BlockFile::pwriteFrom(const void* p, uint64_t n, uint64_t off, bool releasable) {
   if (failed_) throwFailed();
   auto* c = static_cast<const char*>(p);
@@ -141,25 +141,30 @@ void BlockFile::writeBlock(uint64_t at, const F::BlockHeader& h, std::span<const
   for (auto p : pieces)
     if (!p.empty()) iov.push_back({const_cast<std::byte*>(p.data()), p.size()});
   if (next > payloadEnd) iov.push_back({const_cast<std::byte*>(zeros), next - payloadEnd});
+  pwritevAll(iov, at + sizeof h);
+  pwriteAll(&h, sizeof h, at);
+  if (moveEnd) end = next;
+}
+
+// The ranges back to back from `off` in one system call where the kernel takes them all; a short,
+// interrupted or failed one goes on range by range through pwriteAll, which retries or fails.
+void BlockFile::pwritevAll(std::span<const iovec> iov, uint64_t off) {
   uint64_t total = 0;
   for (const iovec& v : iov) total += v.iov_len;
   if (failed_) throwFailed();
   if (const int fault = writeFault_ ? writeFault_() : 0) {
     errno = fault;
-    failWrite(at + sizeof h);
+    failWrite(off);
   }
-  const ssize_t k = ::pwritev(fd_, iov.data(), static_cast<int>(iov.size()), static_cast<off_t>(at + sizeof h));
-  if (k != static_cast<ssize_t>(total)) {  // short, interrupted or failed: piece by piece, which retries or fails
-    uint64_t off = at + sizeof h, done = k > 0 ? static_cast<uint64_t>(k) : 0;
-    for (const iovec& v : iov) {
-      const uint64_t skip = std::min<uint64_t>(done, v.iov_len);
-      done -= skip;
-      if (skip < v.iov_len) pwriteAll(static_cast<const char*>(v.iov_base) + skip, v.iov_len - skip, off + skip);
-      off += v.iov_len;
-    }
+  const ssize_t k = ::pwritev(fd_, iov.data(), static_cast<int>(iov.size()), static_cast<off_t>(off));
+  if (k == static_cast<ssize_t>(total)) return;
+  uint64_t done = k > 0 ? static_cast<uint64_t>(k) : 0;
+  for (const iovec& v : iov) {
+    const uint64_t skip = std::min<uint64_t>(done, v.iov_len);
+    done -= skip;
+    if (skip < v.iov_len) pwriteAll(static_cast<const char*>(v.iov_base) + skip, v.iov_len - skip, off + skip);
+    off += v.iov_len;
   }
-  pwriteAll(&h, sizeof h, at);
-  if (moveEnd) end = next;
 }
 
 void BlockFile::finish(uint64_t calls, uint64_t blobPuts, uint64_t blobPutBytes) {

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/uio.h>
+
 #include "internal.h"
 #include "trtrace/writer.h"
 
@@ -38,6 +40,8 @@ class BlockFile {
   // pwriteAll of bytes that may have been released (a finisher's view of the application's memory):
   // false when the kernel could not read them (EFAULT); what was written before then stays.
   bool pwriteReleasable(const void* p, uint64_t n, uint64_t off);
+  // pwriteAll of ranges that lie back to back from `off` (at most IOV_MAX of them).
+  void pwritevAll(std::span<const iovec> iov, uint64_t off);
   // n bytes at `off` of what was written (a finisher's blocks, read back at close): false if short.
   bool preadAll(void* p, uint64_t n, uint64_t off) const;
   void writeZeros(uint64_t off, uint64_t n);
