@@ -165,16 +165,21 @@ uint64_t sampleOf(const std::byte* data, uint64_t bytes) {
   return sampleHash(samples, bytes);
 }
 
-// XXH3-128 of the caller's bytes, read as a worker reads them (readCaller, kRawPiece at a time
-// through buf), and their samples gathered on the way where asked; nullopt when any of them is gone.
+// Bytes that are only hashed, not kept, are read this many at a time: a piece that stays in the
+// core's cache between the read's copy and the hash costs less than a 4 MiB one (hashing 1 GiB
+// through process_vm_readv on this project's VM: ~370 ms against ~440 ms; BENCHMARKS.md).
+constexpr uint64_t kHashPiece = 256 << 10;
+
+// XXH3-128 of the caller's bytes, read as a worker reads them (readCaller, `piece` at a time through
+// buf), and their samples gathered on the way where asked; nullopt when any of them is gone.
 std::optional<Hash128> hashCaller(const std::byte* data, uint64_t bytes, std::vector<std::byte>& buf,
-                                  std::byte* samples = nullptr) {
+                                  std::byte* samples = nullptr, uint64_t piece = kHashPiece) {
   XXH3_state_t st;
   XXH3_INITSTATE(&st);
   XXH3_128bits_reset(&st);
-  if (buf.size() < std::min(bytes, kRawPiece)) buf.resize(std::min(bytes, kRawPiece));
-  for (uint64_t off = 0; off < bytes; off += kRawPiece) {
-    const uint64_t n = std::min<uint64_t>(kRawPiece, bytes - off);
+  if (buf.size() < std::min(bytes, piece)) buf.resize(std::min(bytes, piece));
+  for (uint64_t off = 0; off < bytes; off += piece) {
+    const uint64_t n = std::min<uint64_t>(piece, bytes - off);
     if (!readCaller(data + off, n, buf.data())) return std::nullopt;
     XXH3_128bits_update(&st, buf.data(), n);
     if (samples) gatherSamples(samples, bytes, off, n, buf.data());
@@ -205,10 +210,13 @@ namespace trtrace::detail {
 namespace {
 // A deferred job's key: its bytes read now, and taken for the call's only if they still give the
 // samples noted at the call; nullopt otherwise (Lost) or after a failed write (not read at all).
-std::optional<Hash128> readKey(const BlobStore::Job& j, const BlockFile& file, std::vector<std::byte>& buf) {
+// `keep`: a blob of up to kRawPiece is left whole in buf, for its writer (BlobStore::consume).
+std::optional<Hash128> readKey(const BlobStore::Job& j, const BlockFile& file, std::vector<std::byte>& buf,
+                               bool keep = false) {
   if (file.failed()) return std::nullopt;
   std::byte samples[kSampled];
-  const std::optional<Hash128> key = hashCaller(j.data, j.bytes, buf, samples);
+  const uint64_t piece = keep && j.bytes <= kRawPiece ? kRawPiece : kHashPiece;
+  const std::optional<Hash128> key = hashCaller(j.data, j.bytes, buf, samples, piece);
   if (!key || sampleHash(samples, j.bytes) != j.sample) return std::nullopt;
   return key;
 }
@@ -655,7 +663,7 @@ void BlobStore::writeSmallLocked(const std::vector<Job>& batch, const std::vecto
 
 void BlobStore::consume(Job j, Scratch& s) {
   if (!j.keyed) {
-    const std::optional<Hash128> key = readKey(j, file_, s.read);
+    const std::optional<Hash128> key = readKey(j, file_, s.read, true);
     std::lock_guard g(mu_);
     if (!claimLocked(j, key)) return finishedLocked(j);
     if (j.bytes <= kRawPiece) {  // all read and hashed just now: written from there, not read again
