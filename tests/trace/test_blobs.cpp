@@ -1071,7 +1071,8 @@ TEST(DeferredKeys, SmallBlobsTakenTogetherKeepEachOnesFate) {
   auto path = d.path("t.trace");
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   std::vector<std::vector<std::byte>> blobs;
-  for (int i = 0; i < 40; ++i) blobs.push_back(tt::randomBytes(1 + (i * 7919) % (format::kSmallBlobMax - 1), 300 + i));
+  for (int i = 0; i < 40; ++i)  // 41 puts, under 1 MiB in all: under a batch, read at the close
+    blobs.push_back(tt::randomBytes(1 + (i * 7919) % 20000, 300 + i));
   blobs[30] = blobs[10];  // a repeat, its own buffer
   const size_t releasedBytes = 3 * page - 5;
   void* m = ::mmap(nullptr, releasedBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -1083,7 +1084,7 @@ TEST(DeferredKeys, SmallBlobsTakenTogetherKeepEachOnesFate) {
     auto w = Writer::create(deferredOptions(path, 2), tt::header());
     std::vector<BlobRef> refs;
     for (size_t i = 0; i < blobs.size(); ++i) {
-      refs.push_back(w->putBlob(blobs[i].data(), blobs[i].size()));  // under a batch: no worker wakes
+      refs.push_back(w->putBlob(blobs[i].data(), blobs[i].size()));
       if (i == 5) refs.push_back(w->putBlob(m, releasedBytes));
     }
     ::munmap(m, releasedBytes);
