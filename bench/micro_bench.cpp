@@ -3,6 +3,8 @@
 //
 //   BM_Memcpy            64 MiB -> 64 MiB, one core: the limit
 //   BM_XXH3_128          hash of 64 MiB (putBlob's only work on the app's thread)
+//   BM_ReadAndHash/K     the same through process_vm_readv on this process in K KiB pieces, as a
+//                        worker or a handoff reads a key (fault-safe: the bytes may be released)
 //   BM_ByteGroup/K       ZipNN-style split of 4 MiB chunks of K-byte elements (writer)
 //   BM_ByteUngroup/K     the inverse (reader)
 //   BM_ZstdCompress/L    zstd level L on byte-grouped N(0,0.02) fp32 (writer, per 4 MiB chunk)
@@ -11,7 +13,10 @@
 //   BM_DecodeCalls       Reader::forEachCall reading 4 values per call
 // Buffers are 64 MiB (beyond every cache) so the rates are memory-bound figures like memcpy's.
 #include <benchmark/benchmark.h>
+#include <sys/uio.h>
 #include <unistd.h>
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
 #include <zstd.h>
 
 #include <cmath>
@@ -79,6 +84,27 @@ void BM_Memcpy(benchmark::State& state) {
 void BM_XXH3_128(benchmark::State& state) {
   const auto& w = weightsF32();
   for (auto _ : state) benchmark::DoNotOptimize(hash128(w.data(), w.size()));
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kBuf));
+}
+
+void BM_ReadAndHash(benchmark::State& state) {
+  const auto& w = weightsF32();
+  const size_t piece = size_t(state.range(0)) << 10;
+  std::vector<std::byte> buf(piece);
+  const pid_t self = ::getpid();
+  for (auto _ : state) {
+    XXH3_state_t st;
+    XXH3_128bits_reset(&st);
+    for (size_t off = 0; off < kBuf; off += piece) {
+      iovec to{buf.data(), piece}, from{const_cast<std::byte*>(w.data()) + off, piece};
+      if (::process_vm_readv(self, &to, 1, &from, 1, 0) != static_cast<ssize_t>(piece)) {
+        state.SkipWithError("process_vm_readv failed");
+        return;
+      }
+      XXH3_128bits_update(&st, buf.data(), piece);
+    }
+    benchmark::DoNotOptimize(XXH3_128bits_digest(&st));
+  }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kBuf));
 }
 
@@ -207,6 +233,7 @@ void BM_DecodeCalls(benchmark::State& state) {
 
 BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_XXH3_128)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReadAndHash)->Arg(4096)->Arg(256)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ByteGroup)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ByteUngroup)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ZstdCompress)->Arg(-1)->Arg(1)->Arg(3)->Arg(9)->Unit(benchmark::kMillisecond);

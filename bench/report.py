@@ -59,6 +59,8 @@ def micro_rows(micro):
 MICRO_WHAT = {
     "BM_Memcpy": "memcpy 64 MiB, one core (**the limit**)",
     "BM_XXH3_128": "XXH3-128 of 64 MiB (capture: the workers' key reads; the player's content check)",
+    "BM_ReadAndHash/4096": "the same through process_vm_readv in 4 MiB pieces (a key read whose bytes are kept)",
+    "BM_ReadAndHash/256": "the same in 256 KiB pieces (a key read only hashed: read ahead, a handoff's)",
     "BM_ByteGroup/2": "byte grouping, 2-byte elements (writer, before zstd)",
     "BM_ByteGroup/4": "byte grouping, 4-byte elements",
     "BM_ByteUngroup/2": "byte un-grouping, 2-byte elements (reader)",

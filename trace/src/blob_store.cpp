@@ -166,8 +166,8 @@ uint64_t sampleOf(const std::byte* data, uint64_t bytes) {
 }
 
 // Bytes that are only hashed, not kept, are read this many at a time: a piece that stays in the
-// core's cache between the read's copy and the hash costs less than a 4 MiB one (hashing 1 GiB
-// through process_vm_readv on this project's VM: ~370 ms against ~440 ms; BENCHMARKS.md).
+// core's cache between the read's copy and the hash costs less than a 4 MiB one (micro_bench's
+// BM_ReadAndHash: 1.56x the rate; BENCHMARKS.md).
 constexpr uint64_t kHashPiece = 256 << 10;
 
 // XXH3-128 of the caller's bytes, read as a worker reads them (readCaller, `piece` at a time through
