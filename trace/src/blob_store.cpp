@@ -13,6 +13,7 @@
 #include <cstring>
 #include <new>
 #include <optional>
+#include <span>
 
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>
@@ -84,6 +85,19 @@ bool readCaller(const std::byte* src, uint64_t n, std::byte* dst) {
     done += static_cast<uint64_t>(got);
   }
   return true;
+}
+
+// The caller's bytes of every range, back to back into dst, by one process_vm_readv of `self` (a
+// worker's pid: this process's); false when it stopped short (a range gone: read each alone with
+// readCaller to tell which) or safe reads cannot be had.
+bool readCallerRanges(pid_t self, std::span<const iovec> from, std::byte* dst, uint64_t total) {
+  if (!safeReads()) return false;
+  iovec into{dst, total};
+  for (;;) {
+    const ssize_t got = ::process_vm_readv(self, &into, 1, from.data(), from.size(), 0);
+    if (got < 0 && errno == EINTR) continue;
+    return got == static_cast<ssize_t>(total);
+  }
 }
 
 // The caller's bytes read chunk by chunk into a buffer of ours and hashed as they go: they are
@@ -530,8 +544,12 @@ BlobRef BlobStore::keyNow(const BlobRef& ref) {
 // The small deferred jobs at the front, in order, up to a batch (none keyed or being keyed ahead:
 // those go one by one). A blob under the compression bound is stored raw: nothing else differs.
 bool BlobStore::smallLocked(const Job& j) const {
-  const uint64_t rawUnder = opt_.zstdLevel > 0 ? std::max(kMinCompressBytes, opt_.minCompressBytes) : kSmallBlob;
-  return !j.keyed && !j.keying && !j.skip && j.bytes != 0 && j.bytes < std::min(kSmallBlob, rawUnder);
+  return !j.keyed && !j.keying && !j.skip && j.bytes != 0 && j.bytes < kSmallBlob && !compressible(j.bytes);
+}
+
+// Whether a blob of this size is ever tried with zstd (writeFrom); under it, it is stored raw.
+bool BlobStore::compressible(uint64_t bytes) const {
+  return opt_.zstdLevel > 0 && bytes >= std::max(kMinCompressBytes, opt_.minCompressBytes);
 }
 
 bool BlobStore::takeSmallLocked(std::vector<Job>& batch) const {
@@ -571,13 +589,10 @@ void BlobStore::consumeSmall(std::vector<Job>& batch, Scratch& s) {
   }
   std::lock_guard g(mu_);
   for (size_t i = 0; i < batch.size(); ++i) {
-    const BlobRef key{batch[i].hash, batch[i].bytes};
-    if (write[i]) {
-      if (auto it = seen_.find(key); it != seen_.end()) it->second = false;  // consumed: no more sources
-      if (!superseded_.empty()) superseded_.erase(key);
-      if (!others_.empty()) others_.erase(key);
-    }
-    finishedLocked(batch[i]);
+    if (write[i])
+      consumedLocked(batch[i], true);
+    else
+      finishedLocked(batch[i]);  // a repeat, or Lost (claimLocked): nothing to write
   }
 }
 
@@ -594,9 +609,7 @@ void BlobStore::readSmall(const std::vector<Job>& batch, Scratch& s) {
     total += j.bytes;
   }
   if (s.read.size() < total) s.read.resize(total);
-  iovec into{s.read.data(), total};
-  const bool all = safeReads() && ::process_vm_readv(s.pid, &into, 1, s.ranges.data(), s.ranges.size(), 0) ==
-                                      static_cast<ssize_t>(total);
+  const bool all = readCallerRanges(s.pid, s.ranges, s.read.data(), total);
   std::byte* at = s.read.data();
   for (size_t i = 0; i < batch.size(); at += batch[i].bytes, ++i) {
     const Job& j = batch[i];
@@ -680,8 +693,14 @@ void BlobStore::consume(Job j, Scratch& s) {
     if (!workerError_) workerError_ = std::current_exception();
   }
   std::lock_guard g(mu_);
+  consumedLocked(j, stored);
+}
+
+// A claimed job's bytes are done with: stored, or forgotten (the same bytes passed again are
+// stored normally; recorded Lost at settle()). Either way no other source of them is kept.
+void BlobStore::consumedLocked(const Job& j, bool stored) {
   const BlobRef key{j.hash, j.bytes};
-  if (!stored) {  // forgotten (the same bytes passed again are stored normally); recorded at settle()
+  if (!stored) {
     seen_.erase(key);
     failed_.try_emplace(key, j.hint);
   } else {
@@ -806,9 +825,7 @@ const std::byte* BlobStore::nextSource(const Job& j) {
 
 bool BlobStore::writeFrom(const Job& j, Scratch& s) {
   const bool hurry = (opt_.rawWhenWaitedOn && waitedOn_.load(std::memory_order_relaxed)) || j.behind;
-  if (opt_.zstdLevel > 0 && !hurry && j.bytes >= std::max(kMinCompressBytes, opt_.minCompressBytes) &&
-      (opt_.tryEveryBlob || odds_.worthTrying(j.hint)))
-    return writeCompressed(j, s);
+  if (!hurry && compressible(j.bytes) && (opt_.tryEveryBlob || odds_.worthTrying(j.hint))) return writeCompressed(j, s);
   std::lock_guard g(file_.mu);
   return writeRawLocked(j, s);
 }

@@ -99,6 +99,7 @@ class BlobStore {
   // Small deferred jobs from the front of the queue, taken and written together (takeSmallLocked,
   // consumeSmall): one read of the application's memory, one round of mu_, one write of the blocks.
   bool smallLocked(const Job& j) const;
+  bool compressible(uint64_t bytes) const;
   bool smallFrontLocked() const { return !queue_.empty() && smallLocked(queue_.front()); }
   bool takeSmallLocked(std::vector<Job>& batch) const;
   void popSmallLocked(const std::vector<Job>& batch);
@@ -112,6 +113,7 @@ class BlobStore {
   // Job j is consumed (written, deduplicated, failed or handed off): its bytes and ordinal
   // released, waiters woken. Holds mu_.
   void finishedLocked(const Job& j);
+  void consumedLocked(const Job& j, bool stored);  // a claimed job's end: its key's sources dropped. Holds mu_.
   Hash128 lostKey(uint64_t ordinal) const;
   // `writeOne` from j's first source, else from each other one (nextSource); false: no source still
   // held the bytes (nothing written).
