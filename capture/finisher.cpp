@@ -206,8 +206,10 @@ void Finishers::runChild(Writer& w, const std::string& trace, bool closes, int s
     std::this_thread::sleep_for(std::chrono::milliseconds(faults_->finisherStallMs()));
   std::string failure;
   try {
-    w.writeReserved();
+    // The one that closes waits for the others first: the keys they read are then all in
+    // (trace/src/blob_handoff.cpp), and their blocks all written.
     if (closes && !earlierSucceeded()) throw Error(Error::Kind::Io, "an earlier finisher did not finish");
+    w.writeReserved();
     if (closes) w.close();
   } catch (const std::exception& e) { failure = describe(e); } catch (...) {
     failure = "unknown error";

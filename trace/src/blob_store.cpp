@@ -20,6 +20,7 @@
 #include <zstd.h>
 
 #include "blob_decode.h"
+#include "blob_reads.h"
 
 namespace trtrace::detail {
 namespace F = format;
@@ -45,6 +46,8 @@ F::BlobTransform transformFor(BlobHint hint, uint64_t bytes, const WriterOptions
   return F::BlobTransform::None;
 }
 
+}  // namespace
+
 F::BlobRecord recordFor(const BlobStore::Job& j, F::BlobEncoding enc, uint64_t stored, uint64_t dataOffset) {
   F::BlobRecord r{};
   r.hashLo = j.hash.lo;
@@ -56,6 +59,8 @@ F::BlobRecord recordFor(const BlobStore::Job& j, F::BlobEncoding enc, uint64_t s
   r.elementHint = static_cast<uint32_t>(j.hint);
   return r;
 }
+
+namespace {
 
 // process_vm_readv on this process works here (a seccomp profile may refuse it: then plain reads).
 bool safeReadsWork() {
@@ -132,19 +137,16 @@ class CallerBytes {
 // Raw bytes are read and written in pieces of this size.
 constexpr uint64_t kRawPiece = 4 << 20;
 
-// Where a raw blob block at `at` puts its data, and where the next block starts: data at the next
-// 4 KiB boundary after the record (a small blob: the next 64-byte one, RawSmall, so that small
-// weights cost no page of padding each).
-struct RawLayout {
-  bool small;
-  uint64_t dataAt, next;
-};
+}  // namespace
+
 RawLayout rawLayout(uint64_t at, uint64_t bytes) {
   const bool small = bytes < F::kSmallBlobMax;
   const uint64_t dataAt =
       F::alignUp(at + sizeof(F::BlockHeader) + sizeof(F::BlobRecord), small ? F::kSmallBlobAlign : F::kBlobAlign);
   return {small, dataAt, F::alignUp(dataAt + bytes, F::kBlockAlign)};
 }
+
+namespace {
 
 // What a deferred put notes of the bytes at the call, in O(1): kSamples pieces of kSampleBytes
 // spread over them (the first and the last included), or all of them when they are as few. A
@@ -221,12 +223,8 @@ bool provisionalBlob(const BlobRef& ref) { return ref.hash.hi == detail::kProvis
 
 namespace trtrace::detail {
 
-namespace {
-// A deferred job's key: its bytes read now, and taken for the call's only if they still give the
-// samples noted at the call; nullopt otherwise (Lost) or after a failed write (not read at all).
-// `keep`: a blob of up to kRawPiece is left whole in buf, for its writer (BlobStore::consume).
 std::optional<Hash128> readKey(const BlobStore::Job& j, const BlockFile& file, std::vector<std::byte>& buf,
-                               bool keep = false) {
+                               bool keep) {
   if (file.failed()) return std::nullopt;
   std::byte samples[kSampled];
   const uint64_t piece = keep && j.bytes <= kRawPiece ? kRawPiece : kHashPiece;
@@ -234,18 +232,6 @@ std::optional<Hash128> readKey(const BlobStore::Job& j, const BlockFile& file, s
   if (!key || sampleHash(samples, j.bytes) != j.sample) return std::nullopt;
   return key;
 }
-}  // namespace
-
-struct BlobStore::Scratch {
-  ZSTD_CCtx* cctx = ZSTD_createCCtx();
-  std::vector<std::byte> in, grouped, out, buffered;
-  std::vector<std::byte> read;               // a deferred key's read (hashCaller): a small blob's bytes, kept
-  std::vector<Job> batch;                    // small jobs taken together (consumeSmall)
-  std::vector<std::optional<Hash128>> keys;  // theirs, read
-  std::vector<iovec> ranges;                 // where their bytes are, in the application
-  pid_t pid = ::getpid();                    // a worker's process: workers do not survive a fork
-  ~Scratch() { ZSTD_freeCCtx(cctx); }
-};
 
 BlobStore::BlobStore(BlockFile& file, const WriterOptions& options) : file_(file), opt_(options) {
   // Where the system gives no random bytes, nonce_ stays 0: Lost keys are then this trace's own only.
@@ -261,6 +247,7 @@ BlobStore::~BlobStore() {
   signalStop();
   for (auto& t : workers_)
     if (t.joinable()) t.join();
+  while (!handed_.empty()) popHandedLocked();  // (no thread left to wait on them)
 }
 
 void BlobStore::signalStop() {
@@ -274,7 +261,7 @@ void BlobStore::signalStop() {
 
 bool BlobStore::batchReadyLocked() const {
   return !queue_.empty() &&
-         (stopping_ || draining_ || blocked_ || keyAll_ || queuedBytes_ >= kBatchBytes || queue_.size() >= kBatchJobs);
+         (stopping_ || draining_ || blocked_ || queuedBytes_ >= kBatchBytes || queue_.size() >= kBatchJobs);
 }
 
 void BlobStore::stop() {
@@ -311,6 +298,7 @@ BlobRef BlobStore::put(const void* data, uint64_t bytes, BlobHint hint) {
     if (workers_.empty()) {
       job.ordinal = nextOrdinal_++;
       done_.push_back(false);
+      ++undone_;
       pendingBytes_ += bytes;
       l.unlock();
       static thread_local Scratch scratch;
@@ -351,6 +339,7 @@ bool BlobStore::enqueueLocked(std::unique_lock<std::mutex>& l, Job& j) {
   }
   j.ordinal = nextOrdinal_++;  // after the wait: the queue holds consecutive ordinals in order
   done_.push_back(false);
+  ++undone_;
   if (!j.keyed) {
     keys_.push_back({});
     unkeyedBytes_ += j.bytes;
@@ -384,6 +373,7 @@ bool BlobStore::claimLocked(Job& j, const std::optional<Hash128>& key) {
     failed_.try_emplace(ref, j.hint);
     return false;
   }
+  noteSampleLocked(j);
   if (auto [it, fresh] = seen_.try_emplace(ref, true); !fresh) {  // dedup hit: written once
     if (it->second)  // still queued: a second source, should the first go away before it is read
       if (auto& o = others_[ref]; o.size() < kMaxSources) o.push_back(j.data);
@@ -453,11 +443,15 @@ void BlobStore::workerLoop(Scratch& s) {
       if (queue_.empty() || !inBatch || (smallFrontLocked() && !batchReadyLocked()))
         workCv_.wait(l, [&] { return stopping_ || batchReadyLocked(); });
       if (queue_.empty()) return;
+      if (handedKeys_.load() > 0 && !stopping_) {  // no claim before the keys handed out come back
+        awaitKeysLocked(l, true);
+        continue;
+      }
       inBatch = true;
       if (keyAheadLocked(l, s)) continue;
-      if (keyAll_ || reserving_) {  // a handoff takes the whole queue: it reads keys here, writes none
+      if (reserving_) {  // a handoff takes the whole queue
         inBatch = false;
-        workCv_.wait(l, [&] { return stopping_ || !(keyAll_ || reserving_); });
+        workCv_.wait(l, [&] { return stopping_ || !reserving_; });
         continue;
       }
       if (queue_.front().keying) {  // became the front while another worker reads its key
@@ -485,13 +479,13 @@ void BlobStore::workerLoop(Scratch& s) {
 }
 
 // Keys not read yet are read ahead of the writes, past the front (whose writer reads it once for
-// both), while more than kKeyAheadBytes of them wait: a handoff reads those on the application's
-// thread, so they stay few however far the writes fall behind; and while a handoff reads them all
-// (keyAll_), beside it. Not once an application thread waits for every write (drain, stop): each
-// key is then read by its writer, once.
+// both), while more than kKeyAheadBytes of them wait: a handoff reads on the application's thread
+// those that may be repeats (blob_handoff.cpp), so they stay few however far the writes fall
+// behind. Not once an application thread waits for every write (drain, stop): each key is then
+// read by its writer, once.
 bool BlobStore::keyAheadLocked(std::unique_lock<std::mutex>& l, Scratch& s) {
   constexpr uint64_t kKeyAheadBytes = 32 << 20;
-  if ((unkeyedBytes_ <= kKeyAheadBytes && !keyAll_) || reserving_ || callersDraining_ || stopping_) return false;
+  if (unkeyedBytes_ <= kKeyAheadBytes || reserving_ || callersDraining_ || stopping_) return false;
   return keyNextLocked(l, false, s.read);
 }
 
@@ -536,8 +530,14 @@ BlobRef BlobStore::keyNow(const BlobRef& ref) {
       keyInPlaceLocked(l, i, buf);
     }
   }
-  // Else a worker or a handoff reads it now (it left the queue, or is being keyed in it).
-  keyCv_.wait(l, [&] { return keys_[ordinal] != Hash128{}; });
+  // Else a worker or a handoff reads it now (it left the queue, or is being keyed in it), or a
+  // finisher (handed unread).
+  while (keys_[ordinal] == Hash128{}) {
+    if (handedKeys_.load() > 0)
+      awaitKeysLocked(l);
+    else
+      keyCv_.wait(l);
+  }
   return {keys_[ordinal], ref.length};
 }
 
@@ -722,6 +722,7 @@ void BlobStore::finishedLocked(const Job& j) {
 
 bool BlobStore::doneLocked(uint64_t ordinal) {
   done_[ordinal - doneBefore_] = true;
+  --undone_;
   const uint64_t was = doneBefore_;
   for (; !done_.empty() && done_.front(); ++doneBefore_) done_.pop_front();
   return doneBefore_ != was;
@@ -758,6 +759,7 @@ void BlobStore::drainTo(uint64_t ticket) {
   };
   {
     std::unique_lock l(mu_);
+    if (doneBefore_ < ticket && handedKeys_.load() > 0) awaitKeysLocked(l);  // a finisher has some
     waitDrained(l, false, done, {});
   }
   rethrowWorkerError();
@@ -993,164 +995,6 @@ bool BlobStore::writeCompressed(const Job& j, Scratch& s) {
   }
   indexLocked(j, at, written, at + sizeof(F::BlockHeader) + dataOffset, r);
   return true;
-}
-
-// ---- finishing in another process ------------------------------------------------------------
-uint64_t BlobStore::reserveQueued() {
-  std::vector<Job> taken;  // out of the queue, so that no worker reads them meanwhile
-  std::vector<std::byte> buf;
-  {
-    std::unique_lock l(mu_);
-    // The keys not read yet, read by this thread and every idle worker together.
-    keyAll_ = true;
-    workCv_.notify_all();
-    while (keyNextLocked(l, true, buf)) {}
-    keyAll_ = false;
-    reserving_ = true;  // no worker starts a key read ahead; those under way end first
-    workCv_.wait(l, [&] { return keying_ == 0; });
-    reserving_ = false;
-    taken.assign(queue_.begin(), queue_.end());
-    queue_.clear();
-    queuedBytes_ = 0;
-    unkeyedBytes_ = 0;
-  }
-  workCv_.notify_all();  // the workers that helped with the keys wait for the next batch again
-  // Keys of jobs another application thread queued while this one waited for keying_ are read
-  // here: the call log's next segment names them.
-  std::vector<std::optional<Hash128>> keys(taken.size());
-  for (size_t i = 0; i < taken.size(); ++i)
-    if (!taken[i].keyed) keys[i] = readKey(taken[i], file_, buf);
-  std::vector<Reserved> batch;
-  uint64_t total = 0;
-  {
-    std::lock_guard g(mu_);
-    for (size_t i = 0; i < taken.size(); ++i) {
-      Job& j = taken[i];
-      if (j.skip || (!j.keyed && !claimLocked(j, keys[i]))) {
-        finishedLocked(j);
-        continue;
-      }
-      const BlobRef key{j.hash, j.bytes};
-      Reserved r{j, 0, 0, {}};
-      if (auto o = others_.find(key); o != others_.end()) {
-        r.others = std::move(o->second);
-        others_.erase(o);
-      }
-      if (auto it = seen_.find(key); it != seen_.end()) it->second = false;  // no longer queued here
-      pendingBytes_ -= j.bytes;
-      doneLocked(j.ordinal);  // for the call log, as good as written: the finisher writes it
-      total += j.bytes;
-      batch.push_back(std::move(r));
-    }
-    if (blocked_ || draining_) doneCv_.notify_all();
-    wakeOrderedLocked();
-  }
-  std::lock_guard f(file_.mu);
-  for (Reserved& r : batch) {
-    r.at = file_.end;
-    r.next = file_.end = rawLayout(r.at, r.job.bytes).next;  // a hole until the child writes it
-    reserved_.push_back(std::move(r));
-  }
-  return total;
-}
-
-// In the finisher, alone in its process (the application's workers did not survive the fork):
-// the batch's blocks, each written where it was reserved, one after the other on this thread.
-// Buffered writes to one file take the kernel's lock on it in turn, and a second writer thread
-// only spins on that lock (docs/design.md, "Finishing off the application's clock"). The index entries are made at
-// close, from the file (indexReserved), in whichever process closes.
-void BlobStore::writeReserved() {
-  {
-    std::lock_guard g(mu_);  // (contended only where the fork failed and the parent writes them)
-    for (size_t i = batchStart_; i < reserved_.size(); ++i)  // their other sources, for nextSource
-      if (const Reserved& r = reserved_[i]; !r.others.empty()) others_[{r.job.hash, r.job.bytes}] = r.others;
-  }
-  Scratch s;
-  for (size_t i = batchStart_; i < reserved_.size(); ++i) writeOneReserved(reserved_[i], s);
-}
-
-void BlobStore::writeOneReserved(const Reserved& r, Scratch& s) {
-  if (fromAnySource(r.job, [&](const Job& from) { return writeRaw(r.at, from, s, true); })) return;
-  bool replaced = false;
-  {
-    std::lock_guard g(mu_);
-    replaced = superseded_.count({r.job.hash, r.job.bytes}) > 0;
-  }
-  writeLostInRange(r, replaced);
-}
-
-// A Lost (or Replaced) record filling the range: its data offset is the payload's end (format.h),
-// and bytes of a failed attempt are zeroed first.
-void BlobStore::writeLostInRange(const Reserved& r, bool replaced) {
-  const uint64_t payload = r.next - r.at - sizeof(F::BlockHeader);
-  file_.writeZeros(r.at + sizeof(F::BlockHeader), payload);
-  const F::BlobRecord rec = recordFor(r.job, replaced ? F::BlobEncoding::Replaced : F::BlobEncoding::Lost, 0, payload);
-  file_.pwriteAll(&rec, sizeof rec, r.at + sizeof(F::BlockHeader));
-  file_.finishBlock(r.at, makeBlockHeader(F::BlockType::Blob, payload, sizeof rec, check32(&rec, sizeof rec)), false);
-}
-
-void BlobStore::forked() { batchStart_ = reserved_.size(); }
-
-void BlobStore::indexReserved() {
-  std::lock_guard f(file_.mu);
-  for (const Reserved& r : reserved_) indexReservedOne(r);
-}
-
-namespace {
-// The record of the block written at [at, next), or nullopt where that is not one good blob block:
-// the block is mapped read-only and checked as every reader checks one (checkBlock), which reads
-// its header, record and padding, not its data. A range past the file's end (never written) is
-// not mapped: reading it would fault.
-std::optional<F::BlobRecord> writtenBlob(const BlockFile& file, uint64_t at, uint64_t next) {
-  struct stat st {};
-  if (::fstat(file.fd(), &st) != 0 || static_cast<uint64_t>(st.st_size) < next) return std::nullopt;
-  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  const uint64_t start = at / page * page, length = next - start;  // a page multiple keeps alignments
-  void* m = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, file.fd(), static_cast<off_t>(start));
-  if (m == MAP_FAILED) return std::nullopt;
-  const auto* base = static_cast<const std::byte*>(m);
-  const BlockCheck b = checkBlock(base, length, at - start);
-  std::optional<F::BlobRecord> rec;
-  if (b.status == BlockCheck::Ok && b.h.type == uint16_t(F::BlockType::Blob) && b.next == length)
-    rec = blobRecordAt(base, at - start);
-  ::munmap(m, length);
-  return rec;
-}
-}  // namespace
-
-// The block a finisher wrote for r, checked before its entry is indexed: a range never written
-// (the finisher was killed) or written wrong fails the close.
-void BlobStore::indexReservedOne(const Reserved& r) {
-  const std::optional<F::BlobRecord> rec = writtenBlob(file_, r.at, r.next);
-  if (!rec || rec->hashLo != r.job.hash.lo || rec->hashHi != r.job.hash.hi || rec->rawSize != r.job.bytes)
-    throw Error(Error::Kind::Io, file_.path() + ": the weights reserved at offset " + std::to_string(r.at) +
-                                     " were not written (their finisher did not finish)");
-  file_.blobEntries.emplace_back(rec->hashLo, rec->hashHi, rec->rawSize, r.at, rec->storedSize,
-                                 r.at + sizeof(F::BlockHeader) + rec->dataOffset, rec->encoding, rec->transform,
-                                 rec->elementHint);
-  std::lock_guard g(statsMu_);
-  if (rec->encoding == uint16_t(F::BlobEncoding::Replaced)) {
-    stats_.replacedBlobs++;
-  } else if (rec->encoding == uint16_t(F::BlobEncoding::Lost)) {
-    stats_.lostBlobs++;
-    stats_.lostBytes += rec->rawSize;
-  } else {
-    stats_.storedBytes += rec->storedSize;
-  }
-}
-
-void BlobStore::afterForkInChild() {
-  frozen_ = true;
-  new (&mu_) std::mutex();
-  new (&statsMu_) std::mutex();
-  new (&workCv_) std::condition_variable();
-  new (&doneCv_) std::condition_variable();
-  new (&orderedCv_) std::condition_variable();
-  orderedWant_ = kNoTicket;  // the parent's log thread does not wait here
-  new (&keyCv_) std::condition_variable();
-  // The std::thread objects name threads that do not exist here: never joined, never destroyed.
-  new std::vector<std::thread>(std::move(workers_));
-  workers_.clear();
 }
 
 }  // namespace trtrace::detail

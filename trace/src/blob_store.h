@@ -25,6 +25,7 @@
 
 #include "block_file.h"
 #include "compression_odds.h"
+#include "key_board.h"
 
 namespace trtrace::detail {
 
@@ -53,13 +54,30 @@ class BlobStore {
 
   // ---- finishing in another process (writer.h, "Finishing in another process") ----
   // The queued blobs leave the queue as a new batch, each given the file range of its raw block
-  // (the writer goes on after them). Returns their bytes. Holds no lock on return.
-  uint64_t reserveQueued();
-  // The batch reserved since the last forked(): its blocks, written on this thread (in a forked
-  // child, alone in its process; or by the parent when the fork failed).
+  // (the writer goes on after them). Returns their bytes. Holds no lock on return. Deferred keys
+  // not read yet are not read here: the batch is handed with them unread (blob_handoff.cpp,
+  // "Handed batches"), and they come back from its finisher. `closing`: the finisher also closes
+  // the trace, so this process need never learn them.
+  uint64_t reserveQueued(bool closing = false);
+  // The batch reserved since the last forked(): its keys read and its blocks written, on this
+  // thread (in a forked child, alone in its process; or by the parent when the fork failed).
   void writeReserved();
-  void forked();  // that batch is another process's now (file_.mu held)
-  bool busyLocked() const { return doneBefore_ != nextOrdinal_; }  // a blob queued or being written (mu_ held)
+  void forked(pid_t finisher = 0);  // that batch is process `finisher`'s now (mu_ and file_.mu held)
+  // A blob queued or being written here (mu_ held); a handed one whose key is still to come is not.
+  bool busyLocked() const { return undone_ > handedKeys_.load(std::memory_order_relaxed); }
+  // Keys of handed blobs still to come (no lock: the call log's thread asks with its own held).
+  bool keysPending() const { return handedKeys_.load(std::memory_order_acquire) > 0; }
+  void awaitKeys();  // until every handed blob's key came in (or its finisher ended)
+  // The call log's thread writes the segments of the calls before `ticket`: false when it must
+  // wait for handed keys first (awaitKeys), outside its own lock, where a closing fork may take
+  // it. A handoff never hands unread a blob that such a segment names (blob_handoff.cpp).
+  bool beginEncoding(uint64_t ticket) {
+    encodingTicket_.store(ticket);
+    if (handedKeys_.load() == 0) return true;
+    encodingTicket_.store(0);
+    return false;
+  }
+  void endEncoding() { encodingTicket_.store(0); }
   // Every reserved range's record read back into the footer index (close): an unwritten one throws.
   void indexReserved();
   // In a forked child: its locks made anew, the workers (which did not survive) forgotten.
@@ -147,10 +165,41 @@ class BlobStore {
     Job job;
     uint64_t at, next;
     std::vector<const std::byte*> others;
+    bool lost = false;  // handed unread, and its finisher found the bytes gone (a Lost record)
   };
   void writeLostInRange(const Reserved& r, bool replaced);
   void writeOneReserved(const Reserved& r, Scratch& s);
   void indexReservedOne(const Reserved& r);
+
+  // ---- handed batches (blob_handoff.cpp) ----
+  // Where a deferred job is sure to be no repeat it is handed unread; its key comes back on the
+  // batch's board. Sure: no other job here or blob known has the same size and samples (bySample_;
+  // the same bytes give the same samples). The others are read at the handoff, as before.
+  struct SampleKey {
+    uint64_t bytes, sample;
+    friend bool operator==(const SampleKey&, const SampleKey&) = default;
+  };
+  struct SampleKeyHasher {
+    size_t operator()(const SampleKey& k) const { return k.sample ^ (k.bytes * 0x9E3779B97F4A7C15ull); }
+  };
+  struct Handed {
+    KeyBoard* board;
+    std::vector<size_t> reserved;  // board entry i is the key of reserved_[reserved[i]]
+    size_t batch;                  // batchStart_ when it was reserved
+    uint32_t taken = 0;            // entries taken in (takeKeysLocked)
+    pid_t pid = 0;                 // its finisher (0: not forked yet, or this process)
+    int pidfd = -1;
+  };
+  // Which of `taken` are handed unread (the rest are keyed at the handoff). Holds mu_.
+  std::vector<bool> unreadLocked(const std::vector<Job>& taken);
+  bool samplePendingLocked() const;  // a queued job may repeat one handed unread whose key is to come
+  void handUnreadLocked(const std::vector<size_t>& unread);  // their board (file_.mu held)
+  void keyHanded(Handed& h);              // the finisher reads and publishes the batch's keys
+  bool takeKeysLocked(Handed& h, bool final);  // true when all are in; final: the rest are Lost
+  void applyKeyLocked(size_t reserved, const KeyBoard::Entry& e);
+  void popHandedLocked();
+  void awaitKeysLocked(std::unique_lock<std::mutex>& l, bool worker = false);
+  void noteSampleLocked(const Job& j);  // j's key is known: a later job with its samples is a suspect
 
   BlockFile& file_;
   const WriterOptions& opt_;
@@ -176,7 +225,6 @@ class BlobStore {
   uint64_t keyNext_ = 0;       // queued jobs past the front below this ordinal are keyed or being keyed
   unsigned keying_ = 0;        // key reads ahead under way
   bool reserving_ = false;     // a handoff waits for them to end
-  bool keyAll_ = false;        // a handoff reads every key not read yet: the workers help
   // Ordinals: every job below doneBefore_ is consumed; done_[i] says whether doneBefore_ + i is.
   uint64_t nextOrdinal_ = 0, doneBefore_ = 0;
   std::deque<bool> done_;
@@ -200,6 +248,13 @@ class BlobStore {
   std::unordered_set<BlobRef, BlobRefHasher> superseded_;  // pending or failed keys the app changed (mu_)
   std::vector<Reserved> reserved_;  // every range handed off (file_.mu); the last batch from batchStart_
   size_t batchStart_ = 0;
+  std::deque<Handed> handed_;                // batches whose keys are still to come, in order (mu_)
+  std::atomic<uint64_t> handedKeys_{0};      // their jobs (written under mu_)
+  std::atomic<uint64_t> encodingTicket_{0};  // of the segments the call log's thread writes (0: none)
+  bool collecting_ = false;                  // a thread waits on the front board (awaitKeysLocked)
+  uint64_t undone_ = 0;                      // jobs queued and not yet done (doneLocked)
+  // The key of every deferred blob known by size and samples ({}: handed, key to come).
+  std::unordered_map<SampleKey, Hash128, SampleKeyHasher> bySample_;
   bool frozen_ = false;  // in a forked finisher: the application's memory is a view nothing changes
 };
 

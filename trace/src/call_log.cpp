@@ -156,19 +156,31 @@ void CallLog::handOffLocked(bool endSegment) {
 }
 
 void CallLog::waitBackgroundLocked() {
-  if (!bgThread_.joinable()) return;
+  if (!bgThread_.joinable()) return encodePendingHere();
   std::unique_lock l(bgMu_);
   bgCv_.wait(l, [&] { return bg_.pending.empty(); });
   if (bg_.error) std::rethrow_exception(bg_.error);
 }
 
+// In a finisher that closes (no log thread here): the batches the application's log thread had
+// not begun, parked for keys (backgroundLoop), encoded on this thread.
+void CallLog::encodePendingHere() {
+  std::lock_guard g(bgMu_);
+  for (; !bg_.pending.empty(); bg_.pending.pop_front())
+    if (!bg_.error) encodeBatch(bg_.pending.front());
+  bg_.pendingBytes = 0;
+  bg_.parked = false;
+  if (bg_.error) std::rethrow_exception(bg_.error);
+}
+
 void CallLog::flushLocked() {
   waitBackgroundLocked();
-  batch_.blobTicket = blobs_.ticket();
+  const uint64_t ticket = blobs_.ticket();  // drained by the caller, but for keys still to come
+  batch_.blobTicket = ticket;
   batch_.endSegment = false;
   encodeBatch(batch_);
   batch_.clear();
-  if (!records_.empty()) writeOpenSegment(0);
+  if (!records_.empty()) writeOpenSegment(ticket);
 }
 
 void CallLog::flush(bool drainFirst) {
@@ -179,13 +191,12 @@ void CallLog::flush(bool drainFirst) {
 
 void CallLog::settle() {
   std::lock_guard g(mu_);
-  waitBackgroundLocked();
+  if (!bgThread_.joinable()) return;
+  std::unique_lock l(bgMu_);
+  bgCv_.wait(l, [&] { return bg_.pending.empty() || bg_.parked; });
 }
 
-bool CallLog::busyLocked() {
-  std::lock_guard g(bgMu_);
-  return !bg_.pending.empty();
-}
+bool CallLog::busyLocked() const { return !bg_.pending.empty() && !bg_.parked; }
 
 void CallLog::appendSegment(std::span<const std::byte> bytes, std::span<const std::byte> stored, uint16_t storedFlags) {
   flatbuffers::Verifier v(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
@@ -218,11 +229,23 @@ void CallLog::backgroundLoop() {
     if (bg_.pending.empty()) return;
     Batch& b = bg_.pending.front();  // stays in place while others are queued behind it
     const bool failed = bg_.error != nullptr;
+    if (!failed && !blobs_.beginEncoding(b.blobTicket)) {
+      // Keys a finisher reads are still to come: waited for before the batch is touched, so that a
+      // closing fork may take this state as it is (parked; the finisher encodes it, close).
+      bg_.parked = true;
+      bgCv_.notify_all();  // settle()
+      l.unlock();
+      blobs_.awaitKeys();
+      l.lock();
+      bg_.parked = false;
+      continue;
+    }
     l.unlock();
     std::exception_ptr error;
     try {
       if (!failed) encodeBatch(b);
     } catch (...) { error = std::current_exception(); }
+    blobs_.endEncoding();
     l.lock();
     if (error && !bg_.error) bg_.error = error;
     bg_.pendingBytes -= b.drafts.size();

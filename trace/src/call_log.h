@@ -49,8 +49,12 @@ class CallLog {
   void flushBehind();
   // Returns once the log's thread has encoded and written all it was handed; the calls of the last
   // batch and the open segment stay in memory (a finisher forked now writes them: Writer::forkFinisher).
+  // Returns once the log's thread is idle, or parked (waiting for keys a finisher reads, before
+  // touching its next batch): a closing fork may then take its state as it is.
   void settle();
-  bool busyLocked();  // holds mutex(): a batch is with the log's thread
+  // A batch is with the log's thread, and it is not parked. Holds mutex() and backgroundMutex().
+  bool busyLocked() const;
+  std::mutex& backgroundMutex() { return bgMu_; }
   // No call is appended after this; the returned lock keeps appends out while the file is closed.
   std::unique_lock<std::mutex> seal();
   Writer::Stats stats() const;  // its counters: calls .. compressedSegments (the others 0)
@@ -88,6 +92,7 @@ class CallLog {
   void addCall(const std::byte* draft);
   void writeOpenSegment(uint64_t blobTicket);
   void backgroundLoop();
+  void encodePendingHere();  // the pending batches on this thread (a closing finisher's)
   // `stored` (with its block flags): the segment as another trace stores it, kept when smaller.
   void writeSegment(const void* fbuf, uint64_t n, uint64_t firstSeq, uint32_t calls, uint32_t index,
                     std::span<const std::byte> stored = {}, uint16_t storedFlags = 0);
@@ -148,6 +153,7 @@ class CallLog {
     std::vector<Batch> idle;    // encoded, their buffers kept for reuse
     uint64_t pendingBytes = 0;
     bool stop = false;
+    bool parked = false;       // the front batch waits for keys, untouched (backgroundLoop)
     std::exception_ptr error;  // a write failed: nothing more is written, every later flush fails
   };
   alignas(64) std::mutex bgMu_;

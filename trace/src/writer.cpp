@@ -140,17 +140,17 @@ pid_t Writer::forkFinisher(bool closing) {
   auto* p = impl_.get();
   for (;;) {
     if (closing) {
-      p->blobs.reserveQueued();
+      p->blobs.reserveQueued(true);
       p->blobs.drain();  // the blobs being written (not those reserved)
       p->log.settle();   // the child encodes and writes the last calls (close)
     }
-    std::unique_lock a(p->log.mutex()), b(p->blobs.mutex()), c(p->file.mu);
+    std::unique_lock a(p->log.mutex()), b(p->blobs.mutex()), c(p->file.mu), d(p->log.backgroundMutex());
     // Another thread queued a blob, or handed the log's thread a batch, meanwhile.
     if (closing && (p->blobs.busyLocked() || p->log.busyLocked())) continue;
     const pid_t pid = ::fork();
-    if (pid > 0) p->blobs.forked();
+    if (pid > 0) p->blobs.forked(pid);
     if (pid != 0) return pid;
-    a.release(), b.release(), c.release();  // held by a thread of the parent: made anew here
+    a.release(), b.release(), c.release(), d.release();  // held by a thread of the parent: made anew here
     p->file.afterForkInChild();
     p->blobs.afterForkInChild();
     p->log.afterForkInChild();
