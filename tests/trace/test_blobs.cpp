@@ -1184,9 +1184,10 @@ TEST(Handoff, KeysHandedUnreadComeBackFromTheFinisher) {
     }
     EXPECT_EQ(w->reserveQueued(), 375000u);
     for (const BlobRef& r : refs) EXPECT_EQ(w->resolvedBlob(r), std::nullopt);  // nothing read
-    ASSERT_EQ(finishInChild(*w, [&] {
-                for (auto& b : blobs) std::fill(b.begin(), b.end(), std::byte{0});
-              }),
+    ASSERT_EQ(finishInChild(*w,
+                            [&] {
+                              for (auto& b : blobs) std::fill(b.begin(), b.end(), std::byte{0});
+                            }),
               0);
     for (size_t i = 0; i < refs.size(); ++i) EXPECT_EQ(w->blobKey(refs[i]), want[i]);
     w->close();
@@ -1215,11 +1216,12 @@ TEST(Handoff, ARepeatOfAHandedBlobIsStoredOnce) {
     const BlobRef p = w->putBlob(a.data(), a.size());
     w->beginCall(1, 0, 0).argWeightsBlob(0, a.size(), p).endCall();
     EXPECT_EQ(w->reserveQueued(), a.size());
-    ASSERT_EQ(finishInChild(*w, [&] {
-                const BlobRef q = w->putBlob(aCopy.data(), aCopy.size());
-                w->beginCall(1, 0, 0).argWeightsBlob(0, aCopy.size(), q).endCall();
-                w->drainBlobs();
-              }),
+    ASSERT_EQ(finishInChild(*w,
+                            [&] {
+                              const BlobRef q = w->putBlob(aCopy.data(), aCopy.size());
+                              w->beginCall(1, 0, 0).argWeightsBlob(0, aCopy.size(), q).endCall();
+                              w->drainBlobs();
+                            }),
               0);
     w->close();
     EXPECT_EQ(w->stats().uniqueBlobs, 1u);

@@ -11,7 +11,8 @@
 //
 // A range is reserved for every blob handed unread, so none of them may be a repeat: the same
 // bytes give the same samples (blob_store.cpp, sampleOf), and a blob whose size and samples match
-// another queued one, or a blob whose key is known (bySample_), is a suspect, read here as before.
+// another queued one, or a blob whose key is known (bySample_), is a suspect: its key is read at
+// the handoff, on the application's thread, and a repeat gets no range.
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -361,7 +362,7 @@ void BlobStore::afterForkInChild() {
   new (&orderedCv_) std::condition_variable();
   orderedWant_ = kNoTicket;  // the parent's log thread does not wait here
   new (&keyCv_) std::condition_variable();
-  collecting_ = false;  // (a thread of the parent's waited on a board)
+  collecting_ = false;                     // (a thread of the parent's waited on a board)
   for (Handed& h : handed_) h.pidfd = -1;  // the parent's handles: closed with its other descriptors (finisher.cpp)
   // The std::thread objects name threads that do not exist here: never joined, never destroyed.
   new std::vector<std::thread>(std::move(workers_));

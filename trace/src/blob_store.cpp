@@ -223,8 +223,7 @@ bool provisionalBlob(const BlobRef& ref) { return ref.hash.hi == detail::kProvis
 
 namespace trtrace::detail {
 
-std::optional<Hash128> readKey(const BlobStore::Job& j, const BlockFile& file, std::vector<std::byte>& buf,
-                               bool keep) {
+std::optional<Hash128> readKey(const BlobStore::Job& j, const BlockFile& file, std::vector<std::byte>& buf, bool keep) {
   if (file.failed()) return std::nullopt;
   std::byte samples[kSampled];
   const uint64_t piece = keep && j.bytes <= kRawPiece ? kRawPiece : kHashPiece;
@@ -265,6 +264,7 @@ bool BlobStore::batchReadyLocked() const {
 }
 
 void BlobStore::stop() {
+  awaitKeys();  // the workers claim what is left: not before the keys handed out are in
   signalStop();
   for (auto& t : workers_) t.join();
   workers_.clear();
@@ -523,6 +523,7 @@ BlobRef BlobStore::keyNow(const BlobRef& ref) {
   const uint64_t ordinal = ref.hash.lo - 1;
   std::unique_lock l(mu_);
   if (ordinal >= keys_.size()) throw Error(Error::Kind::Usage, file_.path() + ": blobKey: not a key of this writer");
+  if (handedKeys_.load() > 0) awaitKeysLocked(l);  // a key read here is claimed: not before those
   if (keys_[ordinal] == Hash128{} && !queue_.empty() && ordinal >= queue_.front().ordinal) {
     const uint64_t i = ordinal - queue_.front().ordinal;
     if (i < queue_.size() && !queue_[i].keyed && !queue_[i].keying) {

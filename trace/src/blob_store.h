@@ -174,7 +174,7 @@ class BlobStore {
   // ---- handed batches (blob_handoff.cpp) ----
   // Where a deferred job is sure to be no repeat it is handed unread; its key comes back on the
   // batch's board. Sure: no other job here or blob known has the same size and samples (bySample_;
-  // the same bytes give the same samples). The others are read at the handoff, as before.
+  // the same bytes give the same samples). The others are read at the handoff.
   struct SampleKey {
     uint64_t bytes, sample;
     friend bool operator==(const SampleKey&, const SampleKey&) = default;
@@ -194,8 +194,8 @@ class BlobStore {
   std::vector<bool> unreadLocked(const std::vector<Job>& taken);
   bool samplePendingLocked() const;  // a queued job may repeat one handed unread whose key is to come
   void handUnreadLocked(const std::vector<size_t>& unread);  // their board (file_.mu held)
-  void keyHanded(Handed& h);              // the finisher reads and publishes the batch's keys
-  bool takeKeysLocked(Handed& h, bool final);  // true when all are in; final: the rest are Lost
+  void keyHanded(Handed& h);                                 // the finisher reads and publishes the batch's keys
+  bool takeKeysLocked(Handed& h, bool final);                // true when all are in; final: the rest are Lost
   void applyKeyLocked(size_t reserved, const KeyBoard::Entry& e);
   void popHandedLocked();
   void awaitKeysLocked(std::unique_lock<std::mutex>& l, bool worker = false);

@@ -20,7 +20,7 @@ class KeyBoard {
   };
 
   // A board for `count` keys; nullptr where the system gives no mapping (the handoff then reads
-  // the keys itself, as before boards).
+  // the keys itself).
   static KeyBoard* create(uint32_t count);
   static void destroy(KeyBoard* b);
 

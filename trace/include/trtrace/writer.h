@@ -240,17 +240,22 @@ class Writer {
 
   // ---- Finishing in another process (docs/design.md, "Finishing off the application's clock") ----
   // The blobs queued now leave the queue, each given the file range its raw block will fill (the
-  // writer's later blocks go after them); returns their bytes. Cheap: nothing is read or written.
+  // writer's later blocks go after them); returns their bytes. Cheap: nothing is written, and of
+  // the deferred keys not read yet only those of possible repeats are read. The others come back
+  // from whoever writes the ranges (writeReserved), and until then blobKey(), drains of the call
+  // log and the workers wait for them (docs/design.md, "Keys the finisher reads").
   uint64_t reserveQueued();
   // fork(2) with the writer consistent: its locks are held across the fork, and with `closing` no
-  // blob is queued or being written and the call log's thread is idle first (the child will close:
-  // it encodes and writes the last calls, which the parent leaves to it).
+  // blob is queued or being written and the call log's thread is idle or parked first (the child
+  // will close: it encodes and writes the last calls, which the parent leaves to it).
   // Returns the child's pid to the parent (-1: fork failed, errno set), 0 in the child, where the
   // writer has no threads left and is alone: it calls writeReserved, then close() if it closes. The
   // parent must not close the writer after a `closing` fork.
   pid_t forkFinisher(bool closing);
   // The ranges reserved before the last forkFinisher (or since, when called in the process that
-  // reserved them: the fork failed), written on this thread: a released source is stored Lost.
+  // reserved them: the fork failed), their unread keys read and published first, then written on
+  // this thread: a released source is stored Lost. A closing child calls it once every earlier
+  // finisher ended.
   void writeReserved();
   // The trace's file descriptor (a finisher keeps it open when it closes the application's others).
   int fileDescriptor() const;
