@@ -145,8 +145,12 @@ void BlobStore::handUnreadLocked(const std::vector<size_t>& unread) {
     wakeOrderedLocked();
     return;
   }
-  for (size_t i : unread) bySample_.try_emplace({reserved_[i].job.bytes, reserved_[i].job.sample}, Hash128{});
-  handed_.push_back({board, unread, batchStart_});
+  std::vector<uint64_t> ordinals;
+  for (size_t i : unread) {
+    bySample_.try_emplace({reserved_[i].job.bytes, reserved_[i].job.sample}, Hash128{});
+    ordinals.push_back(reserved_[i].job.ordinal);
+  }
+  handed_.push_back({board, unread, std::move(ordinals), batchStart_});
   keyCv_.notify_all();
 }
 
@@ -158,9 +162,9 @@ void BlobStore::awaitKeys() {
 
 // One thread at a time waits on the oldest board (outside mu_) and takes in what it published;
 // the others wait for it on keyCv_. A worker stops waiting when the store stops.
-void BlobStore::awaitKeysLocked(std::unique_lock<std::mutex>& l, bool worker) {
+void BlobStore::awaitKeysLocked(std::unique_lock<std::mutex>& l, bool worker, uint64_t below) {
   constexpr int kWaitMs = 20;
-  while (handedKeys_.load() > 0 && !(worker && stopping_)) {
+  while (keysPendingLocked(below) && !(worker && stopping_)) {
     if (collecting_ || handed_.empty()) {  // (empty: a handoff has counted its keys, not made its board yet)
       keyCv_.wait_for(l, std::chrono::milliseconds(kWaitMs));
       continue;
@@ -182,6 +186,16 @@ void BlobStore::awaitKeysLocked(std::unique_lock<std::mutex>& l, bool worker) {
     if (takeKeysLocked(handed_.front(), ended)) popHandedLocked();
     keyCv_.notify_all();
   }
+}
+
+// Bounded (the call log's thread, writing a segment): only the handed jobs it names, which are
+// on boards already (blob_handoff.cpp, unreadLocked). Else also those a handoff has counted and
+// not yet put on a board.
+bool BlobStore::keysPendingLocked(uint64_t below) const {
+  if (below == UINT64_MAX) return handedKeys_.load() > 0;
+  for (const Handed& h : handed_)
+    if (h.taken < h.ordinals.size() && h.ordinals[h.taken] < below) return true;
+  return false;
 }
 
 // What the board published since the last time, taken in; `final` (its finisher ended, or this

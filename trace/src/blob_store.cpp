@@ -760,7 +760,7 @@ void BlobStore::drainTo(uint64_t ticket) {
   };
   {
     std::unique_lock l(mu_);
-    if (doneBefore_ < ticket && handedKeys_.load() > 0) awaitKeysLocked(l);  // a finisher has some
+    if (doneBefore_ < ticket) awaitKeysLocked(l, false, ticket);  // a finisher has some of them
     waitDrained(l, false, done, {});
   }
   rethrowWorkerError();

@@ -184,10 +184,11 @@ class BlobStore {
   };
   struct Handed {
     KeyBoard* board;
-    std::vector<size_t> reserved;  // board entry i is the key of reserved_[reserved[i]]
-    size_t batch;                  // batchStart_ when it was reserved
-    uint32_t taken = 0;            // entries taken in (takeKeysLocked)
-    pid_t pid = 0;                 // its finisher (0: not forked yet, or this process)
+    std::vector<size_t> reserved;    // board entry i is the key of reserved_[reserved[i]]
+    std::vector<uint64_t> ordinals;  // and of the job with ordinals[i] (increasing)
+    size_t batch;                    // batchStart_ when it was reserved
+    uint32_t taken = 0;              // entries taken in (takeKeysLocked)
+    pid_t pid = 0;                   // its finisher (0: not forked yet, or this process)
     int pidfd = -1;
   };
   // Which of `taken` are handed unread (the rest are keyed at the handoff). Holds mu_.
@@ -198,7 +199,9 @@ class BlobStore {
   bool takeKeysLocked(Handed& h, bool final);                // true when all are in; final: the rest are Lost
   void applyKeyLocked(size_t reserved, const KeyBoard::Entry& e);
   void popHandedLocked();
-  void awaitKeysLocked(std::unique_lock<std::mutex>& l, bool worker = false);
+  // Until no handed job below `below` waits for its key (a worker: or the store stops).
+  void awaitKeysLocked(std::unique_lock<std::mutex>& l, bool worker = false, uint64_t below = UINT64_MAX);
+  bool keysPendingLocked(uint64_t below) const;
   void noteSampleLocked(const Job& j);  // j's key is known: a later job with its samples is a suspect
 
   BlockFile& file_;

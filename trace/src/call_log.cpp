@@ -198,6 +198,8 @@ void CallLog::settle() {
 
 bool CallLog::busyLocked() const { return !bg_.pending.empty() && !bg_.parked; }
 
+void CallLog::abandonLocked() { bg_.abandoned = true; }
+
 void CallLog::appendSegment(std::span<const std::byte> bytes, std::span<const std::byte> stored, uint16_t storedFlags) {
   flatbuffers::Verifier v(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   if (!v.VerifyBuffer<fb::Segment>(nullptr))
@@ -237,6 +239,7 @@ void CallLog::backgroundLoop() {
       l.unlock();
       blobs_.awaitKeys();
       l.lock();
+      if (bg_.abandoned) return;  // a closing finisher encodes it: this process writes no more
       bg_.parked = false;
       continue;
     }

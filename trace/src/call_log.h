@@ -55,6 +55,8 @@ class CallLog {
   // A batch is with the log's thread, and it is not parked. Holds mutex() and backgroundMutex().
   bool busyLocked() const;
   std::mutex& backgroundMutex() { return bgMu_; }
+  // After a closing fork, in the parent: its parked thread never writes (both locks held).
+  void abandonLocked();
   // No call is appended after this; the returned lock keeps appends out while the file is closed.
   std::unique_lock<std::mutex> seal();
   Writer::Stats stats() const;  // its counters: calls .. compressedSegments (the others 0)
@@ -154,6 +156,7 @@ class CallLog {
     uint64_t pendingBytes = 0;
     bool stop = false;
     bool parked = false;       // the front batch waits for keys, untouched (backgroundLoop)
+    bool abandoned = false;    // a closing finisher took the batches: none is encoded here
     std::exception_ptr error;  // a write failed: nothing more is written, every later flush fails
   };
   alignas(64) std::mutex bgMu_;

@@ -149,6 +149,7 @@ pid_t Writer::forkFinisher(bool closing) {
     if (closing && (p->blobs.busyLocked() || p->log.busyLocked())) continue;
     const pid_t pid = ::fork();
     if (pid > 0) p->blobs.forked(pid);
+    if (pid > 0 && closing) p->log.abandonLocked();  // the child writes the rest of the trace
     if (pid != 0) return pid;
     a.release(), b.release(), c.release(), d.release();  // held by a thread of the parent: made anew here
     p->file.afterForkInChild();
