@@ -37,7 +37,10 @@ uint64_t BlobStore::reserveQueued(bool closing) {
     // A new finisher's suspects are checked against the keys an earlier one still reads: those
     // first. Not for the last finisher, which takes them in itself (writeReserved), unless a
     // queued blob may repeat one of them.
-    if (!closing || samplePendingLocked()) awaitKeysLocked(l);
+    if (!closing || samplePendingLocked()) {
+      if (closing) keyUnforkedLocked(l);
+      awaitKeysLocked(l);
+    }
     reserving_ = true;  // no worker starts a key read ahead; those under way end first
     workCv_.wait(l, [&] { return keying_ == 0; });
     reserving_ = false;
@@ -152,6 +155,25 @@ void BlobStore::handUnreadLocked(const std::vector<size_t>& unread) {
   }
   handed_.push_back({board, unread, std::move(ordinals), batchStart_});
   keyCv_.notify_all();
+}
+
+// A closing fork that found the writer busy reserves again (Writer::forkFinisher): the batch it
+// reserved the first time is not forked yet, and nobody else reads its keys. A wait for them is
+// this thread's to end: it reads them itself, as where the fork failed.
+void BlobStore::keyUnforkedLocked(std::unique_lock<std::mutex>& l) {
+  for (;;) {
+    keyCv_.wait(l, [&] { return !collecting_; });
+    Handed* h = nullptr;
+    for (Handed& x : handed_)
+      if (x.pid == 0 && x.board->published() == 0) h = &x;
+    if (!h) return;
+    collecting_ = true;  // no board is taken down meanwhile (awaitKeysLocked)
+    l.unlock();
+    keyHanded(*h);
+    l.lock();
+    collecting_ = false;
+    keyCv_.notify_all();
+  }
 }
 
 // ---- keys coming back -----------------------------------------------------------------------

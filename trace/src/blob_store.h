@@ -195,6 +195,7 @@ class BlobStore {
   std::vector<bool> unreadLocked(const std::vector<Job>& taken);
   bool samplePendingLocked() const;  // a queued job may repeat one handed unread whose key is to come
   void handUnreadLocked(const std::vector<size_t>& unread);  // their board (file_.mu held)
+  void keyUnforkedLocked(std::unique_lock<std::mutex>& l);   // a closing fork's second try
   void keyHanded(Handed& h);                                 // the finisher reads and publishes the batch's keys
   bool takeKeysLocked(Handed& h, bool final);                // true when all are in; final: the rest are Lost
   void applyKeyLocked(size_t reserved, const KeyBoard::Entry& e);
