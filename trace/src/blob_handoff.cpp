@@ -140,11 +140,7 @@ void BlobStore::handUnreadLocked(const std::vector<size_t>& unread) {
   KeyBoard* board = KeyBoard::create(static_cast<uint32_t>(unread.size()));
   if (!board) {
     std::vector<std::byte> buf;
-    for (size_t i : unread) {
-      Reserved& r = reserved_[i];
-      const std::optional<Hash128> key = readKey(r.job, file_, buf);
-      applyKeyLocked(i, key ? KeyBoard::Entry{key->lo, key->hi, KeyBoard::State::Stored} : KeyBoard::Entry{});
-    }
+    for (size_t i : unread) applyKeyLocked(i, readHandedKey(reserved_[i].job, buf));
     wakeOrderedLocked();
     return;
   }
@@ -153,13 +149,14 @@ void BlobStore::handUnreadLocked(const std::vector<size_t>& unread) {
     bySample_.try_emplace({reserved_[i].job.bytes, reserved_[i].job.sample}, Hash128{});
     ordinals.push_back(reserved_[i].job.ordinal);
   }
-  handed_.push_back({board, unread, std::move(ordinals), batchStart_});
+  handed_.push_back({board, unread, std::move(ordinals)});
   keyCv_.notify_all();
 }
 
-// A closing fork that found the writer busy reserves again (Writer::forkFinisher): the batch it
-// reserved the first time is not forked yet, and nobody else reads its keys. A wait for them is
-// this thread's to end: it reads them itself, as where the fork failed.
+// The keys of batches not forked yet, read on this thread: the finisher's own batch (writeReserved,
+// or the application's process where the fork failed), or a closing fork's second try
+// (Writer::forkFinisher reserves again after finding the writer busy), whose first batch nobody
+// else would read: a wait for it is this thread's to end.
 void BlobStore::keyUnforkedLocked(std::unique_lock<std::mutex>& l) {
   for (;;) {
     keyCv_.wait(l, [&] { return !collecting_; });
@@ -174,6 +171,12 @@ void BlobStore::keyUnforkedLocked(std::unique_lock<std::mutex>& l) {
     collecting_ = false;
     keyCv_.notify_all();
   }
+}
+
+// A handed job's key, read now, as its board holds it.
+KeyBoard::Entry BlobStore::readHandedKey(const Job& j, std::vector<std::byte>& buf) const {
+  const std::optional<Hash128> key = readKey(j, file_, buf);
+  return key ? KeyBoard::Entry{key->lo, key->hi, KeyBoard::State::Stored} : KeyBoard::Entry{};
 }
 
 // ---- keys coming back -----------------------------------------------------------------------
@@ -267,12 +270,14 @@ void BlobStore::popHandedLocked() {
 void BlobStore::noteSampleLocked(const Job& j) { bySample_[{j.bytes, j.sample}] = j.hash; }
 
 // In the finisher: the batch's unread keys, read from its view of the application's memory and
-// published in order, so that the application's process has them before the writes end.
+// published in order, so that the application's process has them before the writes end. That
+// view is frozen: the writes take the bytes as keyed here, not hashed again (Job::ours).
 void BlobStore::keyHanded(Handed& h) {
   std::vector<std::byte> buf;
   for (uint32_t i = 0; i < h.board->count(); ++i) {
-    const std::optional<Hash128> key = readKey(reserved_[h.reserved[i]].job, file_, buf);
-    h.board->publish(i, key ? KeyBoard::Entry{key->lo, key->hi, KeyBoard::State::Stored} : KeyBoard::Entry{});
+    Job& j = reserved_[h.reserved[i]].job;
+    h.board->publish(i, readHandedKey(j, buf));
+    j.ours = frozen_;
   }
   h.board->wakeAll();
 }
@@ -287,12 +292,7 @@ void BlobStore::writeReserved() {
   std::unique_lock l(mu_);  // (contended only where the fork failed and the parent writes them)
   for (size_t i = batchStart_; i < reserved_.size(); ++i)  // their other sources, for nextSource
     if (const Reserved& r = reserved_[i]; !r.others.empty()) others_[{r.job.hash, r.job.bytes}] = r.others;
-  for (Handed& h : handed_)
-    if (h.batch == batchStart_ && h.pid == 0 && h.board->published() == 0) {
-      l.unlock();
-      keyHanded(h);
-      l.lock();
-    }
+  keyUnforkedLocked(l);  // this batch's: not forked further, so this thread's to read
   // Every key in: those of earlier finishers too, which ended before a closing one gets here
   // (finisher.cpp); in the application's process (the fork failed), waited for.
   if (frozen_) {
@@ -334,7 +334,7 @@ void BlobStore::writeLostInRange(const Reserved& r, bool replaced) {
 void BlobStore::forked(pid_t finisher) {
   if (finisher > 0)
     for (Handed& h : handed_)
-      if (h.batch == batchStart_ && h.pid == 0) {
+      if (h.pid == 0) {  // (a batch not forked yet is this one)
         h.pid = finisher;
         h.pidfd = processHandle(finisher);
       }

@@ -95,8 +95,10 @@ class BlobStore {
     bool keying = false;   // a worker reads its key ahead, the job staying queued (keyAheadLocked)
     bool skip = false;     // keyed ahead and nothing to write (claimLocked): finished when it is taken
     uint64_t sample = 0;   // deferred: the hash of the bytes' samples at the call (blob_store.cpp, sampleOf)
-    bool ours = false;     // data is a worker's own copy, hashed into the key as it was read
-    bool behind = false;   // taken with a backlog behind it: stored raw (WriterOptions::rawBacklogBytes)
+    // data cannot have changed since it was hashed into the key: a worker's own copy, or a
+    // finisher's frozen view, keyed there (keyHanded). Written without hashing it again.
+    bool ours = false;
+    bool behind = false;  // taken with a backlog behind it: stored raw (WriterOptions::rawBacklogBytes)
   };
   struct Scratch;
 
@@ -186,7 +188,6 @@ class BlobStore {
     KeyBoard* board;
     std::vector<size_t> reserved;    // board entry i is the key of reserved_[reserved[i]]
     std::vector<uint64_t> ordinals;  // and of the job with ordinals[i] (increasing)
-    size_t batch;                    // batchStart_ when it was reserved
     uint32_t taken = 0;              // entries taken in (takeKeysLocked)
     pid_t pid = 0;                   // its finisher (0: not forked yet, or this process)
     int pidfd = -1;
@@ -196,8 +197,9 @@ class BlobStore {
   bool samplePendingLocked() const;  // a queued job may repeat one handed unread whose key is to come
   void handUnreadLocked(const std::vector<size_t>& unread);  // their board (file_.mu held)
   void keyUnforkedLocked(std::unique_lock<std::mutex>& l);   // a closing fork's second try
-  void keyHanded(Handed& h);                                 // the finisher reads and publishes the batch's keys
-  bool takeKeysLocked(Handed& h, bool final);                // true when all are in; final: the rest are Lost
+  KeyBoard::Entry readHandedKey(const Job& j, std::vector<std::byte>& buf) const;
+  void keyHanded(Handed& h);                   // the finisher reads and publishes the batch's keys
+  bool takeKeysLocked(Handed& h, bool final);  // true when all are in; final: the rest are Lost
   void applyKeyLocked(size_t reserved, const KeyBoard::Entry& e);
   void popHandedLocked();
   // Until no handed job below `below` waits for its key (a worker: or the store stops).
