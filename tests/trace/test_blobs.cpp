@@ -1202,6 +1202,42 @@ TEST(Handoff, KeysHandedUnreadComeBackFromTheFinisher) {
   for (const auto& b : again) EXPECT_TRUE(sameBytes(r->checkedBlob(keyOf(b)), b));
 }
 
+// A repeat-heavy batch: every put has a twin of the same size and samples (a copy, or bytes that
+// differ where no sample lies), so every key is read at the handoff, by its thread and the idle
+// workers together. Each call names its own bytes' key at once; copies get no range, the others
+// one each.
+TEST(Handoff, SuspectsReadWithTheWorkersEachNameTheirBytes) {
+  tt::TempDir d;
+  auto path = d.path("t.trace");
+  constexpr int kContents = 12;
+  constexpr size_t kBytes = 24 << 10;  // 36 of them stay under a batch: no worker takes one first
+  std::vector<std::vector<std::byte>> buffers;
+  for (int i = 0; i < kContents; ++i) {
+    buffers.push_back(tt::randomBytes(kBytes, 400 + i));
+    buffers.push_back(buffers.back());  // a copy
+    buffers.push_back(buffers.back());
+    buffers.back()[20] ^= std::byte{1};  // not sampled: the same samples, another key
+  }
+  std::vector<BlobRef> want, refs;
+  {
+    auto w = Writer::create(deferredOptions(path, 2), tt::header());
+    for (const auto& b : buffers) {
+      refs.push_back(w->putBlob(b.data(), b.size()));
+      want.push_back(keyOf(b));
+      w->beginCall(1, 0, 0).argWeightsBlob(0, refs.back().length, refs.back()).endCall();
+    }
+    EXPECT_EQ(w->reserveQueued(), 2 * kContents * kBytes);
+    for (size_t p = 0; p < refs.size(); ++p) EXPECT_EQ(w->resolvedBlob(refs[p]), want[p]) << "put " << p;
+    w->writeReserved();
+    w->close();
+    EXPECT_EQ(w->stats().uniqueBlobs, uint64_t(2 * kContents));
+  }
+  auto r = Reader::open(path);
+  EXPECT_TRUE(r->verify().ok());
+  EXPECT_EQ(blobArgs(*r), want);
+  for (const auto& b : buffers) EXPECT_TRUE(sameBytes(r->checkedBlob(keyOf(b)), b));
+}
+
 // The same bytes put again after a handoff, while their key is still the finisher's to read: no
 // worker claims them before it came back, so they are stored once.
 TEST(Handoff, ARepeatOfAHandedBlobIsStoredOnce) {

@@ -12,7 +12,8 @@
 // A range is reserved for every blob handed unread, so none of them may be a repeat: the same
 // bytes give the same samples (blob_store.cpp, sampleOf), and a blob whose size and samples match
 // another queued one, or a blob whose key is known (bySample_), is a suspect: its key is read at
-// the handoff, on the application's thread, and a repeat gets no range.
+// the handoff, by the application's thread and the idle workers together (readSuspects), and a
+// repeat gets no range.
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -51,11 +52,8 @@ uint64_t BlobStore::reserveQueued(bool closing) {
     unread = unreadLocked(taken);
   }
   workCv_.notify_all();  // the workers wait for the next batch again
-  // The suspects' keys, read here: a repeat gets no range.
-  std::vector<std::optional<Hash128>> keys(taken.size());
-  std::vector<std::byte> buf;
-  for (size_t i = 0; i < taken.size(); ++i)
-    if (!taken[i].keyed && !unread[i]) keys[i] = readKey(taken[i], file_, buf);
+  // The suspects' keys, read now: a repeat gets no range.
+  const std::vector<std::optional<Hash128>> keys = readSuspects(taken, unread);
   std::vector<Reserved> batch;
   std::vector<size_t> handed;  // positions in batch
   uint64_t total = 0;
@@ -124,6 +122,57 @@ std::vector<bool> BlobStore::unreadLocked(const std::vector<Job>& taken) {
       handedKeys_.fetch_sub(1);
     }
   return unread;
+}
+
+// The workers have nothing else to do meanwhile: the handoff took the queue, and the application's
+// thread waits for it (a repeat-heavy model's suspects are most of its weights).
+struct BlobStore::SuspectReads {
+  const std::vector<Job>& jobs;
+  std::vector<size_t> which;                 // positions in jobs
+  std::vector<std::optional<Hash128>> keys;  // by position in jobs
+  std::atomic<size_t> next{0};               // in which: the next one nobody took
+
+  bool left() const { return next.load() < which.size(); }
+  void readSome(const BlockFile& file, std::vector<std::byte>& buf) {
+    for (size_t k; (k = next.fetch_add(1)) < which.size();) keys[which[k]] = readKey(jobs[which[k]], file, buf);
+  }
+};
+
+std::vector<std::optional<Hash128>> BlobStore::readSuspects(const std::vector<Job>& taken,
+                                                            const std::vector<bool>& unread) {
+  SuspectReads r{taken, {}, std::vector<std::optional<Hash128>>(taken.size())};
+  for (size_t i = 0; i < taken.size(); ++i)
+    if (!taken[i].keyed && !unread[i]) r.which.push_back(i);
+  const bool shared = r.which.size() > 1 && !workers_.empty();
+  if (shared) {
+    std::lock_guard g(mu_);
+    suspects_ = &r;
+  }
+  if (shared) workCv_.notify_all();
+  std::vector<std::byte> buf;
+  r.readSome(file_, buf);
+  if (shared) {  // every key read: the helpers still reading one end first (their keys are in r)
+    std::unique_lock l(mu_);
+    suspects_ = nullptr;
+    workCv_.notify_all();
+    workCv_.wait(l, [&] { return helping_ == 0; });
+  }
+  return std::move(r.keys);
+}
+
+// A worker's part: it reads suspects while any is left, then waits until the handoff is done with
+// them (or another handoff has some).
+void BlobStore::helpReadSuspectsLocked(std::unique_lock<std::mutex>& l, std::vector<std::byte>& buf) {
+  if (!suspects_->left()) {
+    workCv_.wait(l, [&] { return !suspects_ || suspects_->left(); });
+    return;
+  }
+  SuspectReads& r = *suspects_;
+  ++helping_;
+  l.unlock();
+  r.readSome(file_, buf);
+  l.lock();
+  if (--helping_ == 0) workCv_.notify_all();
 }
 
 bool BlobStore::samplePendingLocked() const {

@@ -441,7 +441,11 @@ void BlobStore::workerLoop(Scratch& s) {
       // Small blobs wait for a batch of them: taken one by one as the application queues them, each
       // cost a read, two writes and three rounds of mu_ (calls-20k: 5,327 futex calls, 611 so).
       if (queue_.empty() || !inBatch || (smallFrontLocked() && !batchReadyLocked()))
-        workCv_.wait(l, [&] { return stopping_ || batchReadyLocked(); });
+        workCv_.wait(l, [&] { return stopping_ || batchReadyLocked() || suspects_; });
+      if (suspects_) {  // a handoff's, read with its thread (blob_handoff.cpp)
+        helpReadSuspectsLocked(l, s.read);
+        continue;
+      }
       if (queue_.empty()) return;
       if (handedKeys_.load() > 0 && !stopping_) {  // no claim before the keys handed out come back
         awaitKeysLocked(l, true);

@@ -194,6 +194,10 @@ class BlobStore {
   };
   // Which of `taken` are handed unread (the rest are keyed at the handoff). Holds mu_.
   std::vector<bool> unreadLocked(const std::vector<Job>& taken);
+  // The keys of `taken`'s suspects (neither keyed nor unread), read on this thread and on the idle
+  // workers' (helpReadSuspectsLocked), each taking the next one.
+  std::vector<std::optional<Hash128>> readSuspects(const std::vector<Job>& taken, const std::vector<bool>& unread);
+  void helpReadSuspectsLocked(std::unique_lock<std::mutex>& l, std::vector<std::byte>& buf);  // a worker's part
   bool samplePendingLocked() const;  // a queued job may repeat one handed unread whose key is to come
   void handUnreadLocked(const std::vector<size_t>& unread);  // their board (file_.mu held)
   void keyUnforkedLocked(std::unique_lock<std::mutex>& l);   // a closing fork's second try
@@ -231,6 +235,10 @@ class BlobStore {
   uint64_t keyNext_ = 0;       // queued jobs past the front below this ordinal are keyed or being keyed
   unsigned keying_ = 0;        // key reads ahead under way
   bool reserving_ = false;     // a handoff waits for them to end
+  // A handoff's suspects, whose keys its thread and the idle workers read together (blob_handoff.cpp).
+  struct SuspectReads;
+  SuspectReads* suspects_ = nullptr;  // while a handoff reads them
+  unsigned helping_ = 0;              // workers reading some of them
   // Ordinals: every job below doneBefore_ is consumed; done_[i] says whether doneBefore_ + i is.
   uint64_t nextOrdinal_ = 0, doneBefore_ = 0;
   std::deque<bool> done_;
