@@ -459,8 +459,9 @@ def render_targets(e2e, rows, memcpy):
             f"the physical limit measured in this run: {cores} cores, XXH3 {xxh / 1e9:.1f} GB/s. No weight "
             f"byte of {worst['name']}'s {fmt_bytes(worst['app']['weight_bytes'])} is hashed on its thread at "
             "its calls (the workers read, hash and write them, and past TRTRACE_FINISHER_MB queued at a drain, "
-            "a finisher writes); at a handoff its thread reads the keys the workers left (a bounded amount: "
-            f"trace/src/blob_store.cpp, keyAheadLocked). Its {cores} cores are shared with the workers; the "
+            "a finisher writes); at a handoff its thread reads, with the idle workers, the keys of the weights "
+            "that may be repeats (trace/src/blob_handoff.cpp, readSuspects). Its "
+            f"{cores} cores are shared with the workers; the "
             "capture's own time is "
             f"{own_time(worst['runs']['ours'], worst['runs']['alone']):.2f} s over its {alone:.2f} s"
             if xxh
