@@ -24,6 +24,15 @@ namespace {
 
 constexpr size_t kKeep = 1 << 20;  // output kept per child; the rest is read and dropped
 
+constexpr int kInterrupting[] = {SIGINT, SIGTERM, SIGHUP};
+volatile sig_atomic_t gInterrupt = 0;   // the signal that interrupted an InterruptScope (0: none)
+volatile sig_atomic_t gChildGroup = 0;  // the running child's process group, while runChild waits
+
+void interrupt(int sig) {
+  gInterrupt = sig;
+  if (const pid_t group = gChildGroup; group > 0) ::kill(-group, SIGKILL);
+}
+
 pid_t spawn(const std::vector<std::string>& argv, int out) {
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t at;
@@ -83,7 +92,7 @@ bool collect(pid_t pid, int out, double timeoutSeconds, std::string& output) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
   bool open = true, done = false;
   char buf[65536];
-  while (!done) {
+  while (!done && !gInterrupt) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
@@ -104,6 +113,7 @@ bool collect(pid_t pid, int out, double timeoutSeconds, std::string& output) {
 }  // namespace
 
 ChildResult runChild(const std::vector<std::string>& argv, double timeoutSeconds) {
+  InterruptScope::check();
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) throw Error(Error::Kind::Io, std::string("pipe: ") + std::strerror(errno));
   pid_t pid;
@@ -115,16 +125,43 @@ ChildResult runChild(const std::vector<std::string>& argv, double timeoutSeconds
     throw;
   }
   close(fds[1]);
+  gChildGroup = pid;  // (a signal before this: collect sees it at once, and the kill below ends it)
   ChildResult r;
   r.timedOut = !collect(pid, fds[0], timeoutSeconds, r.output);
   ::kill(-pid, SIGKILL);  // the whole group: the child past the limit, or what it left running
+  gChildGroup = 0;        // before the reap: the id may be another's after it
   drain(fds[0], r.output);
   close(fds[0]);
   int st = 0;
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+  InterruptScope::check();
   r.status = r.timedOut ? 124 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   return r;
 }
+
+// No SA_RESTART: the wait's poll returns at once.
+InterruptScope::InterruptScope() {
+  gInterrupt = 0;
+  struct sigaction sa {};
+  sa.sa_handler = interrupt;
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < 3; ++i) {
+    ::sigaction(kInterrupting[i], nullptr, &old_[i]);
+    if (old_[i].sa_handler != SIG_IGN) ::sigaction(kInterrupting[i], &sa, nullptr);
+  }
+}
+
+InterruptScope::~InterruptScope() {
+  for (size_t i = 0; i < 3; ++i) ::sigaction(kInterrupting[i], &old_[i], nullptr);
+}
+
+void InterruptScope::check() {
+  if (const int sig = gInterrupt) throw Interrupted(sig);
+}
+
+Interrupted::Interrupted(int sig)
+    : signal(sig),
+      text(std::string("interrupted by SIG") + (sigabbrev_np(sig) ? sigabbrev_np(sig) : "?") + "; nothing written") {}
 
 namespace {
 

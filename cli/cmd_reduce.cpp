@@ -423,6 +423,7 @@ class Reducer {
  private:
   bool tryKeeping(const std::vector<size_t>& keep);
   Size writeCandidate(size_t n, const ReduceGraph::Plan& p);
+  ReduceChecker::Verdict judge(size_t n);
   void ddmin();
   void linear();
 
@@ -449,6 +450,16 @@ Size Reducer::writeCandidate(size_t n, const ReduceGraph::Plan& p) {
   }
 }
 
+// Candidate n's verdict; a candidate with none (interrupted, or the check could not start) goes.
+ReduceChecker::Verdict Reducer::judge(size_t n) {
+  try {
+    return check_.run(art_.pending(n));
+  } catch (...) {
+    art_.discard(n);
+    throw;
+  }
+}
+
 // Replays the candidate that keeps only `keep` (and what the plan's closure leaves of it); on a
 // failure like the input's, that becomes the kept set.
 bool Reducer::tryKeeping(const std::vector<size_t>& keep) {
@@ -459,7 +470,7 @@ bool Reducer::tryKeeping(const std::vector<size_t>& keep) {
   if (fresh) {
     const size_t n = ++n_;
     const Size s = writeCandidate(n, p);
-    const ReduceChecker::Verdict v = check_.run(art_.pending(n));
+    const ReduceChecker::Verdict v = judge(n);
     it->second = v.fails;
     timeouts_ += v.timedOut && !v.fails;
     const std::string why = check_.describe(v);
@@ -521,6 +532,7 @@ const std::vector<size_t>& Reducer::run() {
 }  // namespace
 
 static int runReduce(const ReduceOptions& o) {
+  InterruptScope interruptible;  // ^C: the candidate running ends, what was made goes (child_run.h)
   auto r = convert::openCapture(o.in);
   if (r->truncatedAt())
     throw Error(Error::Kind::Truncated, r->truncationMessage() + "; not reducing a truncated trace");
@@ -553,6 +565,7 @@ static int runReduce(const ReduceOptions& o) {
   wo.path = o.out;
   auto w = Writer::create(wo, headerOf(*r));
   const Size after = writePlan(*r, g.plan(std::move(removed)), w.get());
+  InterruptScope::check();
   outputs.commit();
   if (o.json)
     std::printf(

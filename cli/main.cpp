@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "child_run.h"
 #include "commands.h"
 #include "trtrace/error.h"
 #include "trtrace/finishing.h"
@@ -27,6 +28,9 @@ std::string doing(const Command& c) {
 int runCommand(const Command& c) {
   try {
     return c.run();
+  } catch (const Interrupted& e) {  // (child_run.h) what the command made is gone already
+    std::fprintf(stderr, "trtrace: %s\n", topLevelMessage(e, doing(c)).c_str());
+    return 128 + e.signal;
   } catch (const trtrace::Error& e) {
     std::fprintf(stderr, "trtrace: %s\n", topLevelMessage(e, doing(c)).c_str());
     switch (e.kind()) {

@@ -9,8 +9,10 @@ A capture that does not fail is said so, exit 4 (docs/errors.md has the rows).
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -141,6 +143,64 @@ def test_reduce_survives_candidates_that_crash_or_hang(tmp_path):
     results = [r.split("\t")[5] for r in (art / "verdicts.tsv").read_text().splitlines()[1:]]
     assert any(r == f"exit 124: ran past --timeout {limit} s" for r in results), results
     assert any(r.startswith("exit 139") for r in results), results
+
+
+SLEEPER = """
+import os, sys, time
+if sys.argv[2] == sys.argv[1]:
+    sys.exit(1)  # the input itself fails
+with open(sys.argv[3], "a") as f:
+    f.write(f"{os.getpid()}\\n")
+time.sleep(600)  # every candidate hangs until it is ended
+"""
+
+
+def alive(pid):
+    """Whether the process runs (a zombie no one reaped has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_reduce_interrupted_ends_its_candidate_and_leaves_nothing(tmp_path, sig):
+    """^C (SIGINT) or SIGTERM while a candidate runs: that candidate, in a process group of its own
+    (which the terminal's ^C does not reach), is ended; the temporary candidates are removed and no
+    output appears; one line, exit 128 + the signal."""
+    t = tmp_path / "t.trtrace"
+    capture("build_failing_chain.py", t, "--out", tmp_path / "e", "--layers", 6, "--bad", 3, check=False)
+    (tmp_path / "sleeper.py").write_text(SLEEPER)
+    (tmp_path / "tmp").mkdir()
+    pids = tmp_path / "pids"
+    quiet = "env ASAN_OPTIONS=detect_leaks=0 " if ASAN_RUNTIME else ""
+    check = f"{quiet}{sys.executable} {tmp_path / 'sleeper.py'} {t} {{}} {pids}"
+    out = tmp_path / "min.trtrace"
+    p = subprocess.Popen(
+        [str(TRTRACE), "reduce", t, "-o", out, "--check", check, "--fail-code", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, TMPDIR=str(tmp_path / "tmp")),
+    )
+    try:
+        for _ in range(1200):  # (a hang guard, not a measurement: the first candidate's check starts)
+            if pids.exists() and pids.read_text().endswith("\n") or p.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert p.poll() is None, p.communicate()
+        p.send_signal(sig)
+        stdout, stderr = p.communicate(timeout=120)
+    finally:
+        p.kill()
+    assert p.returncode == 128 + sig, stderr
+    name = signal.Signals(sig).name
+    assert stderr.splitlines()[-1] == f"trtrace: reduce {t}: interrupted by {name}; nothing written", stderr
+    assert stdout == "" and not out.exists()
+    assert list((tmp_path / "tmp").iterdir()) == []
+    for pid in map(int, pids.read_text().split()):
+        assert not alive(pid), f"candidate check {pid} still runs"
 
 
 def test_reduce_of_a_capture_that_does_not_fail(tmp_path):

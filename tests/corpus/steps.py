@@ -30,17 +30,28 @@ class Step:
             self.out, self.err = p.communicate(timeout=timeout)
             self.rc = p.returncode
         except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.communicate()
+            Step.end(p)
             self.rc, self.out, self.err = None, "", f"timed out after {timeout} s"
         self.seconds = time.monotonic() - t0
         self.cmd = cmd
 
     @staticmethod
+    def end(p, grace=30):
+        """A step past its time: SIGTERM to its group first, so that a tool that runs children in
+        groups of their own (trtrace reduce's candidate players) ends them and removes its temporary
+        files; SIGKILL after `grace` seconds."""
+        os.killpg(p.pid, signal.SIGTERM)
+        try:
+            p.communicate(timeout=grace)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+
+    @staticmethod
     def start(cmd, env, tries=LAUNCH_TRIES):
-        """The child, in its own process group, so a timeout also ends what it started (reduce's
-        candidate players). A program being relinked in a shared build tree cannot be executed for a
-        moment (EACCES, ETXTBSY, ENOENT, ENOEXEC): that is tried again, a few seconds apart, before it counts."""
+        """The child, in its own process group, so a timeout also ends what it started (`end`). A
+        program being relinked in a shared build tree cannot be executed for a moment (EACCES,
+        ETXTBSY, ENOENT, ENOEXEC): that is tried again, a few seconds apart, before it counts."""
         for attempt in range(tries):
             try:
                 return subprocess.Popen(
