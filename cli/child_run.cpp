@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <iterator>
 
 #include "trtrace/error.h"
 
@@ -25,6 +26,7 @@ namespace {
 constexpr size_t kKeep = 1 << 20;  // output kept per child; the rest is read and dropped
 
 constexpr int kInterrupting[] = {SIGINT, SIGTERM, SIGHUP};
+static_assert(std::size(kInterrupting) == 3, "InterruptScope::old_ holds one action per signal");
 volatile sig_atomic_t gInterrupt = 0;   // the signal that interrupted an InterruptScope (0: none)
 volatile sig_atomic_t gChildGroup = 0;  // the running child's process group, while runChild waits
 
@@ -145,14 +147,14 @@ InterruptScope::InterruptScope() {
   struct sigaction sa {};
   sa.sa_handler = interrupt;
   sigemptyset(&sa.sa_mask);
-  for (size_t i = 0; i < 3; ++i) {
+  for (size_t i = 0; i < std::size(kInterrupting); ++i) {
     ::sigaction(kInterrupting[i], nullptr, &old_[i]);
     if (old_[i].sa_handler != SIG_IGN) ::sigaction(kInterrupting[i], &sa, nullptr);
   }
 }
 
 InterruptScope::~InterruptScope() {
-  for (size_t i = 0; i < 3; ++i) ::sigaction(kInterrupting[i], &old_[i], nullptr);
+  for (size_t i = 0; i < std::size(kInterrupting); ++i) ::sigaction(kInterrupting[i], &old_[i], nullptr);
 }
 
 void InterruptScope::check() {

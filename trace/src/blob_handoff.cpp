@@ -145,10 +145,12 @@ std::vector<std::optional<Hash128>> BlobStore::readSuspects(const std::vector<Jo
     if (!taken[i].keyed && !unread[i]) r.which.push_back(i);
   const bool shared = r.which.size() > 1 && !workers_.empty();
   if (shared) {
-    std::lock_guard g(mu_);
-    suspects_ = &r;
+    {
+      std::lock_guard g(mu_);
+      suspects_ = &r;
+    }
+    workCv_.notify_all();
   }
-  if (shared) workCv_.notify_all();
   std::vector<std::byte> buf;
   r.readSome(file_, buf);
   if (shared) {  // every key read: the helpers still reading one end first (their keys are in r)
