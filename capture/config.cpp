@@ -87,7 +87,6 @@ Config Config::parse(const EnvLookup& env) {
   c.tacticCache = envString(env, "TRT_SHIM_SET_TACTIC_CACHE");
   c.ignoreVersion = envBool(env, "TRTRACE_IGNORE_VERSION", false);
   c.zstdLevel = static_cast<int>(std::min<int64_t>(envInt(env, "TRTRACE_ZSTD_LEVEL", c.zstdLevel), 22));
-  c.minSavingPct = static_cast<int>(std::min<int64_t>(envInt(env, "TRTRACE_MIN_SAVING", c.minSavingPct), 100));
   c.durable = envBool(env, "TRTRACE_SYNC", false);
   c.workers = static_cast<int>(std::min<int64_t>(envInt(env, "TRTRACE_CAPTURE_WORKERS", c.workers), 64));
   c.queueMiB = envInt(env, "TRTRACE_CAPTURE_QUEUE_MB", c.queueMiB);

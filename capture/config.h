@@ -32,13 +32,8 @@ struct Config {
   // Weight storage (BENCHMARKS.md, "Hot spots fixed"): zstd level 1 is faster than 3 and compresses
   // byte-grouped weights as well; 0 stores every blob raw. Workers compress/write off the app's thread.
   int zstdLevel = kDefaultBlobZstdLevel;  // TRTRACE_ZSTD_LEVEL (at most 22)
-  // A blob stays compressed only if that saves this share of its bytes. Higher than the writer's 5%:
-  // each worker's second beside the application costs it a share of one (BENCHMARKS.md,
-  // "sibling_load"), and byte-grouped fp32 weights save ~9% for 170 us of zstd per 64 KiB; the
-  // kind then stops being tried (compression_odds.h). `trtrace rewrite --compress` keeps 5%.
-  int minSavingPct = 10;  // TRTRACE_MIN_SAVING (percent, at most 100)
-  bool durable = false;   // TRTRACE_SYNC (WriterOptions::durable)
-  int workers = 2;        // TRTRACE_CAPTURE_WORKERS (at most 64)
+  bool durable = false;                   // TRTRACE_SYNC (WriterOptions::durable)
+  int workers = 2;                        // TRTRACE_CAPTURE_WORKERS (at most 64)
   // Bytes of weights queued (pointers only: zero-copy) before a call waits for the workers; 0 = no
   // limit. TensorRT requires weights to stay valid until the build, and the queue drains at every
   // build and when a network is destroyed, so the app's thread need not wait for compression.

@@ -24,7 +24,6 @@ WriterOptions writerOptions(const Config& c, const std::string& path) {
   WriterOptions o;
   o.path = path;
   o.zstdLevel = c.zstdLevel;
-  o.minSaving = c.minSavingPct / 100.0;
   o.durable = c.durable;
   o.rawWhenWaitedOn = true;     // the application never waits for zstd (docs/design.md, "Capture cost")
   o.rawBacklogBytes = 4 << 20;  // nor for a backlog of small weights that zstd did not keep up with

@@ -24,11 +24,9 @@ def replay(trace, engine, *args, env=None):
 
 
 def compressed_capture(tmp, name="c.trtrace", seed=1):
-    """A capture of one block of H=256 (3 MiB of fp32 weights in 6 compressed blobs), engine built.
-    Byte-grouped, these weights save ~9%: kept at the writer's 5% (a capture's default is 10%)."""
+    """A capture of one block of H=256 (3 MiB of fp32 weights in 6 compressed blobs), engine built."""
     trace = tmp / name
-    args = ("--blocks", 1, "--hidden", 256, "--seed", seed, "--out", tmp / "app.engine")
-    capture(MODEL, trace, *args, env={"TRTRACE_MIN_SAVING": "5"})
+    capture(MODEL, trace, "--blocks", 1, "--hidden", 256, "--seed", seed, "--out", tmp / "app.engine")
     info = json.loads(trtrace("info", "--json", trace).stdout)
     assert info["weights"]["compressed_blobs"] > 0, info["weights"]
     return trace

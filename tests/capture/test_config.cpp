@@ -27,7 +27,6 @@ TEST(CaptureConfig, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(c.inlineMax, 8);
   EXPECT_EQ(c.randomMin, 2147483647);
   EXPECT_EQ(c.zstdLevel, trtrace::kDefaultBlobZstdLevel);
-  EXPECT_EQ(c.minSavingPct, 10);
   EXPECT_EQ(c.workers, 2);
   EXPECT_EQ(c.queueMiB, 0);
   EXPECT_EQ(c.tracePath(), "capture.trtrace");
@@ -48,7 +47,6 @@ TEST(CaptureConfig, ReadsEveryVariable) {
             {"TRT_SHIM_SET_TACTIC_CACHE", "t.cache"},
             {"TRTRACE_IGNORE_VERSION", "1"},
             {"TRTRACE_ZSTD_LEVEL", "0"},
-            {"TRTRACE_MIN_SAVING", "20"},
             {"TRTRACE_SYNC", "1"},
             {"TRTRACE_CAPTURE_WORKERS", "5"},
             {"TRTRACE_CAPTURE_QUEUE_MB", "64"},
@@ -65,7 +63,6 @@ TEST(CaptureConfig, ReadsEveryVariable) {
   EXPECT_EQ(c.randomMin, 1024);
   EXPECT_EQ(c.tacticCache, "t.cache");
   EXPECT_EQ(c.zstdLevel, 0);
-  EXPECT_EQ(c.minSavingPct, 20);
   EXPECT_EQ(c.workers, 5);
   EXPECT_EQ(c.queueMiB, 64);
 }
@@ -107,11 +104,10 @@ TEST(CaptureConfig, BadValuesWarnOnceEachAndKeepTheDefault) {
 
 TEST(CaptureConfig, LevelsAndWorkersAreCapped) {
   FakeEnv e;
-  e.vars = {{"TRTRACE_ZSTD_LEVEL", "99"}, {"TRTRACE_CAPTURE_WORKERS", "1000"}, {"TRTRACE_MIN_SAVING", "250"}};
+  e.vars = {{"TRTRACE_ZSTD_LEVEL", "99"}, {"TRTRACE_CAPTURE_WORKERS", "1000"}};
   const Config c = parse(e);
   EXPECT_EQ(c.zstdLevel, 22);
   EXPECT_EQ(c.workers, 64);
-  EXPECT_EQ(c.minSavingPct, 100);
 }
 
 TEST(CaptureConfig, TracePathFollowsTheJsonWhenNoTraceIsNamed) {

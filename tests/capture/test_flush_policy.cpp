@@ -52,11 +52,9 @@ TEST(FlushPolicyTest, WriterOptionsFollowTheConfig) {
   c.durable = true;
   c.workers = 5;
   c.queueMiB = 3;
-  c.minSavingPct = 25;
   auto o = writerOptions(c, "p.trtrace");
   EXPECT_EQ(o.path, "p.trtrace");
   EXPECT_EQ(o.zstdLevel, 7);
-  EXPECT_DOUBLE_EQ(o.minSaving, 0.25);
   EXPECT_TRUE(o.durable);
   EXPECT_TRUE(o.rawWhenWaitedOn);  // the application never waits for zstd
   EXPECT_EQ(o.workerThreads, 5);
