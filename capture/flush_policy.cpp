@@ -27,6 +27,7 @@ WriterOptions writerOptions(const Config& c, const std::string& path) {
   o.durable = c.durable;
   o.rawWhenWaitedOn = true;     // the application never waits for zstd (docs/design.md, "Capture cost")
   o.rawBacklogBytes = 4 << 20;  // nor for a backlog of small weights that zstd did not keep up with
+  o.smallMinSaving = 0.10;      // and small weights are kept compressed only where that pays well
   o.workerThreads = rules.blobsOnCallingThread ? 0 : c.workers;
   // The workers give way to the application where both want a CPU (docs/design.md, "Capture
   // cost"); a worker the application waits for (a drain) has the CPU the application left.

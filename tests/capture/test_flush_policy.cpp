@@ -56,7 +56,8 @@ TEST(FlushPolicyTest, WriterOptionsFollowTheConfig) {
   EXPECT_EQ(o.path, "p.trtrace");
   EXPECT_EQ(o.zstdLevel, 7);
   EXPECT_TRUE(o.durable);
-  EXPECT_TRUE(o.rawWhenWaitedOn);  // the application never waits for zstd
+  EXPECT_TRUE(o.rawWhenWaitedOn);            // the application never waits for zstd
+  EXPECT_GT(o.smallMinSaving, o.minSaving);  // small weights are compressed only where it pays well
   EXPECT_EQ(o.workerThreads, 5);
   EXPECT_EQ(o.queueBytes, 3u << 20);
   EXPECT_EQ(o.flush, FlushPolicy::AtClose);

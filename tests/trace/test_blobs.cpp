@@ -104,16 +104,17 @@ TEST(Blobs, CompressionOddsGiveUpOnAKindAndProbeIt) {
   CompressionOdds odds;
   int tried = 0;
   for (uint32_t i = 0; i < CompressionOdds::kGiveUpAfter; ++i) {
-    ASSERT_TRUE(odds.worthTrying(BlobHint::F32));
-    odds.tried(BlobHint::F32, false);
+    ASSERT_TRUE(odds.worthTrying(BlobHint::F32, true));
+    odds.tried(BlobHint::F32, true, false);
   }
   for (uint32_t i = 0; i < 10 * CompressionOdds::kProbeEvery; ++i)
-    if (odds.worthTrying(BlobHint::F32)) ++tried, odds.tried(BlobHint::F32, false);
+    if (odds.worthTrying(BlobHint::F32, true)) ++tried, odds.tried(BlobHint::F32, true, false);
   EXPECT_EQ(tried, 10);
-  EXPECT_TRUE(odds.worthTrying(BlobHint::BF16));  // another kind keeps its own odds
-  odds.tried(BlobHint::F32, true);                // a probe that paid: every blob is tried again
-  EXPECT_TRUE(odds.worthTrying(BlobHint::F32));
-  EXPECT_TRUE(odds.worthTrying(BlobHint::F32));
+  EXPECT_TRUE(odds.worthTrying(BlobHint::BF16, true));  // another kind keeps its own odds
+  EXPECT_TRUE(odds.worthTrying(BlobHint::F32, false));  // and so do the kind's blobs of 1 MiB or more
+  odds.tried(BlobHint::F32, true, true);                // a probe that paid: every blob is tried again
+  EXPECT_TRUE(odds.worthTrying(BlobHint::F32, true));
+  EXPECT_TRUE(odds.worthTrying(BlobHint::F32, true));
 }
 
 // Through the writer: 40 incompressible fp32 blobs, then 40 that compress (fp32 with their
@@ -179,6 +180,34 @@ TEST(Blobs, ABacklogOfSmallBlobsIsStoredRaw) {
       EXPECT_LT(smallCompressed, 48u - 8u);  // at least the first 8 saw 40 (2.5 MiB) queued behind
     else
       EXPECT_EQ(smallCompressed, 48u);
+  }
+}
+
+// WriterOptions::smallMinSaving: blobs that zstd shrinks by ~8% stay compressed at the default 5%
+// bar; with the bar for blobs under 1 MiB at 10% (a capture's), the 512 KiB one is stored raw and
+// the 2 MiB one, held to minSaving, stays compressed.
+TEST(Blobs, SmallBlobsHaveTheirOwnBar) {
+  auto eightPercentZeros = [](size_t bytes, uint64_t seed) {
+    auto v = tt::randomBytes(bytes, seed);
+    std::fill(v.begin(), v.begin() + bytes * 8 / 100, std::byte{0});
+    return v;
+  };
+  const auto small = eightPercentZeros(512 << 10, 1), big = eightPercentZeros(2 << 20, 2);
+  for (double smallBar : {0.05, 0.10}) {
+    SCOPED_TRACE(smallBar);
+    tt::TempDir d;
+    WriterOptions o;
+    o.path = d.path("t.trace");
+    o.workerThreads = 0;
+    o.smallMinSaving = smallBar;
+    auto w = Writer::create(o, tt::header());
+    w->putBlob(small.data(), small.size());
+    w->putBlob(big.data(), big.size());
+    w->close();
+    auto r = Reader::open(o.path);
+    ASSERT_TRUE(r->verify().ok());
+    for (const auto& b : r->blobs())
+      EXPECT_EQ(b.compressed, b.ref.length > (1 << 20) || smallBar < 0.1) << b.ref.length;
   }
 }
 

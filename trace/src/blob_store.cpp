@@ -31,7 +31,7 @@ namespace {
 // taken; beyond it the worker streams the rest under the lock (memory stays bounded).
 constexpr uint64_t kBlobBufferLimit = 16 << 20;
 constexpr uint64_t kMinCompressBytes = 256;      // a frame's overhead outweighs any saving below
-constexpr uint64_t kBacklogBlobBytes = 1 << 20;  // WriterOptions::rawBacklogBytes applies under this
+constexpr uint64_t kSmallWeightBytes = 1 << 20;  // WriterOptions::rawBacklogBytes and smallMinSaving apply under this
 // A batch of blobs: what wakes the workers, and what a worker takes of small blobs at once.
 constexpr uint64_t kBatchBytes = 1 << 20;
 constexpr size_t kBatchJobs = 64;
@@ -471,7 +471,7 @@ void BlobStore::workerLoop(Scratch& s) {
       j = queue_.front();
       queue_.pop_front();
       queuedBytes_ -= j.bytes;
-      j.behind = opt_.rawBacklogBytes && j.bytes < kBacklogBlobBytes && queuedBytes_ >= opt_.rawBacklogBytes;
+      j.behind = opt_.rawBacklogBytes && j.bytes < kSmallWeightBytes && queuedBytes_ >= opt_.rawBacklogBytes;
       if (!j.keyed) unkeyedBytes_ -= j.bytes;
       if (j.skip) {
         finishedLocked(j);
@@ -832,7 +832,8 @@ const std::byte* BlobStore::nextSource(const Job& j) {
 
 bool BlobStore::writeFrom(const Job& j, Scratch& s) {
   const bool hurry = (opt_.rawWhenWaitedOn && waitedOn_.load(std::memory_order_relaxed)) || j.behind;
-  if (!hurry && compressible(j.bytes) && (opt_.tryEveryBlob || odds_.worthTrying(j.hint))) return writeCompressed(j, s);
+  if (!hurry && compressible(j.bytes) && (opt_.tryEveryBlob || odds_.worthTrying(j.hint, j.bytes < kSmallWeightBytes)))
+    return writeCompressed(j, s);
   std::lock_guard g(file_.mu);
   return writeRawLocked(j, s);
 }
@@ -971,9 +972,10 @@ bool BlobStore::writeCompressed(const Job& j, Scratch& s) {
     emit(keep ? s.out.data() : src, table[c].storedSize);
     written += table[c].storedSize;
   }
-  // The blob stays compressed only if that saves at least minSaving.
+  // The blob stays compressed only if that saves at least minSaving (smallMinSaving under 1 MiB).
   const bool intact = caller.intact();
-  bool keep = double(written + dataOffset) <= double(j.bytes) * (1.0 - opt_.minSaving);
+  const bool small = j.bytes < kSmallWeightBytes;
+  bool keep = double(written + dataOffset) <= double(j.bytes) * (1.0 - (small ? opt_.smallMinSaving : opt_.minSaving));
   const bool streamed = lock.owns_lock();
   if (!streamed) {
     lock.lock();
@@ -981,7 +983,7 @@ bool BlobStore::writeCompressed(const Job& j, Scratch& s) {
   }
   file_.end = at;  // a streamed attempt that is not kept is overwritten
   if (!intact) return false;
-  odds_.tried(j.hint, keep);
+  odds_.tried(j.hint, small, keep);
   if (!keep) return writeRawLocked(j, s);
   F::BlobRecord r = recordFor(j, F::BlobEncoding::Zstd, written, dataOffset);
   r.transform = static_cast<uint16_t>(tf);

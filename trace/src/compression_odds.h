@@ -1,5 +1,6 @@
-// Whether zstd is worth trying on a blob, from how the blobs of its kind (BlobHint) fared before.
-// The weights of one kind in one model compress alike (random-like fp32 does not; bf16 does), and
+// Whether zstd is worth trying on a blob, from how the blobs of its kind (BlobHint, and whether
+// under 1 MiB: the two sizes are held to different bars, WriterOptions::smallMinSaving) fared
+// before. The weights of one kind in one model compress alike (random-like fp32 does not; bf16 does), and
 // trying costs a worker the whole compression of a blob only to store it raw. After kGiveUpAfter
 // blobs of a kind in a row whose compression was not kept, only every kProbeEvery-th blob of that
 // kind is tried, so content that starts to compress is still found; a kept one starts over.
@@ -18,13 +19,13 @@ class CompressionOdds {
   static constexpr uint32_t kGiveUpAfter = 8;
   static constexpr uint32_t kProbeEvery = 16;
 
-  bool worthTrying(BlobHint h) {
-    Kind& k = of(h);
+  bool worthTrying(BlobHint h, bool small) {
+    Kind& k = of(h, small);
     if (k.misses.load(std::memory_order_relaxed) < kGiveUpAfter) return true;
     return k.skipped.fetch_add(1, std::memory_order_relaxed) % kProbeEvery == kProbeEvery - 1;
   }
-  void tried(BlobHint h, bool kept) {
-    Kind& k = of(h);
+  void tried(BlobHint h, bool small, bool kept) {
+    Kind& k = of(h, small);
     if (kept)
       k.misses.store(0, std::memory_order_relaxed);
     else
@@ -36,11 +37,12 @@ class CompressionOdds {
     std::atomic<uint32_t> misses{0};   // tried in a row and not kept
     std::atomic<uint32_t> skipped{0};  // asked while given up (every kProbeEvery-th is tried)
   };
-  Kind& of(BlobHint h) {
+  static constexpr size_t kHints = static_cast<size_t>(BlobHint::F32) + 1;
+  Kind& of(BlobHint h, bool small) {
     const auto i = static_cast<uint32_t>(h);
-    return kinds_[i < kinds_.size() ? i : 0];
+    return kinds_[(i < kHints ? i : 0) * 2 + (small ? 1 : 0)];
   }
-  std::array<Kind, static_cast<size_t>(BlobHint::F32) + 1> kinds_;  // one per BlobHint
+  std::array<Kind, kHints * 2> kinds_;  // one per BlobHint and size class
 };
 
 }  // namespace trtrace::detail

@@ -48,6 +48,10 @@ struct WriterOptions {
   int zstdLevel = kDefaultBlobZstdLevel;  // 0 = store every blob raw
   int logZstdLevel = 3;                   // call-log segments: zstd level (0 = every segment raw)
   double minSaving = 0.05;                // keep a compressed blob/segment only if it saves >= this fraction
+  // The same bar for blobs under 1 MiB, the weights a call-heavy application queues one by one as
+  // it runs (rawBacklogBytes's class). A capture raises it: there every second of zstd runs beside
+  // the application, and byte-grouped fp32 weights save ~9% (BENCHMARKS.md, "Capture cost").
+  double smallMinSaving = 0.05;
   // false: zstd is given up on for a kind of blob that does not pay, and probed now and then
   // (trace/src/compression_odds.h); true: it is tried on every blob (`trtrace rewrite --compress`).
   bool tryEveryBlob = false;
