@@ -257,12 +257,15 @@ def player(E, trace, out_engine=None, cache=None, threads=None):
 
 def replay_model(E, trace, reps, build, scaling=False):
     """Raw and compressed replays (the compressed: first through a new decode cache, then reusing
-    it); with `scaling`, the decode on 1 thread and on every core (nameless cache files, decoded anew)."""
+    it); with `scaling`, the decode on 1 thread and on every core (nameless cache files, decoded anew).
+    Both traces are rewrites of the capture: it stores raw whatever is still queued when the app
+    waits, so how much of the capture itself is compressed depends on the run's timing."""
     res = {}
-    raw = trace.with_suffix(".raw.trtrace")
-    subprocess.run([E.trtrace, "rewrite", str(trace), str(raw), "--raw"], check=True, capture_output=True)
+    raw, packed = trace.with_suffix(".raw.trtrace"), trace.with_suffix(".zstd.trtrace")
+    for path, how in ((raw, "--raw"), (packed, "--compress")):
+        subprocess.run([E.trtrace, "rewrite", str(trace), str(path), how], check=True, capture_output=True)
     shutil.rmtree(E.work / "decode-cache", ignore_errors=True)
-    for kind, path in (("compressed", trace), ("raw", raw)):
+    for kind, path in (("compressed", packed), ("raw", raw)):
         runs = [
             player(E, path, E.work / "replay.engine" if build else None)
             for _ in range(max(2, reps) if kind == "compressed" else reps)
@@ -274,13 +277,13 @@ def replay_model(E, trace, reps, build, scaling=False):
             f"decode cache {runs[0]['cache'].get('how')} {runs[0]['cache'].get('seconds', 0):.2f} s"
         )
     if scaling:
-        res["scaling"] = {str(t): player(E, trace, cache="temp", threads=t) for t in sorted({1, os.cpu_count() or 1})}
+        res["scaling"] = {str(t): player(E, packed, cache="temp", threads=t) for t in sorted({1, os.cpu_count() or 1})}
         log(
             "decode scaling: "
             + ", ".join(f"{t} threads {x['cache']['seconds']:.2f} s" for t, x in res["scaling"].items())
         )
     shutil.rmtree(E.work / "decode-cache", ignore_errors=True)
-    rm(raw, E.work / "replay.engine")
+    rm(raw, packed, E.work / "replay.engine")
     return res
 
 

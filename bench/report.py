@@ -217,7 +217,9 @@ def render_e2e(e2e, memcpy, command):
         "",
         f"RSS growth = the player's peak RSS minus its peak RSS on a 1-block H=16 trace "
         f"({fmt_mib(base)}: library + player). Raw = `trtrace rewrite --raw` of the same capture "
-        "(weights are views into the mapping); compressed = the capture as written, its weights decoded into the "
+        "(weights are views into the mapping); compressed = `trtrace rewrite --compress` of it (every blob tried: "
+        "the capture itself stores raw what is still queued when the app waits, so how much of it is compressed "
+        "depends on the run), its weights decoded into the "
         'player\'s decode cache (docs/design.md, "Decode cache": a file mapped read-only, so they are page cache, '
         "not the player's memory): *built* = the first replay (every blob decoded, on every core), *reused* = the "
         "later ones (every blob hashed again). decode s = the cache's build or check time, before dispatch. "
