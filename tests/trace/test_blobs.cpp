@@ -149,6 +149,21 @@ TEST(Blobs, CompressionFoundAgainWhenAKindStartsToCompress) {
   }
 }
 
+namespace {
+
+// The blobs written with `o` (each with hint h), then the trace opened and verified.
+std::unique_ptr<Reader> writeBlobs(const WriterOptions& o, const std::vector<std::vector<std::byte>>& blobs,
+                                   BlobHint h = BlobHint::None) {
+  auto w = Writer::create(o, tt::header());
+  for (const auto& b : blobs) w->putBlob(b.data(), b.size(), h);
+  w->close();
+  auto r = Reader::open(o.path);
+  EXPECT_TRUE(r->verify().ok());
+  return r;
+}
+
+}  // namespace
+
 // WriterOptions::rawBacklogBytes: while a 32 MiB blob is being compressed the application queues
 // 48 small ones behind it; each of those taken with 1 MiB or more still queued behind it is stored
 // raw, where the same trace without the option compresses them all. A 2 MiB blob queued before
@@ -168,11 +183,7 @@ TEST(Blobs, ABacklogOfSmallBlobsIsStoredRaw) {
     o.path = d.path("t.trace");
     o.workerThreads = 1;
     o.rawBacklogBytes = backlog;
-    auto w = Writer::create(o, tt::header());
-    for (const auto& b : keep) w->putBlob(b.data(), b.size(), BlobHint::F32);
-    w->close();
-    auto r = Reader::open(o.path);
-    ASSERT_TRUE(r->verify().ok());
+    auto r = writeBlobs(o, keep, BlobHint::F32);
     size_t smallCompressed = 0, bigCompressed = 0;
     for (const auto& b : r->blobs()) (b.ref.length < (1 << 20) ? smallCompressed : bigCompressed) += b.compressed;
     EXPECT_EQ(bigCompressed, 2u);
@@ -192,7 +203,7 @@ TEST(Blobs, SmallBlobsHaveTheirOwnBar) {
     std::fill(v.begin(), v.begin() + bytes * 8 / 100, std::byte{0});
     return v;
   };
-  const auto small = eightPercentZeros(512 << 10, 1), big = eightPercentZeros(2 << 20, 2);
+  const std::vector<std::vector<std::byte>> blobs{eightPercentZeros(512 << 10, 1), eightPercentZeros(2 << 20, 2)};
   for (double smallBar : {0.05, 0.10}) {
     SCOPED_TRACE(smallBar);
     tt::TempDir d;
@@ -200,12 +211,7 @@ TEST(Blobs, SmallBlobsHaveTheirOwnBar) {
     o.path = d.path("t.trace");
     o.workerThreads = 0;
     o.smallMinSaving = smallBar;
-    auto w = Writer::create(o, tt::header());
-    w->putBlob(small.data(), small.size());
-    w->putBlob(big.data(), big.size());
-    w->close();
-    auto r = Reader::open(o.path);
-    ASSERT_TRUE(r->verify().ok());
+    auto r = writeBlobs(o, blobs);
     for (const auto& b : r->blobs())
       EXPECT_EQ(b.compressed, b.ref.length > (1 << 20) || smallBar < 0.1) << b.ref.length;
   }
