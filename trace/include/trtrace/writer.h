@@ -50,7 +50,7 @@ struct WriterOptions {
   double minSaving = 0.05;                // keep a compressed blob/segment only if it saves >= this fraction
   // The same bar for blobs under 1 MiB, the weights a call-heavy application queues one by one as
   // it runs (rawBacklogBytes's class). A capture raises it: there every second of zstd runs beside
-  // the application, and byte-grouped fp32 weights save ~9% (BENCHMARKS.md, "Capture cost").
+  // the application, and byte-grouped fp32 weights save ~9% (docs/design.md, "Capture cost").
   double smallMinSaving = 0.05;
   // false: zstd is given up on for a kind of blob that does not pay, and probed now and then
   // (trace/src/compression_odds.h); true: it is tried on every blob (`trtrace rewrite --compress`).
