@@ -25,9 +25,10 @@ MODEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models", "tran
 
 
 def run(python, model_args, shim, trace, extra):
-    env = dict(os.environ, **extra)
+    env = dict(os.environ)
     if shim:
         env.update({"LD_PRELOAD": shim, "TRT_SHIM_OUTPUT_FILE": trace})
+    env.update(extra)  # a mode's own settings win, the output file too
     t0 = time.perf_counter()
     p = subprocess.run([python, MODEL, *model_args, "--no-build"], env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0

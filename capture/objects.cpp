@@ -18,42 +18,33 @@ extern const size_t kNumIfaces;
 
 namespace {
 
-// The vtable pointers of every Object class: a pointer is ours iff its first word is one of them.
-// Asked for nearly every object a call passes (its network hint, its argument, its unwrapped
-// pointer), so it is a bitmap over the few KiB of the shim's data they lie in, one bit per
-// pointer-aligned word: one load, from a few lines that stay in the cache.
-class VtableSet {
- public:
-  VtableSet() {
-    std::vector<uintptr_t> vptrs;
-    for (size_t i = 0; i < kNumIfaces; ++i) {
-      Object* o = kAllIfaces[i]->make(nullptr);
-      vptrs.push_back(*reinterpret_cast<const uintptr_t*>(o));
-      o->disposing = true;
-      delete o;
-    }
-    lo_ = *std::min_element(vptrs.begin(), vptrs.end());
-    bits_.assign((*std::max_element(vptrs.begin(), vptrs.end()) - lo_) / kWord / 64 + 1, 0);
-    for (uintptr_t v : vptrs) {
-      const uintptr_t w = (v - lo_) / kWord;
-      bits_[w / 64] |= uint64_t{1} << (w % 64);
-    }
+// Builds and publishes gOurVtables (shim.h) from one object of each class, made and freed here.
+const VtableBits* makeVtableBits() {
+  std::vector<uintptr_t> vptrs;
+  for (size_t i = 0; i < kNumIfaces; ++i) {
+    Object* o = kAllIfaces[i]->make(nullptr);
+    vptrs.push_back(*reinterpret_cast<const uintptr_t*>(o));
+    o->disposing = true;
+    delete o;
   }
-  bool contains(const void* p) const {
-    const uintptr_t d = reinterpret_cast<uintptr_t>(p) - lo_;  // wraps below lo_: too far
-    const uintptr_t w = d / kWord;
-    return d % kWord == 0 && w / 64 < bits_.size() && (bits_[w / 64] >> (w % 64) & 1);
+  constexpr uintptr_t kWord = sizeof(void*);
+  auto* v = new VtableBits();  // lives for the process (read by inline ours(), on any thread)
+  v->lo = *std::min_element(vptrs.begin(), vptrs.end());
+  v->words = (*std::max_element(vptrs.begin(), vptrs.end()) - v->lo) / kWord / 64 + 1;
+  auto* bits = new uint64_t[v->words]();
+  for (uintptr_t p : vptrs) {
+    const uintptr_t w = (p - v->lo) / kWord;
+    bits[w / 64] |= uint64_t{1} << (w % 64);
   }
-
- private:
-  static constexpr uintptr_t kWord = sizeof(void*);
-  uintptr_t lo_ = 0;
-  std::vector<uint64_t> bits_;
-};
-
-const VtableSet& ourVtables() {
-  static const VtableSet v;
+  v->bits = bits;
+  gOurVtables.store(v, std::memory_order_release);
   return v;
+}
+
+// Before any object of ours exists, so that ours() knows every one.
+void publishVtables() {
+  static const VtableBits* v = makeVtableBits();
+  (void)v;
 }
 
 // Frees our objects owned by `o` (the real ones die with their owner inside the library).
@@ -67,12 +58,14 @@ void disposeOwned(Object* o) {
   }
 }
 
-ObjectPool& pool() {
-  static ObjectPool* p = new ObjectPool();  // never destroyed: objects may outlive static destruction
+[[gnu::always_inline]] inline ObjectPool& pool() {  // inline: asked for every object made and freed
+  static ObjectPool* p = new ObjectPool();          // never destroyed: objects may outlive static destruction
   return *p;
 }
 
-thread_local int tDepth = 0;  // DUMP_API indentation; also guards re-entrant recording
+// DUMP_API indentation; also guards re-entrant recording. Initial-exec: read twice per call without
+// a call into the dynamic linker (4 bytes of the static TLS room a dlopen'ed library may use).
+thread_local int tDepth __attribute__((tls_model("initial-exec"))) = 0;
 
 }  // namespace
 
@@ -97,17 +90,6 @@ Object::~Object() {
   delete static_cast<abi::PublicRoot*>(real);
 }
 
-Object* ours(const void* pub) {
-  if (!pub) return nullptr;
-  const void* vptr = *static_cast<const void* const*>(pub);
-  return vptr && ourVtables().contains(vptr) ? static_cast<Object*>(const_cast<void*>(pub)) : nullptr;
-}
-
-void* unwrap(const void* pub) {
-  if (Object* o = ours(pub)) return o->real;
-  return const_cast<void*>(pub);
-}
-
 void forget(const void* pub) {
   if (Object* o = ours(pub)) Session::get().objects().unmap(o);
 }
@@ -120,6 +102,7 @@ static Object* ownerFor(Object* returner) {
 }
 
 Object* wrap(const void* real, const Iface& iface, Object* owner, uint32_t network) {
+  publishVtables();
   return Session::get().objects().wrap(real, iface.make, iface.appOwned ? nullptr : ownerFor(owner), network);
 }
 
@@ -155,7 +138,7 @@ void Call::fail(const char* why) noexcept {
 }
 
 Call::~Call() {
-  const int depth = --tDepth;  // one lookup of the thread-local (a call into the dynamic linker)
+  const int depth = --tDepth;
   Session& s = Session::get();
   if (enc_) {
     record([](CallEncoder& e) { e.endCall(); });

@@ -21,11 +21,6 @@
 
 namespace trtrace::capture {
 
-Session& Session::get() {
-  static Session* s = new Session();  // never destroyed: wrappers may outlive static destruction
-  return *s;
-}
-
 Session::Session() {
   config_ = Config::fromEnv();
   rules_ = flushRules(config_);

@@ -31,7 +31,12 @@ struct Iface;
 
 class Session {
  public:
-  static Session& get();  // created on first use; never destroyed (atexit closes the writer)
+  // Created on first use; never destroyed (wrappers may outlive static destruction; atexit closes
+  // the writer). Inline: every recorded call asks, several times.
+  static Session& get() {
+    static Session* s = new Session();
+    return *s;
+  }
 
   // trtShimSetOutputJsonFile / trtShimGetOutputJsonFile (NVIDIA's shim C interface, as its shim
   // behaves: docs/json-bin-layout.md; defined in live_session.cpp): the JSON+BIN path, changeable

@@ -4,6 +4,7 @@
 // first bytes mirror the public class ({vptr, one V-pointer per chain level}); the V-pointers lead
 // to generated Shim<Name> classes that record each call and forward it to the real object.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -66,10 +67,35 @@ struct Object {
   static void afterFork();  // in a forked child: the pool's lock made anew
 };
 
-// Our object -> the real public object; any other pointer (or null) is returned unchanged.
-void* unwrap(const void* pub);
+// The vtable pointers of every Object class: a pointer is ours iff its first word is one of them.
+// Asked for nearly every object a call passes (its network hint, its argument, its unwrapped
+// pointer), so it is a bitmap over the few KiB of the shim's data they lie in, one bit per
+// pointer-aligned word: one load, from a few lines that stay in the cache; and inline.
+struct VtableBits {
+  uintptr_t lo = 0;
+  size_t words = 0;  // of bits
+  const uint64_t* bits = nullptr;
+  bool contains(const void* p) const {
+    const uintptr_t d = reinterpret_cast<uintptr_t>(p) - lo;  // wraps below lo: too far
+    const uintptr_t w = d / sizeof(void*);
+    return d % sizeof(void*) == 0 && w / 64 < words && (bits[w / 64] >> (w % 64) & 1);
+  }
+};
+// Published (objects.cpp) before the first object is made: until then no pointer is ours.
+inline std::atomic<const VtableBits*> gOurVtables{nullptr};
+
 // Object (ours) behind a public pointer, or nullptr.
-Object* ours(const void* pub);
+inline Object* ours(const void* pub) {
+  const VtableBits* v = gOurVtables.load(std::memory_order_acquire);
+  if (!pub || !v) return nullptr;
+  const void* vptr = *static_cast<const void* const*>(pub);
+  return v->contains(vptr) ? static_cast<Object*>(const_cast<void*>(pub)) : nullptr;
+}
+// Our object -> the real public object; any other pointer (or null) is returned unchanged.
+inline void* unwrap(const void* pub) {
+  Object* o = ours(pub);
+  return o ? o->real : const_cast<void*>(pub);
+}
 // A call destroyed the real object (@destroys: removeTensor), or refused to (the tensor is still
 // used), which the call does not say: our mapping goes (the address may come back as a new object),
 // our object stays, still forwarding, until its owner's end.
@@ -209,11 +235,13 @@ void Call::argArray(const T* p, int64_t n) {
   });
 }
 
-// Gives a recording object a vtable with extra trailing slots that record UNSUPPORTED and pass
-// through (methods the application knows but the spec does not; capture/unknown_slots.cpp).
-// `since[i]` is the library version that has spec'd method i: methods newer than the loaded
-// library are not the loaded library's (an app calling them gets that slot passed through too).
-void extendVtable(void* shimObject, const char* iface, const int32_t* since, int methods, int level);
+// The vtable a recording class's objects get in place of the compiler's (capture/unknown_slots.cpp):
+// the same, with extra trailing slots that record UNSUPPORTED and pass through (methods the
+// application knows but the spec does not). `since[i]` is the library version that has spec'd
+// method i: methods newer than the loaded library are not the loaded library's (an app calling
+// them gets that slot passed through too). Made once per class (the generated constructors keep
+// it in a static); `shimObject` is any object of the class, still with the compiler's vtable.
+void* extendedVtable(const void* shimObject, const char* iface, const int32_t* since, int methods, int level);
 
 // The loaded real library: version, build id, path (library.h); code 0 while it is not loaded.
 const lib::LibraryInfo& realLibrary();

@@ -39,31 +39,16 @@ std::mutex gMu;
 std::map<const void*, ExtVtable*> gByOriginal;  // compiler vtable -> ours
 std::vector<const void*> gOurs;                 // address points of our vtables (sorted)
 
-// The extended vtables this thread used last, direct-mapped by the compiler's vtable: each new
-// object finds its classes' without the lock (an ExtVtable lives for the process: never stale).
-struct CachedVtable {
-  const void* original = nullptr;
-  void* ext = nullptr;
-};
-thread_local CachedVtable tCache[64];
-CachedVtable& cacheSlot(const void* original) { return tCache[(reinterpret_cast<uintptr_t>(original) >> 4) & 63]; }
-
 }  // namespace
 
 extern "C" void trtrace_slot_thunks();  // start of the kExtraSlots trampolines (below)
 
-void extendVtable(void* shimObject, const char* iface, const int32_t* since, int specMethods, int level) {
-  void** vptrSlot = static_cast<void**>(shimObject);
-  CachedVtable& cached = cacheSlot(*vptrSlot);
-  if (cached.original == *vptrSlot) {
-    *vptrSlot = cached.ext;
-    return;
-  }
+void* extendedVtable(const void* shimObject, const char* iface, const int32_t* since, int specMethods, int level) {
   // Deltas only append, so the loaded library's methods are a prefix of the spec's.
   const int32_t have = realLibrary().code;
   int methods = 0;
   while (methods < specMethods && (have == 0 || since[methods] <= have)) ++methods;
-  const void* original = *vptrSlot;
+  const void* original = *static_cast<const void* const*>(shimObject);
   std::lock_guard<std::mutex> lk(gMu);
   auto it = gByOriginal.find(original);
   if (it == gByOriginal.end()) {
@@ -78,8 +63,7 @@ void extendVtable(void* shimObject, const char* iface, const int32_t* since, int
     it = gByOriginal.emplace(original, ext).first;
     gOurs.insert(std::upper_bound(gOurs.begin(), gOurs.end(), &ext->words[3]), &ext->words[3]);
   }
-  *vptrSlot = &it->second->words[3];
-  cached = {original, *vptrSlot};
+  return &it->second->words[3];
 }
 
 namespace {

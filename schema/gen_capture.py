@@ -191,8 +191,10 @@ def gen_capture(spec, cpp, ov):
             for lvl, name in enumerate(chain):
                 o.append(f"    impl[{lvl}] = &s{lvl};")
                 o.append(
-                    f'    extendVtable(&s{lvl}, "{name}", kSince{name}, {len(spec.interfaces[name].methods)}, {lvl});'
+                    f'    static void* const ext{lvl} = extendedVtable(&s{lvl}, "{name}", kSince{name}, '
+                    f"{len(spec.interfaces[name].methods)}, {lvl});"
                 )
+                o.append(f"    *reinterpret_cast<void**>(&s{lvl}) = ext{lvl};")
             o.append("  }")
             o.append("};")
         o.append(

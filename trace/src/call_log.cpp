@@ -20,8 +20,11 @@ using flatbuffers::Offset;
 
 namespace {
 
+// Asked once per call appended: initial-exec and constant-initialised, so neither a call into the
+// dynamic linker nor a guard (8 bytes of the static TLS room a dlopen'ed library may use).
 uint64_t osThreadId() {
-  thread_local uint64_t tid = static_cast<uint64_t>(::syscall(SYS_gettid));
+  thread_local uint64_t tid __attribute__((tls_model("initial-exec"))) = 0;
+  if (tid == 0) tid = static_cast<uint64_t>(::syscall(SYS_gettid));
   return tid;
 }
 
