@@ -130,10 +130,12 @@ static void keepUnclosed(std::unique_ptr<Writer> w) {
 
 Writer* Session::writer() {
   if (Writer* w = live_.load(std::memory_order_acquire)) return w;  // every recorded call asks: no lock
+  if (off_.load(std::memory_order_acquire)) return nullptr;         // nor once capture is off
   std::lock_guard<std::mutex> lk(mu_);
   if (!opened_ && !disabled_) open();
   Writer* w = disabled_ || closed_ ? nullptr : writer_.get();
   live_.store(w, std::memory_order_release);
+  off_.store(w == nullptr, std::memory_order_release);
   return w;
 }
 
@@ -144,6 +146,7 @@ void Session::disable(const char* why) noexcept {
     if (disabled_) return;
     disabled_ = true;
     live_.store(nullptr);
+    off_.store(true);
     w = writer_.get();
     std::fprintf(stderr, "trtrace: capture disabled: %s\n", why);
   }
@@ -195,6 +198,7 @@ void Session::close() noexcept {
     if (closed_) return;
     closed_ = true;
     live_.store(nullptr);
+    off_.store(true);
     w = std::move(writer_);
     failed = disabled_;
   }
@@ -269,6 +273,7 @@ void Session::reopenable() {
   }
   opened_ = false;
   closed_ = false;
+  off_.store(disabled_);
   jsonWritten_ = false;
 }
 

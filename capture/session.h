@@ -115,6 +115,7 @@ class Session {
   JsonOutput json_;  // fed by writer_ (Writer::onCall): declared before it
   std::unique_ptr<Writer> writer_;
   std::atomic<Writer*> live_{nullptr};  // writer_ while capture is on (writer()'s answer), else null
+  std::atomic<bool> off_{false};        // disabled or closed: writer() answers null without mu_
   Finishers finishers_;                 // weights left to write at a drain point, written off the app's clock
   bool opened_ = false, disabled_ = false, closed_ = false;
   std::string path_;
