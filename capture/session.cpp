@@ -128,14 +128,18 @@ static void keepUnclosed(std::unique_ptr<Writer> w) {
   kept[n++ % 64] = w.release();
 }
 
+void Session::publishLocked(Writer* w) {
+  live_.store(w, std::memory_order_release);
+  off_.store(!w && (disabled_ || closed_), std::memory_order_release);
+}
+
 Writer* Session::writer() {
   if (Writer* w = live_.load(std::memory_order_acquire)) return w;  // every recorded call asks: no lock
   if (off_.load(std::memory_order_acquire)) return nullptr;         // nor once capture is off
   std::lock_guard<std::mutex> lk(mu_);
   if (!opened_ && !disabled_) open();
   Writer* w = disabled_ || closed_ ? nullptr : writer_.get();
-  live_.store(w, std::memory_order_release);
-  off_.store(w == nullptr, std::memory_order_release);
+  publishLocked(w);
   return w;
 }
 
@@ -145,8 +149,7 @@ void Session::disable(const char* why) noexcept {
     std::lock_guard<std::mutex> lk(mu_);
     if (disabled_) return;
     disabled_ = true;
-    live_.store(nullptr);
-    off_.store(true);
+    publishLocked(nullptr);
     w = writer_.get();
     std::fprintf(stderr, "trtrace: capture disabled: %s\n", why);
   }
@@ -197,8 +200,7 @@ void Session::close() noexcept {
     std::lock_guard<std::mutex> lk(mu_);
     if (closed_) return;
     closed_ = true;
-    live_.store(nullptr);
-    off_.store(true);
+    publishLocked(nullptr);
     w = std::move(writer_);
     failed = disabled_;
   }
@@ -266,14 +268,13 @@ void Session::forkedChild() {
 }
 
 void Session::reopenable() {
-  live_.store(nullptr);
   if (opened_) {
     config_.outputFile = baseTrace_;
     config_.outputJson = baseJson_;
   }
   opened_ = false;
   closed_ = false;
-  off_.store(disabled_);
+  publishLocked(nullptr);
   jsonWritten_ = false;
 }
 

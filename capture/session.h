@@ -103,6 +103,8 @@ class Session {
   void open();
   void openWriter(int fd);
   HeaderInfo header() const;
+  // mu_ held: writer()'s two answers without the lock (live_, off_), from w and the flags.
+  void publishLocked(Writer* w);
   void reopenable();  // mu_ held: names back to the configured ones, the next call opens a new trace
   void summary(const Writer::Stats& s, pid_t finisher = 0);  // finisher: the pid that completes the trace
 
