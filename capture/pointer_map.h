@@ -27,15 +27,21 @@ class PointerMap {
   }
   bool contains(const void* key) const { return slotOf(key) != kNone; }
 
-  // Inserts key -> value unless key is present; returns the value held for key.
-  V& emplace(const void* key, V value) {
+  // The value held for key; when key is absent, `make()` inserted under it first, in the slot the
+  // lookup ended on (one probe for both). Nothing is inserted if make throws.
+  template <class Make>
+  V& findOrAdd(const void* key, Make&& make) {
     if ((size_ + 1) * 2 > slots_.size()) grow();
     size_t i = home(key);
     for (; slots_[i].key; i = next(i))
       if (slots_[i].key == key) return slots_[i].value;
-    slots_[i] = {key, value};
+    slots_[i] = {key, make()};
     ++size_;
     return slots_[i].value;
+  }
+  // Inserts key -> value unless key is present; returns the value held for key.
+  V& emplace(const void* key, V value) {
+    return findOrAdd(key, [&] { return value; });
   }
 
   // Removes key; false when it was not there.
@@ -99,9 +105,12 @@ class PointerMap {
     old.swap(slots_);
     shift_ = 64;
     for (size_t k = n; k > 1; k >>= 1) --shift_;
-    size_ = 0;
-    for (const Slot& s : old)
-      if (s.key) emplace(s.key, s.value);
+    for (const Slot& s : old) {  // every key differs: each takes the first free slot from its home
+      if (!s.key) continue;
+      size_t i = home(s.key);
+      while (slots_[i].key) i = next(i);
+      slots_[i] = s;
+    }
   }
 
   std::vector<Slot> slots_;  // a power of two in size, at most half full

@@ -23,17 +23,17 @@ class Registry {
   T* wrap(const void* real, Make&& make, T* owner, uint32_t network) {
     if (!real) return nullptr;
     std::lock_guard<SpinLock> lk(mu_);
-    if (T** known = byReal_.find(real)) return *known;
-    T* o = make(const_cast<void*>(real));
-    o->handle = ++nextHandle_;
-    o->network = network;
-    if (owner) {
-      o->owner = owner;
-      o->ownedAt = owner->owned.size();
-      owner->owned.push_back(o);
-    }
-    byReal_.emplace(real, o);
-    return o;
+    return byReal_.findOrAdd(real, [&] {
+      T* o = make(const_cast<void*>(real));
+      o->handle = ++nextHandle_;
+      o->network = network;
+      if (owner) {
+        o->owner = owner;
+        o->ownedAt = owner->owned.size();
+        owner->owned.push_back(o);
+      }
+      return o;
+    });
   }
 
   T* find(const void* real) {

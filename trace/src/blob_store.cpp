@@ -282,7 +282,8 @@ BlobRef BlobStore::put(const void* data, uint64_t bytes, BlobHint hint) {
   BlobRef ref{hash128(data, bytes), bytes};  // hashed once, on the caller's thread
   Job job{static_cast<const std::byte*>(data), bytes, hint, ref.hash};
   {
-    std::unique_lock l(mu_);
+    std::unique_lock l(mu_, std::defer_lock);
+    lockSoon(l);
     if (workerError_) std::rethrow_exception(workerError_);
     if (auto [it, fresh] = seen_.try_emplace(ref, opt_.storeBlobs); !fresh) {  // dedup hit: written once
       if (it->second)  // still queued: a second source, should the first go away before it is read
@@ -318,7 +319,8 @@ BlobRef BlobStore::putDeferred(const void* data, uint64_t bytes, BlobHint hint) 
   Job job{static_cast<const std::byte*>(data), bytes, hint, {}, 0, false};
   // O(1), before the lock the workers take: the bytes are the app's, valid during its call.
   job.sample = sampleOf(job.data, bytes);
-  std::unique_lock l(mu_);
+  std::unique_lock l(mu_, std::defer_lock);
+  lockSoon(l);
   if (workerError_) std::rethrow_exception(workerError_);
   const bool wake = enqueueLocked(l, job);
   const BlobRef ref{{job.ordinal + 1, kProvisionalHi}, bytes};
