@@ -10,6 +10,7 @@ with the default policy (test_capture_replay.py), a Python fork after the builde
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -222,7 +223,9 @@ def ours():
         with open(f"/proc/self/task/{tid}/comm") as f:
             name = f.read().strip()
         if name.startswith("trtrace-"):
-            seen.append([name, os.getpriority(os.PRIO_PROCESS, int(tid)) - me])
+            with open(f"/proc/self/task/{tid}/status") as f:
+                blocked = int(next(x for x in f if x.startswith("SigBlk:")).split()[1], 16)
+            seen.append([name, os.getpriority(os.PRIO_PROCESS, int(tid)) - me, blocked])
     return sorted(seen)
 
 
@@ -230,7 +233,7 @@ def ours():
 # (up to 5 s; the test then fails on what it sees).
 for _ in range(500):
     seen = ours()
-    blob = [d for n, d in seen if n == "trtrace-blob"]
+    blob = [d for n, d, _ in seen if n == "trtrace-blob"]
     if blob and all(d != 0 for d in blob):
         break
     time.sleep(0.01)
@@ -240,13 +243,20 @@ print(json.dumps(seen))
 
 def test_writer_threads_are_named_and_workers_give_way(tmp):
     """The capture's own threads carry names (`top -H`), and its blob workers run at a nice value 5
-    above the application's (docs/design.md, "Capture cost"): the app's threads win a CPU both want."""
+    above the application's (docs/design.md, "Capture cost"): the app's threads win a CPU both want.
+    Each blocks the application's signals (trtrace/quiet_thread.h): a SIGHUP the kernel handed to
+    the log's thread as it started ran the capture's flush there, which waited for that thread."""
     app = tmp / "threads_app.py"
     app.write_text(THREADS_APP)
     env = dict(os.environ, LD_PRELOAD=str(SHIM), TRT_SHIM_OUTPUT_FILE=str(tmp / "t.trtrace"))
     proc = subprocess.run([sys.executable, str(app)], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
-    workers = [d for n, d in seen if n == "trtrace-blob"]
+    workers = [d for n, d, _ in seen if n == "trtrace-blob"]
     assert workers and all(d == 5 for d in workers), seen
+    bit = lambda sig: 1 << (int(sig) - 1)  # noqa: E731
+    for name, _, blocked in seen:
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGUSR1):
+            assert blocked & bit(sig), f"{name} takes {sig.name}: {seen}"
+        assert not blocked & bit(signal.SIGSEGV), f"{name} blocks its own faults: {seen}"
     trtrace("verify", tmp / "t.trtrace")

@@ -236,9 +236,10 @@ BlobStore::BlobStore(BlockFile& file, const WriterOptions& options) : file_(file
   // Where the system gives no random bytes, nonce_ stays 0: Lost keys are then this trace's own only.
   uint64_t random[2] = {};
   if (options.deferKeys && ::getrandom(random, sizeof random, 0) == sizeof random) nonce_ = {random[0], random[1]};
+  workers_.reserve(options.workerThreads);  // a started thread is never lost to a failed push_back
   for (int i = 0; i < options.workerThreads; ++i) {
     scratch_.push_back(std::make_unique<Scratch>());
-    workers_.emplace_back([this, s = scratch_.back().get()] { workerLoop(*s); });
+    workers_.push_back(quietThread([this, s = scratch_.back().get()] { workerLoop(*s); }));
   }
 }
 

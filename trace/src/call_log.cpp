@@ -154,7 +154,7 @@ void CallLog::handOffLocked(bool endSegment) {
   batch_ = std::move(next);
   batch_.clear();
   if (batch_.drafts.capacity() < kBatchBytes + (4 << 10)) batch_.drafts.reserve(kBatchBytes + (4 << 10));
-  if (!bgThread_.joinable()) bgThread_ = std::thread([this] { backgroundLoop(); });
+  if (!bgThread_.joinable()) bgThread_ = quietThread([this] { backgroundLoop(); });
   bgCv_.notify_all();
 }
 

@@ -9,6 +9,7 @@
 #include "trace_generated.h"
 #include "trtrace/error.h"
 #include "trtrace/format.h"
+#include "trtrace/quiet_thread.h"
 
 namespace trtrace::detail {
 
