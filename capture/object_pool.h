@@ -1,37 +1,44 @@
 // Memory for our stand-in objects (capture::Object): one per layer and tensor the application
 // makes, tens of thousands per network, all freed together when the network is deleted. Taken from
 // the heap they cost a malloc and a free each on the application's thread, and they lie among the
-// application's own allocations; here they come from 64 KiB chunks in 16-byte size classes with a
-// free list each, reused by the next network and never given back (the peak of live objects stays).
+// application's own allocations; here they come from chunks in 16-byte size classes with a free list
+// each, reused by the next network and never given back (the peak of live objects stays). Chunks are
+// fresh pages (fresh_pages.h): the first of 64 KiB, each next twice the last up to 1 MiB, and each
+// mapped when the one before it starts to be used, so that a helper thread has made its pages
+// present by the time objects are carved from it.
 // Under AddressSanitizer a free object's bytes (its free-list link included) and a chunk's unused
 // rest are poisoned, so a use of an object after its end is still caught until it is reused.
 #pragma once
 #include <sanitizer/asan_interface.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <mutex>
 #include <new>
 #include <vector>
 
+#include "fresh_pages.h"
 #include "spin_lock.h"
 
 namespace trtrace::capture {
 
 class ObjectPool {
  public:
-  static constexpr size_t kGrain = 16;        // size classes: 16, 32, ... bytes
-  static constexpr size_t kMaxBytes = 512;    // larger ones come from the heap
-  static constexpr size_t kChunk = 64 << 10;  // a chunk: carved into objects of one size as needed
+  static constexpr size_t kGrain = 16;          // size classes: 16, 32, ... bytes
+  static constexpr size_t kMaxBytes = 512;      // larger ones come from the heap
+  static constexpr size_t kChunk = 64 << 10;    // the first chunk: carved into objects as needed
+  static constexpr size_t kMaxChunk = 1 << 20;  // the largest
 
   ObjectPool() = default;
   ObjectPool(const ObjectPool&) = delete;
   ObjectPool& operator=(const ObjectPool&) = delete;
   // The shim's pool is never destroyed (objects may outlive static destruction); a test's is.
   ~ObjectPool() {
-    for (std::byte* c : chunks_) {
-      ASAN_UNPOISON_MEMORY_REGION(c, kChunk);
-      ::operator delete (c, std::align_val_t{kGrain});
+    for (const FreshPages& c : chunks_) {
+      ASAN_UNPOISON_MEMORY_REGION(c.at, c.bytes);
+      unmapFreshPages(c);
     }
+    unmapFreshPages(ahead_);
   }
 
   // Room for `bytes` bytes, aligned to kGrain; throws std::bad_alloc as operator new does.
@@ -73,20 +80,26 @@ class ObjectPool {
   static size_t classOf(size_t bytes) { return bytes ? (bytes - 1) / kGrain : 0; }
 
   // The rest of the current chunk (under kMaxBytes) is left unused: at most 1/128 of the memory.
+  // The next chunk is mapped here too (a failure leaves it to the next call).
   void newChunk() {
     chunks_.reserve(chunks_.size() + 1);  // the chunk is never lost to a failed push_back
-    auto* c = static_cast<std::byte*>(::operator new (kChunk, std::align_val_t{kGrain}));
+    const FreshPages c = ahead_.at ? ahead_ : mapFreshPages(kChunk);
+    ahead_ = {};
     chunks_.push_back(c);
-    next_ = c;
-    end_ = c + kChunk;
-    ASAN_POISON_MEMORY_REGION(c, kChunk);
+    next_ = c.at;
+    end_ = c.at + c.bytes;
+    ASAN_POISON_MEMORY_REGION(c.at, c.bytes);
+    try {
+      ahead_ = mapFreshPages(std::min(2 * c.bytes, kMaxChunk));
+    } catch (const std::bad_alloc&) {}
   }
 
   SpinLock mu_;
   Free* free_[kClasses] = {};
   std::byte* next_ = nullptr;  // the current chunk's unused rest: [next_, end_)
   std::byte* end_ = nullptr;
-  std::vector<std::byte*> chunks_;  // every chunk, kept reachable
+  std::vector<FreshPages> chunks_;  // every chunk, kept reachable
+  FreshPages ahead_;                // the next chunk, its pages being made present
 };
 
 }  // namespace trtrace::capture

@@ -2,24 +2,39 @@
 // probing, deletion by backward shift: no tombstones). The registry looks up every object a call
 // passes or returns: with a node per entry (std::unordered_map) each lookup is two or three cache
 // misses on a network of tens of thousands of layers and tensors; here it is one, and an insert
-// allocates nothing until the table doubles. The table is not made large up front: the doubling
-// writes each table it makes (value-initialised, then refilled), so its lines are in the cache
-// when the next inserts land on them, where a large table of untouched zero pages costs a miss
-// to memory per insert (cachegrind, calls-20k: 17,700 more last-level misses). Nor has it a tag byte
-// per slot (SwissTable's control bytes) with the slot written at the next operation: a new key's
-// probe then read a line of a table 1/16 the size, but under the library's traffic that line
-// missed as the slot's had, plus one more line asked for per insert (calls-20k: no change in
-// network construction time, ~35 more instructions per call).
+// allocates nothing until the table doubles. The table is not made large up front: a large table
+// of untouched lines costs a miss to memory per insert (cachegrind, calls-20k: 17,700 more
+// last-level misses), where each doubling's refill leaves much of the new table in the cache. Each
+// table is fresh pages (fresh_pages.h) mapped when the one before it is a quarter full, so that a
+// helper thread has made them present by the time it doubles (calls-20k: ~500 page faults of the
+// application's thread, 2.4-3.9 us each on our VM). Nor has it a tag byte per slot (SwissTable's
+// control bytes) with the slot written at the next operation: a new key's probe then read a line
+// of a table 1/16 the size, but under the library's traffic that line missed as the slot's had,
+// plus one more line asked for per insert (calls-20k: no change in network construction time, ~35
+// more instructions per call).
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <new>
+#include <type_traits>
+
+#include "fresh_pages.h"
 
 namespace trtrace::capture {
 
 template <class V>
 class PointerMap {
+  static_assert(std::is_trivially_copyable_v<V>, "a value is its bytes: a fresh table's zeros are empty slots");
+
  public:
+  PointerMap() = default;
+  PointerMap(const PointerMap&) = delete;
+  PointerMap& operator=(const PointerMap&) = delete;
+  ~PointerMap() {
+    unmapFreshPages(table_);
+    unmapFreshPages(ahead_);
+  }
+
   // The value of `key`, or nullptr; whether `key` is present.
   V* find(const void* key) {
     const size_t i = slotOf(key);
@@ -31,7 +46,8 @@ class PointerMap {
   // lookup ended on (one probe for both). Nothing is inserted if make throws.
   template <class Make>
   V& findOrAdd(const void* key, Make&& make) {
-    if ((size_ + 1) * 2 > slots_.size()) grow();
+    if ((size_ + 1) * 2 > capacity_) grow();
+    if ((size_ + 1) * 4 > capacity_ && !ahead_.at) mapAhead();
     size_t i = home(key);
     for (; slots_[i].key; i = next(i))
       if (slots_[i].key == key) return slots_[i].value;
@@ -59,7 +75,7 @@ class PointerMap {
   size_t size() const { return size_; }
   // Asks for the line of key's home slot ahead of a find or erase.
   void prefetch(const void* key) const {
-    if (!slots_.empty()) __builtin_prefetch(&slots_[home(key)]);
+    if (capacity_) __builtin_prefetch(&slots_[home(key)]);
   }
 
  private:
@@ -68,6 +84,7 @@ class PointerMap {
     V value{};
   };
 
+  static_assert(sizeof(Slot) == 16, "a page holds a power of two of slots");
   static constexpr size_t kNone = SIZE_MAX;
 
   // Backward shift: each later entry of the run that may sit in the hole moves into it.
@@ -84,38 +101,60 @@ class PointerMap {
   }
 
   size_t slotOf(const void* key) const {  // key's slot, or kNone
-    if (slots_.empty()) return kNone;
+    if (!capacity_) return kNone;
     for (size_t i = home(key);; i = next(i)) {
       if (slots_[i].key == key) return i;
       if (!slots_[i].key) return kNone;
     }
   }
 
-  size_t mask() const { return slots_.size() - 1; }
+  size_t mask() const { return capacity_ - 1; }
   size_t next(size_t i) const { return (i + 1) & mask(); }
   // Fibonacci hashing of the address (its low bits are alignment, the same for every object).
   size_t home(const void* key) const {
     return static_cast<size_t>((reinterpret_cast<uintptr_t>(key) * 0x9E3779B97F4A7C15ull) >> shift_);
   }
 
-  // The table doubled (64 slots at first), its entries placed anew.
+  static constexpr size_t kFirstBytes = 4096;  // a page: 256 slots of 16 bytes
+
+  // The next table, twice this one, its pages made present off this thread (a failure leaves it
+  // to grow).
+  void mapAhead() noexcept {
+    try {
+      ahead_ = mapFreshPages(capacity_ ? 2 * capacity_ * sizeof(Slot) : kFirstBytes);
+    } catch (const std::bad_alloc&) {}
+  }
+
+  // The table doubled (a page at first), its entries placed anew; the old one unmapped.
   void grow() {
-    const size_t n = slots_.empty() ? 64 : slots_.size() * 2;
-    std::vector<Slot> old(n);
-    old.swap(slots_);
+    const size_t bytes = capacity_ ? 2 * capacity_ * sizeof(Slot) : kFirstBytes;
+    const FreshPages fresh = ahead_.bytes == bytes ? ahead_ : mapFreshPages(bytes);
+    if (ahead_.at && ahead_.at != fresh.at) unmapFreshPages(ahead_);
+    ahead_ = {};
+    const FreshPages old = table_;
+    const Slot* from = slots_;
+    const size_t n = capacity_;
+    table_ = fresh;
+    slots_ = reinterpret_cast<Slot*>(fresh.at);  // zero bytes: every slot empty
+    capacity_ = bytes / sizeof(Slot);
     shift_ = 64;
-    for (size_t k = n; k > 1; k >>= 1) --shift_;
-    for (const Slot& s : old) {  // every key differs: each takes the first free slot from its home
+    for (size_t k = capacity_; k > 1; k >>= 1) --shift_;
+    for (size_t j = 0; j < n; ++j) {  // every key differs: each takes the first free slot from its home
+      const Slot& s = from[j];
       if (!s.key) continue;
       size_t i = home(s.key);
       while (slots_[i].key) i = next(i);
       slots_[i] = s;
     }
+    unmapFreshPages(old);
   }
 
-  std::vector<Slot> slots_;  // a power of two in size, at most half full
+  FreshPages table_;       // slots_' pages
+  FreshPages ahead_;       // the next table, mapped when this one is a quarter full
+  Slot* slots_ = nullptr;  // capacity_ of them, a power of two, at most half full
+  size_t capacity_ = 0;
   size_t size_ = 0;
-  unsigned shift_ = 64;  // 64 - log2(slots_.size())
+  unsigned shift_ = 64;  // 64 - log2(capacity_)
 };
 
 }  // namespace trtrace::capture
