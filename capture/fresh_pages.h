@@ -2,7 +2,7 @@
 // mapped at once and made present by a helper thread while the application goes on. A page the
 // application's thread touches first costs it a fault: 2.4-3.9 us each on the VM we measure on
 // (BENCHMARKS.md), ~600 of them for calls-20k's 17,600 objects. A region asked for one step ahead
-// of its use is present by the time it is used; one used sooner faults as before.
+// of its use is present by the time it is used; one used sooner faults where it is touched first.
 #pragma once
 #include <cstddef>
 
