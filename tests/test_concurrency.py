@@ -220,12 +220,15 @@ me = os.getpriority(os.PRIO_PROCESS, 0)
 def ours():
     seen = []
     for tid in os.listdir("/proc/self/task"):
-        with open(f"/proc/self/task/{tid}/comm") as f:
-            name = f.read().strip()
-        if name.startswith("trtrace-"):
-            with open(f"/proc/self/task/{tid}/status") as f:
-                blocked = int(next(x for x in f if x.startswith("SigBlk:")).split()[1], 16)
-            seen.append([name, os.getpriority(os.PRIO_PROCESS, int(tid)) - me, blocked])
+        try:  # a short-lived thread (trtrace-pages) may be gone by now
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                name = f.read().strip()
+            if name.startswith("trtrace-"):
+                with open(f"/proc/self/task/{tid}/status") as f:
+                    blocked = int(next(x for x in f if x.startswith("SigBlk:")).split()[1], 16)
+                seen.append([name, os.getpriority(os.PRIO_PROCESS, int(tid)) - me, blocked])
+        except (FileNotFoundError, ProcessLookupError):
+            continue
     return sorted(seen)
 
 
