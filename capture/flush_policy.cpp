@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "trtrace/quiet_thread.h"
+
 namespace trtrace::capture {
 
 FlushRules flushRules(const Config& c) {
@@ -29,9 +31,7 @@ WriterOptions writerOptions(const Config& c, const std::string& path) {
   o.rawBacklogBytes = 4 << 20;  // nor for a backlog of small weights that zstd did not keep up with
   o.smallMinSaving = 0.10;      // and small weights are kept compressed only where that pays well
   o.workerThreads = rules.blobsOnCallingThread ? 0 : c.workers;
-  // The workers give way to the application where both want a CPU (docs/design.md, "Capture
-  // cost"); a worker the application waits for (a drain) has the CPU the application left.
-  o.workerNice = 5;
+  o.workerNice = kGiveWayNice;  // the workers give way to the application (quiet_thread.h)
   // The log's thread compresses the segments while the application runs: level 1 (`trtrace
   // rewrite --compress` recompresses at 3).
   o.logZstdLevel = 1;

@@ -3,10 +3,6 @@
 #include <pthread.h>
 #include <sanitizer/lsan_interface.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <new>
 
 #include "trtrace/quiet_thread.h"
@@ -26,12 +22,9 @@ constexpr size_t kHelpedBytes = 64 << 10;  // under it, a thread's start costs m
 void populate(std::byte* at, size_t bytes) noexcept { ::madvise(at, bytes, MADV_POPULATE_WRITE); }
 
 void* populateThread(void* arg) {
-  ::pthread_setname_np(::pthread_self(), "trtrace-pages");
-  // Gives way to the application as the writer's threads do (flush_policy.cpp: workerNice): on a
-  // CPU it shares with the application's thread, its faults would be that thread's again.
-  const auto tid = static_cast<id_t>(::gettid());
-  errno = 0;
-  if (const int now = ::getpriority(PRIO_PROCESS, tid); errno == 0) ::setpriority(PRIO_PROCESS, tid, now + 5);
+  // Gives way to the application as the writer's threads do: on a CPU it shares with the
+  // application's thread, its faults would be that thread's again.
+  nameThisThread("trtrace-pages", kGiveWayNice);
   const auto* p = static_cast<FreshPages*>(arg);
   populate(p->at, p->bytes);
   delete p;

@@ -38,7 +38,7 @@ class PointerMap {
   // The value of `key`, or nullptr; whether `key` is present.
   V* find(const void* key) {
     const size_t i = slotOf(key);
-    return i == kNone ? nullptr : &slots_[i].value;
+    return i == kNone ? nullptr : &slots()[i].value;
   }
   bool contains(const void* key) const { return slotOf(key) != kNone; }
 
@@ -46,14 +46,15 @@ class PointerMap {
   // lookup ended on (one probe for both). Nothing is inserted if make throws.
   template <class Make>
   V& findOrAdd(const void* key, Make&& make) {
-    if ((size_ + 1) * 2 > capacity_) grow();
-    if ((size_ + 1) * 4 > capacity_ && !ahead_.at) mapAhead();
+    if ((size_ + 1) * 2 > capacity()) grow();
+    if ((size_ + 1) * 4 > capacity() && !ahead_.at) mapAhead();
+    Slot* const s = slots();
     size_t i = home(key);
-    for (; slots_[i].key; i = next(i))
-      if (slots_[i].key == key) return slots_[i].value;
-    slots_[i] = {key, make()};
+    for (; s[i].key; i = next(i))
+      if (s[i].key == key) return s[i].value;
+    s[i] = {key, make()};
     ++size_;
-    return slots_[i].value;
+    return s[i].value;
   }
   // Inserts key -> value unless key is present; returns the value held for key.
   V& emplace(const void* key, V value) {
@@ -69,13 +70,13 @@ class PointerMap {
   }
   // Removes key if it maps to `value` (one probe for the lookup and the removal).
   void eraseIfHolds(const void* key, const V& value) {
-    if (const size_t i = slotOf(key); i != kNone && slots_[i].value == value) eraseAt(i);
+    if (const size_t i = slotOf(key); i != kNone && slots()[i].value == value) eraseAt(i);
   }
 
   size_t size() const { return size_; }
   // Asks for the line of key's home slot ahead of a find or erase.
   void prefetch(const void* key) const {
-    if (capacity_) __builtin_prefetch(&slots_[home(key)]);
+    if (capacity()) __builtin_prefetch(&slots()[home(key)]);
   }
 
  private:
@@ -89,26 +90,31 @@ class PointerMap {
 
   // Backward shift: each later entry of the run that may sit in the hole moves into it.
   void eraseAt(size_t i) {
-    for (size_t j = next(i); slots_[j].key; j = next(j)) {
-      const size_t h = home(slots_[j].key);
+    Slot* const s = slots();
+    for (size_t j = next(i); s[j].key; j = next(j)) {
+      const size_t h = home(s[j].key);
       if (((j - h) & mask()) >= ((j - i) & mask())) {  // j's home is at or before the hole
-        slots_[i] = slots_[j];
+        s[i] = s[j];
         i = j;
       }
     }
-    slots_[i] = {};
+    s[i] = {};
     --size_;
   }
 
   size_t slotOf(const void* key) const {  // key's slot, or kNone
-    if (!capacity_) return kNone;
+    if (!capacity()) return kNone;
+    const Slot* const s = slots();
     for (size_t i = home(key);; i = next(i)) {
-      if (slots_[i].key == key) return i;
-      if (!slots_[i].key) return kNone;
+      if (s[i].key == key) return i;
+      if (!s[i].key) return kNone;
     }
   }
 
-  size_t mask() const { return capacity_ - 1; }
+  // The table's slots (zero bytes are empty ones): a power of two of them, at most half full.
+  Slot* slots() const { return reinterpret_cast<Slot*>(table_.at); }
+  size_t capacity() const { return table_.bytes / sizeof(Slot); }
+  size_t mask() const { return capacity() - 1; }
   size_t next(size_t i) const { return (i + 1) & mask(); }
   // Fibonacci hashing of the address (its low bits are alignment, the same for every object).
   size_t home(const void* key) const {
@@ -121,40 +127,37 @@ class PointerMap {
   // to grow).
   void mapAhead() noexcept {
     try {
-      ahead_ = mapFreshPages(capacity_ ? 2 * capacity_ * sizeof(Slot) : kFirstBytes);
+      ahead_ = mapFreshPages(table_.bytes ? 2 * table_.bytes : kFirstBytes);
     } catch (const std::bad_alloc&) {}
   }
 
   // The table doubled (a page at first), its entries placed anew; the old one unmapped.
   void grow() {
-    const size_t bytes = capacity_ ? 2 * capacity_ * sizeof(Slot) : kFirstBytes;
+    const size_t bytes = table_.bytes ? 2 * table_.bytes : kFirstBytes;
     const FreshPages fresh = ahead_.bytes == bytes ? ahead_ : mapFreshPages(bytes);
     if (ahead_.at && ahead_.at != fresh.at) unmapFreshPages(ahead_);
     ahead_ = {};
     const FreshPages old = table_;
-    const Slot* from = slots_;
-    const size_t n = capacity_;
-    table_ = fresh;
-    slots_ = reinterpret_cast<Slot*>(fresh.at);  // zero bytes: every slot empty
-    capacity_ = bytes / sizeof(Slot);
+    const Slot* from = slots();
+    const size_t n = capacity();
+    table_ = fresh;  // zero bytes: every slot empty
     shift_ = 64;
-    for (size_t k = capacity_; k > 1; k >>= 1) --shift_;
+    for (size_t k = capacity(); k > 1; k >>= 1) --shift_;
+    Slot* const to = slots();
     for (size_t j = 0; j < n; ++j) {  // every key differs: each takes the first free slot from its home
       const Slot& s = from[j];
       if (!s.key) continue;
       size_t i = home(s.key);
-      while (slots_[i].key) i = next(i);
-      slots_[i] = s;
+      while (to[i].key) i = next(i);
+      to[i] = s;
     }
     unmapFreshPages(old);
   }
 
-  FreshPages table_;       // slots_' pages
-  FreshPages ahead_;       // the next table, mapped when this one is a quarter full
-  Slot* slots_ = nullptr;  // capacity_ of them, a power of two, at most half full
-  size_t capacity_ = 0;
+  FreshPages table_;  // the slots; none before the first insert
+  FreshPages ahead_;  // the next table, mapped when this one is a quarter full
   size_t size_ = 0;
-  unsigned shift_ = 64;  // 64 - log2(capacity_)
+  unsigned shift_ = 64;  // 64 - log2(capacity())
 };
 
 }  // namespace trtrace::capture

@@ -1,8 +1,6 @@
 // Helpers shared by the trace library's rooms and the tools (internal.h): XXH3-128 and its hex form,
 // the 32-bit checks (XXH3 low bits) of headers and blocks, file/block header construction, byte grouping of blob
-// chunks, block type names, the writer threads' names and priority.
-#include <pthread.h>
-#include <sys/resource.h>
+// chunks, block type names.
 #include <unistd.h>
 
 #include <cerrno>
@@ -134,15 +132,6 @@ const char* blockTypeName(uint16_t type) {
     case format::BlockType::Footer: return "footer";
   }
   return "unknown";
-}
-
-void nameThisThread(const char* name, int niceIncrement) noexcept {
-  ::pthread_setname_np(::pthread_self(), name);  // at most 15 characters
-  if (niceIncrement == 0) return;
-  const auto tid = static_cast<id_t>(::gettid());
-  errno = 0;
-  const int now = ::getpriority(PRIO_PROCESS, tid);
-  if (errno == 0) ::setpriority(PRIO_PROCESS, tid, now + niceIncrement);
 }
 
 }  // namespace detail

@@ -32,10 +32,6 @@ unsigned transformElementSize(format::BlobTransform t);  // 1 for None
 
 std::string errnoText();
 
-// The writer's own threads name themselves (`top -H`, `ps -L`: "trtrace-blob", "trtrace-log") and
-// raise their nice value by WriterOptions::workerNice. Best effort: a failure
-// changes nothing else.
-void nameThisThread(const char* name, int niceIncrement = 0) noexcept;
 // Takes `l`'s mutex, spinning up to ~20 us before sleeping on it: for the application's thread, whose
 // lock of a queue the workers hold for microseconds at a time would otherwise sleep in the kernel,
 // and wait for a worker's wake-up call, an inter-processor interrupt away (calls-20k: ~50 such
