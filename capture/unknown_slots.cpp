@@ -75,7 +75,7 @@ bool isOurVtable(const void* vptr) {
 
 // Called by the trampolines. regs: the saved rax, r9, r8, rcx, rdx, rsi, rdi. Rewrites the
 // register that holds our object to the real V-pointer, records the call, returns the target.
-extern "C" void* trtrace_unknown_slot(uint64_t* regs, uint64_t k) {
+extern "C" __attribute__((used)) void* trtrace_unknown_slot(uint64_t* regs, uint64_t k) {
   for (int idx : {6, 5}) {  // rdi, then rsi (hidden struct-return pointer case)
     void* p = reinterpret_cast<void*>(regs[idx]);
     if (!p) continue;
