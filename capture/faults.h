@@ -25,7 +25,10 @@ class Faults {
   // TRTRACE_FAULT_KILL_AT_CALL=N: the process raises SIGKILL when the recording of call N (0-based,
   // in the order calls start being recorded) begins, so call N and everything after it never reach
   // the trace (the crash-safety tests).
-  void callStarting();
+  void callStarting() {
+    if (killAtCall_.load(std::memory_order_relaxed) >= 0) [[unlikely]]
+      countCall();  // off: no atomic write per call
+  }
   // The writer's fault hook (WriterOptions::writeFault) for TRTRACE_FAULT_WRITE_FAIL: counts every
   // write the trace writer makes to the file, on any thread. Empty when that injector is off.
   std::function<int()> writeHook();
@@ -37,6 +40,7 @@ class Faults {
   void finisherStarted();
 
  private:
+  [[gnu::cold]] void countCall();
   std::atomic<int64_t> killAtCall_{-1};
   std::atomic<int64_t> callsStarted_{0};
   WriteFaultSpec writeFail_;

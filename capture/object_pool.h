@@ -80,8 +80,8 @@ class ObjectPool {
   static size_t classOf(size_t bytes) { return bytes ? (bytes - 1) / kGrain : 0; }
 
   // The rest of the current chunk (under kMaxBytes) is left unused: at most 1/128 of the memory.
-  // The next chunk is mapped here too (a failure leaves it to the next call).
-  void newChunk() {
+  // The next chunk is mapped here too (a failure leaves it to the next call). Out of take's lines.
+  [[gnu::cold, gnu::noinline]] void newChunk() {
     chunks_.reserve(chunks_.size() + 1);  // the chunk is never lost to a failed push_back
     const FreshPages c = ahead_.at ? ahead_ : mapFreshPages(kChunk);
     ahead_ = {};

@@ -109,27 +109,46 @@ Object* wrap(const void* real, const Iface& iface, Object* owner, uint32_t netwo
 // ------------------------------------------------------------------------------------------------
 // Call
 // ------------------------------------------------------------------------------------------------
+namespace {
+// TRT_SHIM_DUMP_API: one line as a call enters or leaves, indented by the thread's depth.
+[[gnu::cold]] void dumpCall(const char* what, int depth, uint32_t apiId) {
+  const api::ApiDesc* d = api::find(apiId);
+  std::fprintf(stderr, "trtrace: %*s%s %.*s::%.*s\n", 2 * depth, "", what, d ? int(d->interface.size()) : 0,
+               d ? d->interface.data() : "", d ? int(d->method.size()) : 0, d ? d->method.data() : "");
+}
+}  // namespace
+
 Call::Call(Object* self, uint32_t apiId, bool unsupported, uint32_t networkHint)
     : self_(self), api_(apiId), network_(self && self->network ? self->network : networkHint) {
   Session& s = Session::get();
-  if (s.config().singleThread) {
-    apiLock().lock();
-    serialized_ = true;
-  }
-  if (s.config().dumpApi) {
-    const api::ApiDesc* d = api::find(apiId);
-    std::fprintf(stderr, "trtrace: %*senter %.*s::%.*s\n", 2 * tDepth, "", d ? int(d->interface.size()) : 0,
-                 d ? d->interface.data() : "", d ? int(d->method.size()) : 0, d ? d->method.data() : "");
-  }
+  if (s.config().singleThread || s.config().dumpApi) [[unlikely]]
+    enterRarely();
   ++tDepth;
   s.guarded([&](Writer& w) {
     s.callStarting();
     enc_ = &w.beginCall(apiId, self ? self->handle : 0, network_);
   });
-  if (unsupported) {
-    const api::ApiDesc* d = api::find(apiId);
-    record([&](CallEncoder& e) { e.unsupported(d ? d->interface : "?", d ? static_cast<uint32_t>(d->slot) : 0); });
+  if (unsupported) [[unlikely]]
+    recordUnsupported();
+}
+
+// The settings few captures use, apart from the lines every call runs.
+void Call::enterRarely() {
+  const Config& c = Session::get().config();
+  if (c.singleThread) {
+    apiLock().lock();
+    serialized_ = true;
   }
+  if (c.dumpApi) dumpCall("enter", tDepth, api_);
+}
+void Call::leaveRarely(int depth) {
+  if (Session::get().config().dumpApi) dumpCall("exit ", depth, api_);
+  if (serialized_) apiLock().unlock();
+}
+
+void Call::recordUnsupported() {
+  const api::ApiDesc* d = api::find(api_);
+  record([&](CallEncoder& e) { e.unsupported(d ? d->interface : "?", d ? static_cast<uint32_t>(d->slot) : 0); });
 }
 
 void Call::fail(const char* why) noexcept {
@@ -146,12 +165,8 @@ Call::~Call() {
     if (!passed_.empty()) weightsBound(api_, self_, created_, passed_);
   }
   if (depth == 0 && s.jsonExport()) JsonExport::forgetBlobs();  // the thread's outermost call is over
-  if (s.config().dumpApi) {
-    const api::ApiDesc* d = api::find(api_);
-    std::fprintf(stderr, "trtrace: %*sexit  %.*s::%.*s\n", 2 * depth, "", d ? int(d->interface.size()) : 0,
-                 d ? d->interface.data() : "", d ? int(d->method.size()) : 0, d ? d->method.data() : "");
-  }
-  if (serialized_) apiLock().unlock();
+  if (s.config().dumpApi || serialized_) [[unlikely]]
+    leaveRarely(depth);
 }
 
 void Call::argBool(bool v) {

@@ -124,15 +124,15 @@ class PointerMap {
   static constexpr size_t kFirstBytes = 4096;  // a page: 256 slots of 16 bytes
 
   // The next table, twice this one, its pages made present off this thread (a failure leaves it
-  // to grow).
-  void mapAhead() noexcept {
+  // to grow). Both out of the lines of a lookup (cold: they run once per doubling).
+  [[gnu::cold, gnu::noinline]] void mapAhead() noexcept {
     try {
       ahead_ = mapFreshPages(table_.bytes ? 2 * table_.bytes : kFirstBytes);
     } catch (const std::bad_alloc&) {}
   }
 
   // The table doubled (a page at first), its entries placed anew; the old one unmapped.
-  void grow() {
+  [[gnu::cold, gnu::noinline]] void grow() {
     const size_t bytes = table_.bytes ? 2 * table_.bytes : kFirstBytes;
     const FreshPages fresh = ahead_.bytes == bytes ? ahead_ : mapFreshPages(bytes);
     if (ahead_.at && ahead_.at != fresh.at) unmapFreshPages(ahead_);

@@ -133,9 +133,8 @@ void Session::publishLocked(Writer* w) {
   off_.store(!w && (disabled_ || closed_), std::memory_order_release);
 }
 
-Writer* Session::writer() {
-  if (Writer* w = live_.load(std::memory_order_acquire)) return w;  // every recorded call asks: no lock
-  if (off_.load(std::memory_order_acquire)) return nullptr;         // nor once capture is off
+Writer* Session::writerSlowly() {
+  if (off_.load(std::memory_order_acquire)) return nullptr;  // no lock once capture is off
   std::lock_guard<std::mutex> lk(mu_);
   if (!opened_ && !disabled_) open();
   Writer* w = disabled_ || closed_ ? nullptr : writer_.get();

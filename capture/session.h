@@ -49,7 +49,12 @@ class Session {
 
   const Config& config() const { return config_; }
   // The writer, opened on first use; nullptr when capture is off (open failed, closed, disabled).
-  Writer* writer();
+  // Every recorded call asks: inline, and without a lock while capture is on.
+  Writer* writer() {
+    if (Writer* w = live_.load(std::memory_order_acquire)) [[likely]]
+      return w;
+    return writerSlowly();
+  }
   // Stop recording (passthrough continues), say why once; waits until queued weights are let go.
   void disable(const char* why) noexcept;
   // Runs `use` on the writer unless capture is off; any failure (a failed write, out of memory)
@@ -103,6 +108,7 @@ class Session {
   void open();
   void openWriter(int fd);
   HeaderInfo header() const;
+  [[gnu::cold]] Writer* writerSlowly();  // writer() before the first call, or once capture is off
   // mu_ held: writer()'s two answers without the lock (live_, off_), from w and the flags.
   void publishLocked(Writer* w);
   void reopenable();  // mu_ held: names back to the configured ones, the next call opens a new trace

@@ -212,6 +212,11 @@ class Call {
  private:
   void argHandleList(const void* const* a, int64_t n);
   void fail(const char* why) noexcept;
+  // Out of the lines every call runs: TRT_SHIM_FORCE_SINGLE_THREAD_API, TRT_SHIM_DUMP_API, and a
+  // method the spec does not know.
+  [[gnu::cold]] void enterRarely();
+  [[gnu::cold]] void leaveRarely(int depth);
+  [[gnu::cold]] void recordUnsupported();
 
   Object* self_;
   uint32_t api_;

@@ -15,6 +15,19 @@ namespace trtrace::capture {
 class SpinLock {
  public:
   void lock() noexcept {
+    if (!locked_.exchange(true, std::memory_order_acquire)) [[likely]]
+      return;
+    lockContended();
+  }
+  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+  // In a forked child: the lock may have been held by a thread that did not survive the fork.
+  void reset() noexcept { locked_.store(false, std::memory_order_relaxed); }
+
+ private:
+  static constexpr unsigned kSpinsBeforeYield = 128;
+
+  // Out of the lines of an uncontended lock.
+  [[gnu::cold, gnu::noinline]] void lockContended() noexcept {
     for (unsigned spins = 0; locked_.exchange(true, std::memory_order_acquire);) {
       while (locked_.load(std::memory_order_relaxed)) {
         if (++spins < kSpinsBeforeYield) {
@@ -27,12 +40,7 @@ class SpinLock {
       }
     }
   }
-  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
-  // In a forked child: the lock may have been held by a thread that did not survive the fork.
-  void reset() noexcept { locked_.store(false, std::memory_order_relaxed); }
 
- private:
-  static constexpr unsigned kSpinsBeforeYield = 128;
   std::atomic<bool> locked_{false};
 };
 

@@ -211,7 +211,12 @@ void encodeCall(const std::byte* draft, flatbuffers::FlatBufferBuilder& b, Encod
 }
 
 CallEncoder& EncoderPool::take(Writer* w) {
-  if (CallEncoder* e = spare_.exchange(nullptr, std::memory_order_acquire)) return *e;
+  if (CallEncoder* e = spare_.exchange(nullptr, std::memory_order_acquire)) [[likely]]
+    return *e;
+  return takeLocked(w);
+}
+
+CallEncoder& EncoderPool::takeLocked(Writer* w) {
   std::lock_guard g(mu_);
   if (!free_.empty()) {
     CallEncoder* e = free_.back();

@@ -128,6 +128,9 @@ class EncoderPool {
   void giveBack(CallEncoder* e);
 
  private:
+  // Another thread holds the spare (calls recorded at once on several threads): one from the list,
+  // or a new one.
+  [[gnu::cold]] CallEncoder& takeLocked(Writer* w);
   // One free encoder kept beside the lock: calls recorded one at a time (the usual application
   // builds from one thread) take and give it back with one atomic exchange each, no lock.
   std::atomic<CallEncoder*> spare_{nullptr};
