@@ -118,7 +118,8 @@ class PointerMap {
   size_t next(size_t i) const { return (i + 1) & mask(); }
   // Fibonacci hashing of the address (its low bits are alignment, the same for every object).
   size_t home(const void* key) const {
-    return static_cast<size_t>((reinterpret_cast<uintptr_t>(key) * 0x9E3779B97F4A7C15ull) >> shift_);
+    const unsigned shift = 64 - static_cast<unsigned>(__builtin_ctzll(capacity()));  // 64 - log2
+    return static_cast<size_t>((reinterpret_cast<uintptr_t>(key) * 0x9E3779B97F4A7C15ull) >> shift);
   }
 
   static constexpr size_t kFirstBytes = 4096;  // a page: 256 slots of 16 bytes
@@ -141,8 +142,6 @@ class PointerMap {
     const Slot* from = slots();
     const size_t n = capacity();
     table_ = fresh;  // zero bytes: every slot empty
-    shift_ = 64;
-    for (size_t k = capacity(); k > 1; k >>= 1) --shift_;
     Slot* const to = slots();
     for (size_t j = 0; j < n; ++j) {  // every key differs: each takes the first free slot from its home
       const Slot& s = from[j];
@@ -157,7 +156,6 @@ class PointerMap {
   FreshPages table_;  // the slots; none before the first insert
   FreshPages ahead_;  // the next table, mapped when this one is a quarter full
   size_t size_ = 0;
-  unsigned shift_ = 64;  // 64 - log2(capacity())
 };
 
 }  // namespace trtrace::capture

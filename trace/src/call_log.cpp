@@ -112,10 +112,18 @@ uint64_t CallLog::append(CallEncoder::Impl& e) {
     batch_.drafts.insert(batch_.drafts.end(), e.draft.begin(), e.draft.end());
     batch_.askRoom();
     calls_.store(calls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // appends hold mu_
-    if (opt_.onCall || opt_.flush == FlushPolicy::EveryCall) [[unlikely]]
-      appendedWatched(e);
-    else if (batch_.drafts.size() >= kBatchBytes) [[unlikely]]
+    if (opt_.onCall) [[unlikely]]
+      showAppended(e);
+    // A flushed segment waits for the blobs its calls reference (workers never take mu_), so a
+    // trace cut right after it never holds a call whose weights are missing: here for every-call
+    // flushes (with no workers, as the shim runs FLUSH_AFTER_EVERY_CALL, nothing to wait for), on
+    // the log's own thread for a full segment.
+    if (opt_.flush == FlushPolicy::EveryCall) [[unlikely]] {
+      blobs_.drain();
+      flushLocked();
+    } else if (batch_.drafts.size() >= kBatchBytes) [[unlikely]] {
       handOffLocked();
+    }
   }
   if (opt_.flush == FlushPolicy::OnBuild && build) [[unlikely]]
     flush(true);
@@ -124,21 +132,9 @@ uint64_t CallLog::append(CallEncoder::Impl& e) {
 
 void CallLog::appendedAfterClose() { throw Error(Error::Kind::Usage, file_.path() + ": endCall after close"); }
 
-void CallLog::appendedWatched(CallEncoder::Impl& e) {
-  if (opt_.onCall) {
-    encodeCall(e.draft.data(), viewB_, viewScratch_);
-    opt_.onCall(CallView(flatbuffers::GetRoot<fb::Call>(viewB_.GetBufferPointer())));
-  }
-  // A flushed segment waits for the blobs its calls reference (workers never take mu_), so a
-  // trace cut right after it never holds a call whose weights are missing: here for every-call
-  // flushes (with no workers, as the shim runs FLUSH_AFTER_EVERY_CALL, nothing to wait for), on
-  // the log's own thread for a full segment.
-  if (opt_.flush == FlushPolicy::EveryCall) {
-    blobs_.drain();
-    flushLocked();
-  } else if (batch_.drafts.size() >= kBatchBytes) {
-    handOffLocked();
-  }
+void CallLog::showAppended(CallEncoder::Impl& e) {
+  encodeCall(e.draft.data(), viewB_, viewScratch_);
+  opt_.onCall(CallView(flatbuffers::GetRoot<fb::Call>(viewB_.GetBufferPointer())));
 }
 
 void CallLog::flushBehind() {

@@ -80,10 +80,10 @@ class CallLog {
   };
 
   // ---- the appending side (mu_) ----
-  // append's rare ends, apart from the lines every call runs: a call after close (throws), and a
-  // call watched (WriterOptions::onCall) or flushed as it is appended (FlushPolicy::EveryCall).
+  // append's rare branches, apart from the lines every call runs: a call after close (throws), and
+  // the call just appended shown to WriterOptions::onCall.
   [[noreturn, gnu::cold]] void appendedAfterClose();
-  [[gnu::cold]] void appendedWatched(CallEncoder::Impl& e);
+  [[gnu::cold]] void showAppended(CallEncoder::Impl& e);
   // The batch to the log's thread (started on first use), which writes the open segment after it
   // when endSegment: it waits for room while kMaxPendingBatchBytes of batches are pending. Holds mu_.
   void handOffLocked(bool endSegment = false);
