@@ -583,10 +583,7 @@ void BlobStore::popSmallLocked(const std::vector<Job>& batch) {
 void BlobStore::consumeSmall(std::vector<Job>& batch, Scratch& s) {
   readSmall(batch, s);
   std::vector<bool> write(batch.size());
-  {
-    std::lock_guard g(mu_);
-    for (size_t i = 0; i < batch.size(); ++i) write[i] = claimLocked(batch[i], s.keys[i]);
-  }
+  forEachHeld(batch.size(), [&](size_t i) { write[i] = claimLocked(batch[i], s.keys[i]); });
   try {
     if (file_.failed()) file_.throwFailed();
     std::lock_guard f(file_.mu);
@@ -595,12 +592,23 @@ void BlobStore::consumeSmall(std::vector<Job>& batch, Scratch& s) {
     std::lock_guard g(mu_);
     if (!workerError_) workerError_ = std::current_exception();
   }
-  std::lock_guard g(mu_);
-  for (size_t i = 0; i < batch.size(); ++i) {
+  forEachHeld(batch.size(), [&](size_t i) {
     if (write[i])
       consumedLocked(batch[i], true);
     else
       finishedLocked(batch[i]);  // a repeat, or Lost (claimLocked): nothing to write
+  });
+}
+
+// A batch's jobs under mu_ a few at a time: the application's put spins briefly for mu_ before it
+// sleeps, and a whole batch under one hold outlasted that spin (calls-20k: the app's thread slept
+// on mu_ 8 to 25 times a run, 0.6 to 2.2 ms in all, by perf's sched_switch; none with this).
+template <class F>
+void BlobStore::forEachHeld(size_t n, F&& f) {
+  constexpr size_t kJobsPerHold = 8;
+  for (size_t i = 0; i < n;) {
+    std::lock_guard g(mu_);
+    for (const size_t end = std::min(n, i + kJobsPerHold); i < end; ++i) f(i);
   }
 }
 

@@ -124,6 +124,8 @@ class BlobStore {
   bool takeSmallLocked(std::vector<Job>& batch) const;
   void popSmallLocked(const std::vector<Job>& batch);
   void consumeSmall(std::vector<Job>& batch, Scratch& s);
+  template <class F>
+  void forEachHeld(size_t n, F&& f);  // f(0) .. f(n - 1), mu_ held for a few at a time
   void readSmall(const std::vector<Job>& batch, Scratch& s);
   void writeSmallLocked(const std::vector<Job>& batch, const std::vector<bool>& write, Scratch& s);
   // A deferred job's key (read off the caller's thread), recorded for the call log: false when
