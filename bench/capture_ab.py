@@ -8,8 +8,9 @@ then under each shim, interleaved run by run so that the VM's drift touches all 
 
 Prints, per mode, the medians of wall - gen_s (the model's own weight generation, the same work in
 every mode), its ratio to the app alone, the network construction thread's CPU time
-(`network_cpu_s`), and the time outside the network's construction (wall - gen_s - `network_s`:
-the process's start and exit, the trace's close). `--env NAME:K=V` sets K=V for one mode's runs
+(`network_cpu_s`), the time outside the network's construction (wall - gen_s - `network_s`: the
+process's start and exit, the trace's close), and the time the app's thread spent off the CPU while
+it constructed the network (`network_s` - `network_cpu_s`: waits on a lock, preemption). `--env NAME:K=V` sets K=V for one mode's runs
 only (the same shim twice, with and without a setting). Arguments after `--` go to
 bench/models/transformer.py (`--no-build` is added).
 """
@@ -43,7 +44,12 @@ def run(python, model_args, shim, trace, extra):
     os.sync()
     for name in os.listdir(os.path.dirname(trace)):
         os.unlink(os.path.join(os.path.dirname(trace), name))
-    return wall - app["gen_s"], app["network_cpu_s"], wall - app["gen_s"] - app["network_s"]
+    return (
+        wall - app["gen_s"],
+        app["network_cpu_s"],
+        wall - app["gen_s"] - app["network_s"],
+        app["network_s"] - app["network_cpu_s"],
+    )
 
 
 def main():
@@ -62,11 +68,11 @@ def main():
         if mode not in extra or "=" not in kv:
             sys.exit(f"capture_ab: --env {e}: want NAME:K=V with NAME one of {', '.join(extra)}")
         extra[mode].update([kv.split("=", 1)])
-    own, cpu, rest = ({m: [] for m, _ in modes} for _ in range(3))
+    own, cpu, rest, off = ({m: [] for m, _ in modes} for _ in range(4))
     with tempfile.TemporaryDirectory() as work:
         for _ in range(a.runs):
             for name, shim in modes:
-                o, c, r = run(
+                o, c, r, w = run(
                     sys.executable,
                     a.model_args,
                     os.path.abspath(shim) if shim else "",
@@ -76,13 +82,15 @@ def main():
                 own[name].append(o)
                 cpu[name].append(c)
                 rest[name].append(r)
+                off[name].append(w)
     alone = statistics.median(own["alone"])
     for name, _ in modes:
         m = statistics.median(own[name])
         print(
             f"{name:8s} wall - gen_s {m * 1e3:7.1f} ms  {m / alone:.3f}x alone  "
             f"network_cpu_s {statistics.median(cpu[name]) * 1e3:6.1f} ms  "
-            f"outside the network's construction {statistics.median(rest[name]) * 1e3:6.1f} ms"
+            f"outside the network's construction {statistics.median(rest[name]) * 1e3:6.1f} ms  "
+            f"off-CPU while constructing {statistics.median(off[name]) * 1e3:5.2f} ms"
         )
 
 
