@@ -116,9 +116,15 @@ def killed_capture(tmp, name, env, kill_after_builds, networks=2):
     return tmp / f"{name}.trtrace"
 
 
-def test_without_flush_flags_a_killed_app_leaves_no_calls(tmp):
+def test_without_flush_flags_a_killed_app_leaves_at_most_a_clean_prefix(tmp):
+    # Nothing is promised without the flags: a build's end hands the open segment to the log's
+    # thread (Writer::flushBehind), which may or may not have written it when the kill comes. What
+    # reached the file is a readable prefix, not closed, that ends before the build never made.
     trace = killed_capture(tmp, "none", {}, 1)
-    assert not trace.exists() or info(trace, check=False).get("calls", 0) == 0
+    if trace.exists():
+        summary = info(trace, check=False)
+        assert summary.get("calls", 0) == 0 or summary["closed"] is False
+        assert summary.get("builds", 0) <= 1
 
 
 def test_flush_after_every_call_keeps_every_call_of_a_killed_app(tmp):

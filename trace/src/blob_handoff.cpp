@@ -444,7 +444,7 @@ void BlobStore::afterForkInChild() {
   frozen_ = true;
   new (&mu_) std::mutex();
   new (&statsMu_) std::mutex();
-  new (&workCv_) std::condition_variable();
+  workCv_.reset();
   new (&doneCv_) std::condition_variable();
   new (&orderedCv_) std::condition_variable();
   orderedWant_ = kNoTicket;  // the parent's log thread does not wait here

@@ -26,6 +26,7 @@
 #include "block_file.h"
 #include "compression_odds.h"
 #include "key_board.h"
+#include "waker.h"
 
 namespace trtrace::detail {
 
@@ -216,7 +217,7 @@ class BlobStore {
   BlockFile& file_;
   const WriterOptions& opt_;
   mutable std::mutex mu_;
-  std::condition_variable workCv_;     // workers wait here for a batch
+  Waker workCv_;                       // workers wait here for a batch (its notify never blocks: waker.h)
   std::condition_variable doneCv_;     // producers over the budget, and drain(), wait here: all done
   std::condition_variable orderedCv_;  // drainTo() waits here: the oldest job done
   static constexpr uint64_t kNoTicket = UINT64_MAX;
