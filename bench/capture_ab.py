@@ -10,9 +10,9 @@ Prints, per mode, the medians of wall - gen_s (the model's own weight generation
 every mode), its ratio to the app alone, the network construction thread's CPU time
 (`network_cpu_s`), the time outside the network's construction (wall - gen_s - `network_s`: the
 process's start and exit, the trace's close), and the time the app's thread spent off the CPU while
-it constructed the network (`network_s` - `network_cpu_s`: waits on a lock, preemption). `--env NAME:K=V` sets K=V for one mode's runs
-only (the same shim twice, with and without a setting). Arguments after `--` go to
-bench/models/transformer.py (`--no-build` is added).
+it constructed the network (`network_s` - `network_cpu_s`: waits on a lock, preemption).
+`--env NAME:K=V` sets K=V for one mode's runs only (the same shim twice, with and without a
+setting). Arguments after `--` go to bench/models/transformer.py (`--no-build` is added).
 """
 
 import argparse
