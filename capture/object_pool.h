@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "fresh_pages.h"
-#include "spin_lock.h"
+#include "trtrace/spin_lock.h"
 
 namespace trtrace::capture {
 

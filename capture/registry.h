@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "pointer_map.h"
-#include "spin_lock.h"
+#include "trtrace/spin_lock.h"
 
 namespace trtrace::capture {
 

@@ -5,7 +5,7 @@
 #include <mutex>
 
 #include "pointer_map.h"
-#include "spin_lock.h"
+#include "trtrace/spin_lock.h"
 
 namespace trtrace::capture {
 

@@ -1,5 +1,5 @@
 // capture/registry.h and capture/weights_identity.h: the numbers a trace names objects and weights by;
-// capture/object_pool.h: the memory our objects live in; capture/spin_lock.h: their lock.
+// capture/object_pool.h: the memory our objects live in; trace/include/trtrace/spin_lock.h: their lock.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -15,13 +15,13 @@
 #include "object_pool.h"
 #include "pointer_map.h"
 #include "registry.h"
-#include "spin_lock.h"
+#include "trtrace/spin_lock.h"
 #include "weights_identity.h"
 
+using trtrace::SpinLock;
 using trtrace::capture::ObjectPool;
 using trtrace::capture::PointerMap;
 using trtrace::capture::Registry;
-using trtrace::capture::SpinLock;
 using trtrace::capture::WeightsIdentity;
 
 namespace {

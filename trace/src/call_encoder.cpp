@@ -13,20 +13,6 @@ using detail::DraftWide;
 using detail::padded;
 using flatbuffers::Offset;
 
-namespace {
-constexpr size_t kDraftReserve = 4096;  // a call's draft rarely grows past this: no reallocation per call
-}  // namespace
-
-void CallEncoder::Impl::reset(uint32_t api, uint64_t receiver, uint32_t network) {
-  if (draft.capacity() < kDraftReserve) draft.reserve(kDraftReserve);
-  draft.resize(sizeof(DraftHead));
-  DraftHead& h = head();
-  h = DraftHead{};
-  h.api = api;
-  h.receiver = receiver;
-  h.network = network;
-}
-
 CallEncoder::CallEncoder(Writer* w) : impl_(std::make_unique<Impl>()) { impl_->w = w->impl_.get(); }
 CallEncoder::~CallEncoder() = default;
 

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "byte_run.h"
 #include "internal.h"
 #include "trtrace/writer.h"
 
@@ -67,34 +68,19 @@ using EncodeScratch = std::vector<flatbuffers::Offset<fb::Value>>;
 // same calls made on a FlatBufferBuilder directly would give.
 void encodeCall(const std::byte* draft, flatbuffers::FlatBufferBuilder& b, EncodeScratch& scratch);
 
-// An allocator whose resize leaves the new elements uninitialised: a draft's bytes are written
-// right after room is made for them, so zero-filling them first is wasted work on every call.
-template <class T>
-struct UninitAllocator : std::allocator<T> {
-  template <class U>
-  struct rebind {
-    using other = UninitAllocator<U>;
-  };
-  UninitAllocator() = default;
-  template <class U>
-  UninitAllocator(const UninitAllocator<U>&) noexcept {}
-  template <class U>
-  void construct(U* p) noexcept {
-    ::new (static_cast<void*>(p)) U;  // default-initialised: left as it is
-  }
-  template <class U, class... Args>
-  void construct(U* p, Args&&... args) {
-    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
-  }
-};
-
 }  // namespace detail
 
 struct CallEncoder::Impl {
   Writer::Impl* w = nullptr;
-  std::vector<std::byte, detail::UninitAllocator<std::byte>> draft;  // DraftHead, then each item and its payload
+  detail::ByteRun draft;  // DraftHead, then each item and its payload
 
-  void reset(uint32_t api, uint64_t receiver, uint32_t network);
+  // A new draft: its head alone. Room for a call's usual draft is kept, so no call reallocates.
+  void reset(uint32_t api, uint64_t receiver, uint32_t network) {
+    draft.clear();
+    draft.reserve(4096);
+    new (draft.extend(sizeof(detail::DraftHead)))
+        detail::DraftHead{.api = api, .receiver = receiver, .network = network};
+  }
   detail::DraftHead& head() { return *reinterpret_cast<detail::DraftHead*>(draft.data()); }
   // Appends one item, its DraftWide where `wide` is given, and its payload. Inline: the setters'
   // items are built in place, not on the stack and copied (the copy's loads waited on the stores
@@ -102,9 +88,8 @@ struct CallEncoder::Impl {
   void item(const detail::DraftItem& it, std::span<const std::byte> payload = {},
             const detail::DraftWide* wide = nullptr) {
     using detail::DraftItem, detail::DraftWide;
-    const size_t at = draft.size(), room = detail::padded(payload.size()), extra = wide ? sizeof(DraftWide) : 0;
-    draft.resize(at + sizeof(DraftItem) + extra + room);  // uninitialised: every byte is written here
-    std::byte* p = draft.data() + at;
+    const size_t room = detail::padded(payload.size()), extra = wide ? sizeof(DraftWide) : 0;
+    std::byte* p = draft.extend(sizeof(DraftItem) + extra + room);  // every byte is written here
     DraftItem* written = new (p) DraftItem(it);
     written->payload = static_cast<uint32_t>(payload.size());
     written->wide = wide != nullptr;

@@ -57,7 +57,7 @@ CallLog::~CallLog() {
 }
 
 void CallLog::afterForkInChild() {
-  new (&mu_) std::mutex();
+  mu_.reset();
   new (&bgMu_) std::mutex();
   new (&descMu_) std::mutex();
   new (&statsMu_) std::mutex();
@@ -109,7 +109,7 @@ uint64_t CallLog::append(CallEncoder::Impl& e) {
     h.seq = seq;
     h.thread = osThreadId();
     h.bytes = static_cast<uint32_t>(e.draft.size());
-    batch_.drafts.insert(batch_.drafts.end(), e.draft.begin(), e.draft.end());
+    batch_.drafts.append(e.draft.data(), e.draft.size());
     batch_.askRoom();
     calls_.store(calls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // appends hold mu_
     if (opt_.onCall) [[unlikely]]
@@ -222,7 +222,7 @@ void CallLog::appendSegment(std::span<const std::byte> bytes, std::span<const st
   calls_.fetch_add(n, std::memory_order_relaxed);
 }
 
-std::unique_lock<std::mutex> CallLog::seal() {
+std::unique_lock<SpinLock> CallLog::seal() {
   std::unique_lock l(mu_);
   waitBackgroundLocked();
   closed_ = true;

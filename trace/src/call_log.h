@@ -23,8 +23,10 @@
 
 #include "blob_store.h"
 #include "block_file.h"
+#include "byte_run.h"
 #include "call_encoder.h"
 #include "trtrace/reader.h"
+#include "trtrace/spin_lock.h"
 
 struct ZSTD_CCtx_s;
 
@@ -58,16 +60,16 @@ class CallLog {
   // After a closing fork, in the parent: its parked thread never writes (both locks held).
   void abandonLocked();
   // No call is appended after this; the returned lock keeps appends out while the file is closed.
-  std::unique_lock<std::mutex> seal();
+  std::unique_lock<SpinLock> seal();
   Writer::Stats stats() const;  // its counters: calls .. compressedSegments (the others 0)
-  std::mutex& mutex() { return mu_; }
+  SpinLock& mutex() { return mu_; }
   // In a forked child: its locks made anew, the log's thread (which did not survive) forgotten.
   void afterForkInChild();
 
  private:
   // A batch of drafts, in seq order, and the blobs their calls reference: all queued by `blobTicket`.
   struct Batch {
-    std::vector<std::byte> drafts;
+    ByteRun drafts;
     uint64_t blobTicket = 0;
     bool endSegment = false;  // the open segment is written after these calls (flushBehind)
     size_t asked = 0;         // drafts' room asked for (prefetched) up to this offset
@@ -117,7 +119,7 @@ class CallLog {
   BlobStore& blobs_;
   const WriterOptions& opt_;
 
-  std::mutex mu_;
+  SpinLock mu_;  // appends: held for a draft's copy, released with a plain store (spin_lock.h)
   Batch batch_;  // the calls appended since the last handoff
   uint64_t nextSeq_ = 0;
   bool closed_ = false;

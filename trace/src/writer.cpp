@@ -144,7 +144,8 @@ pid_t Writer::forkFinisher(bool closing) {
       p->blobs.drain();  // the blobs being written (not those reserved)
       p->log.settle();   // the child encodes and writes the last calls (close)
     }
-    std::unique_lock a(p->log.mutex()), b(p->blobs.mutex()), c(p->file.mu), d(p->log.backgroundMutex());
+    std::unique_lock a(p->log.mutex());
+    std::unique_lock b(p->blobs.mutex()), c(p->file.mu), d(p->log.backgroundMutex());
     // Another thread queued a blob, or handed the log's thread a batch, meanwhile.
     if (closing && (p->blobs.busyLocked() || p->log.busyLocked())) continue;
     const pid_t pid = ::fork();

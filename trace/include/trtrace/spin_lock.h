@@ -1,16 +1,17 @@
-// The lock of our short critical sections on the application's thread: the registry's, the object
-// pool's, the weights' numbering. std::mutex releases with a locked instruction, which waits until
-// every store before it is in the cache: a new object's lines, a map slot at a random place. On a
-// call-heavy capture those waits were the costliest instructions of a call's recording (perf
-// annotate: half the samples of pthread_mutex_unlock). This lock releases with a plain store, which
-// waits for nothing. Contended (rare: an application building from several threads), it spins a
-// little, then yields its CPU.
+// The lock of our short critical sections on the application's thread: the capture's registry,
+// object pool and weights' numbering, and the call log's appends (trace/src/call_log.h).
+// std::mutex releases with a locked instruction, which waits until every store before it is in
+// the cache: a new object's lines, a map slot at a random place, a call's draft. On a call-heavy
+// capture those waits were the costliest instructions of a call's recording (perf annotate: half
+// the samples of pthread_mutex_unlock). This lock releases with a plain store, which waits for
+// nothing. Contended (rare: an application building from several threads, or a flush holding the
+// call log's lock while it writes), it spins a little, then yields its CPU.
 #pragma once
 #include <sched.h>
 
 #include <atomic>
 
-namespace trtrace::capture {
+namespace trtrace {
 
 class SpinLock {
  public:
@@ -44,4 +45,4 @@ class SpinLock {
   std::atomic<bool> locked_{false};
 };
 
-}  // namespace trtrace::capture
+}  // namespace trtrace
