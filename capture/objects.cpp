@@ -162,31 +162,13 @@ Call::~Call() {
   if (enc_) {
     record([](CallEncoder& e) { e.endCall(); });
     s.afterCall();
-    if (!passed_.empty()) weightsBound(api_, self_, created_, passed_);
+    if (!passed_.empty()) weightsBound(api_, self_, created_, passed_.all());
   }
   if (depth == 0 && s.jsonExport()) JsonExport::forgetBlobs();  // the thread's outermost call is over
   if (s.config().dumpApi || serialized_) [[unlikely]]
     leaveRarely(depth);
 }
 
-void Call::argBool(bool v) {
-  record([&](CallEncoder& e) { e.argBool(v); });
-}
-void Call::argI64(int64_t v) {
-  record([&](CallEncoder& e) { e.argI64(v); });
-}
-void Call::argU64(uint64_t v) {
-  record([&](CallEncoder& e) { e.argU64(v); });
-}
-void Call::argF32(float v) {
-  record([&](CallEncoder& e) { e.argF32(v); });
-}
-void Call::argF64(double v) {
-  record([&](CallEncoder& e) { e.argF64(v); });
-}
-void Call::argEnum(uint32_t t, int64_t v) {
-  record([&](CallEncoder& e) { e.argEnum(t, v); });
-}
 void Call::argString(const char* s) {
   record([&](CallEncoder& e) { s ? e.argString(s) : e.argNull(); });
 }
@@ -221,8 +203,7 @@ void Call::argWeights(const abi::Weights& w) {
   const uint64_t count = w.count > 0 ? static_cast<uint64_t>(w.count) : 0;
   const uint64_t bytes = abi::weightBytes(w.type, w.count);
   record([&](CallEncoder& e) {
-    PassedWeights& passed =
-        passed_.emplace_back(PassedWeights{w, bytes, {}, false, false});  // one per weights argument
+    PassedWeights& passed = passed_.add(PassedWeights{w, bytes, {}, false, false});  // one per weights argument
     if (!w.values || count == 0) {
       e.argWeightsInline(dtype, count, {});
       return;
@@ -250,12 +231,6 @@ void Call::argWeights(const abi::Weights& w) {
 
 void Call::argStruct(const void* p, size_t n) {
   record([&](CallEncoder& e) { e.argBytes({static_cast<const std::byte*>(p), n}); });
-}
-void Call::argHandle(const void* pub) {
-  record([&](CallEncoder& e) {
-    Object* o = ours(pub);
-    pub ? e.argHandle(o ? o->handle : 0) : e.argNull();
-  });
 }
 void Call::argHandleList(const void* const* a, int64_t n) {
   record([&](CallEncoder& e) {
@@ -299,24 +274,6 @@ void Call::argForeign(bool nonNull) {
   record([&](CallEncoder& e) { nonNull ? e.argBool(true) : e.argNull(); });
 }
 
-void Call::retBool(bool v) {
-  record([&](CallEncoder& e) { e.retBool(v); });
-}
-void Call::retI64(int64_t v) {
-  record([&](CallEncoder& e) { e.retI64(v); });
-}
-void Call::retU64(uint64_t v) {
-  record([&](CallEncoder& e) { e.retU64(v); });
-}
-void Call::retF32(float v) {
-  record([&](CallEncoder& e) { e.retF32(v); });
-}
-void Call::retF64(double v) {
-  record([&](CallEncoder& e) { e.retF64(v); });
-}
-void Call::retEnum(uint32_t t, int64_t v) {
-  record([&](CallEncoder& e) { e.retEnum(t, v); });
-}
 void Call::retString(const char* s) {
   record([&](CallEncoder& e) { s ? e.retString(s) : e.retNull(); });
 }

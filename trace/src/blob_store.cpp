@@ -163,6 +163,11 @@ void gatherSamples(std::byte* samples, uint64_t bytes, uint64_t off, uint64_t n,
     std::memcpy(samples + off, chunk, n);
     return;
   }
+  if (off == 0 && n == bytes) {  // the whole run (at the call): fixed-size copies, no memcpy call each
+    for (uint64_t i = 0; i < kSamples; ++i)
+      std::memcpy(samples + i * kSampleBytes, chunk + samplePos(i, bytes), kSampleBytes);
+    return;
+  }
   for (uint64_t i = 0; i < kSamples; ++i) {
     const uint64_t lo = samplePos(i, bytes), from = std::max(lo, off), to = std::min(lo + kSampleBytes, off + n);
     if (from < to) std::memcpy(samples + i * kSampleBytes + (from - lo), chunk + (from - off), to - from);
@@ -274,11 +279,8 @@ void BlobStore::stop() {
 }
 
 BlobRef BlobStore::put(const void* data, uint64_t bytes, BlobHint hint) {
-  {
-    std::lock_guard g(statsMu_);
-    stats_.blobPuts++;
-    stats_.blobPutBytes += bytes;
-  }
+  puts_.fetch_add(1, std::memory_order_relaxed);
+  putBytes_.fetch_add(bytes, std::memory_order_relaxed);
   if (opt_.deferKeys && !workers_.empty() && opt_.storeBlobs) return putDeferred(data, bytes, hint);
   BlobRef ref{hash128(data, bytes), bytes};  // hashed once, on the caller's thread
   Job job{static_cast<const std::byte*>(data), bytes, hint, ref.hash};
@@ -428,7 +430,10 @@ uint64_t BlobStore::pendingBytes() const {
 
 Writer::Stats BlobStore::stats() const {
   std::lock_guard g(statsMu_);
-  return stats_;
+  Writer::Stats s = stats_;
+  s.blobPuts = puts_.load(std::memory_order_relaxed);
+  s.blobPutBytes = putBytes_.load(std::memory_order_relaxed);
+  return s;
 }
 
 // A worker takes jobs while there are any; once the queue is empty it sleeps until a batch is ready.

@@ -257,8 +257,10 @@ class BlobStore {
   std::vector<std::unique_ptr<Scratch>> scratch_;
   std::vector<std::thread> workers_;
   mutable std::mutex statsMu_;
-  Writer::Stats stats_;   // only the blob counters are used
-  CompressionOdds odds_;  // whether zstd is worth trying on the next blob of a kind
+  Writer::Stats stats_;  // only the blob counters are used, but for the two below
+  // Counted by every put, on the application's thread: atomics, not statsMu_ taken per put.
+  std::atomic<uint64_t> puts_{0}, putBytes_{0};  // Writer::Stats::blobPuts, blobPutBytes
+  CompressionOdds odds_;                         // whether zstd is worth trying on the next blob of a kind
   // Keys no source still held when a worker read them, waiting for settle() (mu_); their seen_
   // entry is gone, so the same bytes passed again are stored normally.
   std::unordered_map<BlobRef, BlobHint, BlobRefHasher> failed_;
