@@ -10,6 +10,7 @@
 #include <exception>
 #include <new>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -145,29 +146,25 @@ struct PassedWeights {
   bool blob = false;     // recorded as a blob (hash + bytes is its key)
 };
 
-// A call's weights arguments, in order (weightsBound): in the Call itself for the few a method
-// passes (the spec's most is three, addScale's), in a vector only past that, so that no weights
-// call allocates. The slots are raw bytes, written as arguments come: a call without weights
-// initialises none of them.
+// A call's weights arguments, in order (weightsBound), in the Call itself: room for the most any
+// spec'd method passes (api::kMaxWeightsArgs, generated), so that no weights call allocates. The
+// slots are raw bytes, written as arguments come: a call without weights initialises none of them.
 class PassedList {
  public:
   PassedWeights& add(const PassedWeights& p) {
-    if (more_.empty() && n_ < kInline) return *new (slots_ + n_++ * sizeof(PassedWeights)) PassedWeights(p);
-    if (more_.empty()) more_.assign(all().begin(), all().end());
-    return more_.emplace_back(p);
+    if (n_ == api::kMaxWeightsArgs) [[unlikely]]
+      throw std::length_error("more weights arguments than any spec'd method has");
+    return *new (slots_ + n_++ * sizeof(PassedWeights)) PassedWeights(p);
   }
   std::span<const PassedWeights> all() const {
-    if (!more_.empty()) return more_;
     return {std::launder(reinterpret_cast<const PassedWeights*>(slots_)), n_};
   }
   bool empty() const { return n_ == 0; }
 
  private:
   static_assert(std::is_trivially_destructible_v<PassedWeights>, "slots are never destroyed");
-  static constexpr size_t kInline = 4;
-  alignas(PassedWeights) unsigned char slots_[kInline * sizeof(PassedWeights)];
-  size_t n_ = 0;                     // in the slots (the first kInline added)
-  std::vector<PassedWeights> more_;  // all of them, once there are more
+  alignas(PassedWeights) unsigned char slots_[api::kMaxWeightsArgs * sizeof(PassedWeights)];
+  size_t n_ = 0;
 };
 
 // Weights a network's layers hold, watched until its build (capture/weights_watch.cpp; docs/design.md,

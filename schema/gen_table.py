@@ -7,6 +7,11 @@ from apimodel import CPP_KINDS, DESTROY, FLAGS, all_methods, cbool, interposed, 
 from gen_python import PYFORM_ENUM, py_spelling
 
 
+def max_weights_args(spec, ms):
+    """The most Weights parameters any one method has (a call's room for them: capture's PassedList)."""
+    return max(sum(1 for i in params_info(spec, m) if i.kind == "Weights") for m in ms)
+
+
 def gen_table_h(spec):
     ms = all_methods(spec)
     o = [
@@ -80,6 +85,7 @@ def gen_table_h(spec):
     o += [
         "",
         f"inline constexpr uint32_t kMaxApiId = {max(m.api_id for m in ms)};",
+        f"inline constexpr uint32_t kMaxWeightsArgs = {max_weights_args(spec, ms)};  // most Weights parameters of one method",
         "const ApiDesc* find(uint32_t id);  // nullptr for ids this build does not know",
         "const ApiDesc* all(uint32_t* count);",
         "std::string_view enumName(uint32_t typeId);",

@@ -119,7 +119,11 @@ class CallLog {
   BlobStore& blobs_;
   const WriterOptions& opt_;
 
-  SpinLock mu_;  // appends: held for a draft's copy, released with a plain store (spin_lock.h)
+  // Held for an append's copy of its draft (and, under FlushPolicy::EveryCall, its flush), and
+  // while flush(), flushBehind(), seal(), settle() and appendSegment() encode, write or wait for
+  // the log's thread: that is when a second appending thread spins, then yields (spin_lock.h).
+  // Released with a plain store.
+  SpinLock mu_;
   Batch batch_;  // the calls appended since the last handoff
   uint64_t nextSeq_ = 0;
   bool closed_ = false;
