@@ -75,8 +75,15 @@ struct Changed {
 // `w.hash` made the key of the bytes recorded, where the writer reads them off the application's
 // thread (WriterOptions::deferKeys): one no worker has read yet is read now. Bytes that no longer
 // gave the call's samples were recorded Lost, under a key no bytes give: changed, so a setter.
-void readRecordedKey(PassedWeights& w) {
-  if (Writer* wr = Session::get().writer(); w.blob && wr) w.hash = wr->blobKey({w.hash, w.bytes}).hash;
+// True when the key was read here and now, whole: it is the hash of what the bytes hold at this
+// build, so they are unchanged without a second read (a model built right after its construction
+// has all its weights so: one read of them on this thread before the build, not two).
+bool readRecordedKey(PassedWeights& w) {
+  Writer* wr = Session::get().writer();
+  if (!w.blob || !wr) return false;
+  bool readHere = false;
+  w.hash = wr->blobKey({w.hash, w.bytes}, &readHere).hash;
+  return readHere;
 }
 
 // The network's weights whose bytes differ from those recorded (unreadable ones are left alone: the
@@ -94,7 +101,7 @@ std::vector<Changed> changedWeights(uint32_t network) {
   }
   std::vector<Changed> changed;
   for (Changed& c : all) {  // read outside the lock: a model's weights take a while
-    readRecordedKey(c.was);
+    if (readRecordedKey(c.was)) continue;
     const std::optional<Hash128> now = hashReadable(c.was.w.values, c.was.bytes);
     if (now && *now != c.was.hash) changed.push_back(c);
   }

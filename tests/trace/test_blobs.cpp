@@ -1034,10 +1034,29 @@ TEST(DeferredKeys, BlobKeyReadsTheKeyNowWhereNoWorkerHas) {
   const BlobRef p = w->putBlob(a.data(), a.size());
   EXPECT_EQ(w->resolvedBlob(p), std::nullopt);  // one small blob: no worker has woken for it
   const BlobRef want{hash128(a.data(), a.size()), a.size()};
-  EXPECT_EQ(w->blobKey(p), want);
+  bool readHere = false;
+  EXPECT_EQ(w->blobKey(p, &readHere), want);
+  EXPECT_TRUE(readHere);  // read on this thread, now: the capture's check need not read it again
   EXPECT_EQ(w->resolvedBlob(p), want);
+  EXPECT_EQ(w->blobKey(p, &readHere), want);
+  EXPECT_FALSE(readHere);  // known before this call: what the bytes hold now is not what it says
   w->close();
   EXPECT_EQ(w->stats().uniqueBlobs, 1u);
+}
+
+// Bytes changed where a sample lies since the put are not the put's: the key read now is a Lost
+// blob's, and blobKey does not count that read as one of the bytes' (the check reads them again).
+TEST(DeferredKeys, BlobKeyOfChangedBytesIsNotReadHere) {
+  tt::TempDir d;
+  auto a = tt::randomBytes(30000, 54);
+  auto w = Writer::create(deferredOptions(d.path("t.trace"), 1), tt::header());
+  const BlobRef p = w->putBlob(a.data(), a.size());
+  a[0] = std::byte(~std::to_integer<unsigned>(a[0]));  // the first sample
+  bool readHere = true;
+  const BlobRef got = w->blobKey(p, &readHere);
+  EXPECT_FALSE(readHere);
+  EXPECT_NE(got.hash, hash128(a.data(), a.size()));
+  w->close();
 }
 
 // A key read out of order (blobKey, the check before a build) is not read again when the workers'

@@ -530,7 +530,8 @@ void BlobStore::keyInPlaceLocked(std::unique_lock<std::mutex>& l, size_t index, 
   workCv_.notify_all();                     // a writer waiting for this front, a handoff for keying_
 }
 
-BlobRef BlobStore::keyNow(const BlobRef& ref) {
+BlobRef BlobStore::keyNow(const BlobRef& ref, bool* readHere) {
+  if (readHere) *readHere = false;
   if (!provisionalBlob(ref)) return ref;
   const uint64_t ordinal = ref.hash.lo - 1;
   std::unique_lock l(mu_);
@@ -541,6 +542,7 @@ BlobRef BlobStore::keyNow(const BlobRef& ref) {
     if (i < queue_.size() && !queue_[i].keyed && !queue_[i].keying) {
       std::vector<std::byte> buf;
       keyInPlaceLocked(l, i, buf);
+      if (readHere) *readHere = keys_[ordinal] != lostKey(ordinal);  // read whole, and just now
     }
   }
   // Else a worker or a handoff reads it now (it left the queue, or is being keyed in it), or a

@@ -38,7 +38,7 @@ class BlobStore {
 
   BlobRef put(const void* data, uint64_t bytes, BlobHint hint);
   std::optional<BlobRef> resolved(const BlobRef& ref) const;       // Writer::resolvedBlob
-  BlobRef keyNow(const BlobRef& ref);                              // Writer::blobKey
+  BlobRef keyNow(const BlobRef& ref, bool* readHere = nullptr);    // Writer::blobKey
   void putLost(const BlobRef& ref, BlobHint hint, bool replaced);  // a Lost/Replaced record, written now
   void supersede(const BlobRef& ref);                              // Writer::supersedeBlob
   // Returns once every queued blob is consumed; rethrows a worker's error (writer.h, drainBlobs).

@@ -69,7 +69,7 @@ void Writer::describeApi(uint32_t apiId, std::string_view iface, std::string_vie
 
 BlobRef Writer::putBlob(const void* data, uint64_t bytes, BlobHint hint) { return impl_->blobs.put(data, bytes, hint); }
 std::optional<BlobRef> Writer::resolvedBlob(const BlobRef& ref) const { return impl_->blobs.resolved(ref); }
-BlobRef Writer::blobKey(const BlobRef& ref) { return impl_->blobs.keyNow(ref); }
+BlobRef Writer::blobKey(const BlobRef& ref, bool* readHere) { return impl_->blobs.keyNow(ref, readHere); }
 void Writer::putLostBlob(const BlobRef& ref, BlobHint hint, bool replaced) {
   impl_->blobs.putLost(ref, hint, replaced);
 }

@@ -204,8 +204,10 @@ class Writer {
   // bytes were read (nullopt before; a Lost blob's own key after a failed read).
   std::optional<BlobRef> resolvedBlob(const BlobRef& ref) const;
   // The same, waiting for it: read now on this thread where no worker has begun to (the capture's
-  // check before a build compares the bytes recorded with those the build will read).
-  BlobRef blobKey(const BlobRef& ref);
+  // check before a build compares the bytes recorded with those the build will read). `readHere`,
+  // where given, says whether this call read the bytes and found them whole: the key is then the
+  // hash of what they hold now, so reading them again to compare tells nothing new.
+  BlobRef blobKey(const BlobRef& ref, bool* readHere = nullptr);
   // Stores `ref` as Lost, or Replaced (format.h): a derived trace keeps its input's byteless blob as it was.
   void putLostBlob(const BlobRef& ref, BlobHint hint = BlobHint::None, bool replaced = false);
   // The application changed in place the bytes it passed as `ref`, and no build has read them since
