@@ -513,7 +513,7 @@ bool BlobStore::keyNextLocked(std::unique_lock<std::mutex>& l, bool front, std::
   return true;
 }
 
-void BlobStore::keyInPlaceLocked(std::unique_lock<std::mutex>& l, size_t index, std::vector<std::byte>& buf) {
+bool BlobStore::keyInPlaceLocked(std::unique_lock<std::mutex>& l, size_t index, std::vector<std::byte>& buf) {
   Job j = queue_[index];
   queue_[index].keying = true;
   unkeyedBytes_ -= j.bytes;
@@ -528,6 +528,7 @@ void BlobStore::keyInPlaceLocked(std::unique_lock<std::mutex>& l, size_t index, 
   q.keying = false;
   if (!claimLocked(q, key)) q.skip = true;  // nothing to write: finished when it reaches the front
   workCv_.notify_all();                     // a writer waiting for this front, a handoff for keying_
+  return key.has_value();
 }
 
 BlobRef BlobStore::keyNow(const BlobRef& ref, bool* readHere) {
@@ -541,8 +542,8 @@ BlobRef BlobStore::keyNow(const BlobRef& ref, bool* readHere) {
     const uint64_t i = ordinal - queue_.front().ordinal;
     if (i < queue_.size() && !queue_[i].keyed && !queue_[i].keying) {
       std::vector<std::byte> buf;
-      keyInPlaceLocked(l, i, buf);
-      if (readHere) *readHere = keys_[ordinal] != lostKey(ordinal);  // read whole, and just now
+      const bool whole = keyInPlaceLocked(l, i, buf);
+      if (readHere) *readHere = whole;  // read just now, on this thread
     }
   }
   // Else a worker or a handoff reads it now (it left the queue, or is being keyed in it), or a

@@ -113,8 +113,9 @@ class BlobStore {
   // Reads the key of the first queued job past the front (or the front too) whose key nobody read
   // or reads; false when there is none. Holds mu_ (released meanwhile).
   bool keyNextLocked(std::unique_lock<std::mutex>& l, bool front, std::vector<std::byte>& buf);
-  // Reads the key of queue_[index] while it stays queued (mu_ released meanwhile). Holds mu_.
-  void keyInPlaceLocked(std::unique_lock<std::mutex>& l, size_t index, std::vector<std::byte>& buf);
+  // Reads the key of queue_[index] while it stays queued (mu_ released meanwhile); whether its bytes
+  // were read whole and still gave the put's samples (else its key is a Lost one). Holds mu_.
+  bool keyInPlaceLocked(std::unique_lock<std::mutex>& l, size_t index, std::vector<std::byte>& buf);
   void workerLoop(Scratch& s);
   void consume(Job j, Scratch& s);
   // Small deferred jobs from the front of the queue, taken and written together (takeSmallLocked,
